@@ -1,0 +1,182 @@
+"""Thin command line: parse arguments, call one function per verb, print one clear sentence on failure."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+# litellm must never reach the network for its price map (SPEC R5).
+os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from benchmark.errors import BenchmarkError  # noqa: E402
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _suite(args):
+    from benchmark.loader import Suite
+
+    return Suite(Path(args.root)) if getattr(args, "root", None) else Suite()
+
+
+def _select(args):
+    suite = _suite(args)
+    ids = getattr(args, "ids", None) or None
+    refs = suite.select(ids, args.tracks, args.levels)
+    if ids and not refs:
+        raise BenchmarkError(f"no world matches {' '.join(ids)}; see `python -m benchmark worlds list`")
+    return suite, refs
+
+
+# ---------------------------------------------------------------- worlds verbs
+
+def cmd_worlds_list(args) -> int:
+    _, refs = _select(args)
+    rows = [
+        {"id": r.id, "track": r.world.track, "level": str(r.world.level), "family": r.world.family,
+         "class": r.world.world_class, "title": r.world.title,
+         "frozen": r.lock_path.exists()}
+        for r in refs
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"{len(rows)} worlds")
+    for col in ("id", "class", "title", "frozen"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["id"], r["class"], r["title"], "yes" if r["frozen"] else "no")
+    Console().print(t)
+    return 0
+
+
+def cmd_worlds_validate(args) -> int:
+    from benchmark.validate import validate_suite
+
+    suite = _suite(args)
+    problems = validate_suite(suite)
+    for p in problems:
+        print(p, file=sys.stderr)
+    n = len(suite.worlds)
+    if problems:
+        raise BenchmarkError(f"{len(problems)} problem(s) in {n} worlds (listed above)")
+    print(f"{n} worlds in {len(suite.families())} families over {len(suite.tracks)} tracks are valid")
+    return 0
+
+
+def cmd_worlds_freeze(args) -> int:
+    from benchmark.freeze import freeze_world
+    from benchmark.progress import progress
+
+    if not args.ids and not args.all and not args.tracks and not args.levels:
+        raise BenchmarkError("name the worlds to freeze (IDS or patterns), or pass --all")
+    _, refs = _select(args)
+    with progress("freezing", len(refs)) as step:
+        for ref in refs:
+            step(ref.id)
+            freeze_world(ref)
+    print(f"froze {len(refs)} worlds; commit their .golden.json and .lock.json files")
+    return 0
+
+
+def cmd_worlds_check(args) -> int:
+    from benchmark.freeze import check_world, scratch_dir
+    from benchmark.progress import progress
+
+    _, refs = _select(args)
+    problems: list[str] = []
+    with scratch_dir() as tmp, progress("checking", len(refs)) as step:
+        for ref in refs:
+            step(ref.id)
+            try:
+                problems += check_world(ref, Path(tmp))
+            except BenchmarkError as exc:
+                problems.append(f"{ref.id}: {exc}")
+    for p in problems:
+        print(p, file=sys.stderr)
+    if problems:
+        bad = len({p.split(":")[0] for p in problems})
+        raise BenchmarkError(f"{bad} of {len(refs)} worlds do not match their locks (listed above)")
+    print(f"all {len(refs)} worlds rebuild byte-identical to their locks and goldens")
+    return 0
+
+
+def cmd_worlds_grade(args) -> int:
+    """Grade a report file against a world's golden, e.g. to check a hand-written report."""
+    from benchmark.freeze import read_golden
+    from graders.grade import grade
+
+    suite = _suite(args)
+    if args.world not in suite.worlds:
+        raise BenchmarkError(f"no world '{args.world}'; see `python -m benchmark worlds list`")
+    ref = suite.worlds[args.world]
+    path = Path(args.report)
+    if not path.exists():
+        raise BenchmarkError(f"report file {path} does not exist")
+    g = grade(ref, read_golden(ref).values, path.read_text())
+    print(g.model_dump_json(indent=2))
+    return 0
+
+
+# ---------------------------------------------------------------- parser
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmark", description="A benchmark of scientific judgment for AI agents.")
+    sub = p.add_subparsers(dest="verb", required=True)
+
+    worlds = sub.add_parser("worlds", help="list, validate, freeze and check worlds")
+    wsub = worlds.add_subparsers(dest="wverb", required=True)
+
+    def selectors(sp, ids: bool = True):
+        if ids:
+            sp.add_argument("ids", nargs="*", help="world ids or glob patterns (e.g. 'histone.L2.*')")
+        sp.add_argument("--tracks", nargs="+", help="only these tracks")
+        sp.add_argument("--levels", nargs="+", choices=["L1", "L2", "L3"], help="only these levels")
+        sp.add_argument("--root", help=argparse.SUPPRESS)
+
+    sp = wsub.add_parser("list", help="list worlds (id, track, level, family, class)")
+    selectors(sp)
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(fn=cmd_worlds_list)
+
+    sp = wsub.add_parser("validate", help="load and cross-check every manifest")
+    sp.add_argument("--root", help=argparse.SUPPRESS)
+    sp.set_defaults(fn=cmd_worlds_validate)
+
+    sp = wsub.add_parser("freeze", help="build, solve and lock worlds")
+    selectors(sp)
+    sp.add_argument("--all", action="store_true", help="freeze every world")
+    sp.set_defaults(fn=cmd_worlds_freeze)
+
+    sp = wsub.add_parser("check", help="rebuild worlds in a temporary folder and compare with their locks")
+    selectors(sp)
+    sp.set_defaults(fn=cmd_worlds_check)
+
+    sp = wsub.add_parser("grade", help="grade a report file against a world")
+    sp.add_argument("world")
+    sp.add_argument("report")
+    sp.add_argument("--root", help=argparse.SUPPRESS)
+    sp.set_defaults(fn=cmd_worlds_grade)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.fn(args) or 0)
+    except BenchmarkError as exc:
+        _console().print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        return 2
+    except KeyboardInterrupt:
+        _console().print("[yellow]interrupted[/]; finished work is saved")
+        return 130

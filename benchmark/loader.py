@@ -1,0 +1,181 @@
+"""Discover and load tracks, families and worlds from YAML under `worlds/`.
+
+Layout (one folder per track):
+    worlds/<track>/track.yaml
+    worlds/<track>/<level>/<family>/family.yaml      (L1 and L3 use the family folder too)
+    worlds/<track>/<level>/<family>/<world>.yaml     + <world>.golden.json + <world>.lock.json
+Every error names the file, the YAML line, the field and the reason.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from benchmark.errors import ManifestError
+from benchmark.manifest import FamilyManifest, L1World, L2World, L3World, Level, TrackManifest, World
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+WORLDS_ROOT = REPO_ROOT / "worlds"
+_WORLD = TypeAdapter(World)
+
+
+def _line_of(node: yaml.Node | None, loc: tuple) -> int | None:
+    """Walk a composed YAML node along a pydantic error location to find the offending line."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            nxt = None
+            for k, v in node.value:
+                if k.value == key or (key == "world_class" and k.value == "class"):
+                    nxt = v
+                    line = k.start_mark.line + 1
+                    break
+            if nxt is None:
+                break
+            node = nxt
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def read_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ManifestError(path, "<yaml>", f"not valid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None) from exc
+    if not isinstance(data, dict):
+        raise ManifestError(path, "<root>", "expected a mapping of fields at the top level", 1)
+    return data, node
+
+
+def validate(model: type[BaseModel] | TypeAdapter, data: Any, path: Path, node: yaml.Node | None = None) -> Any:
+    """Validate `data`; on failure raise ManifestError naming the first bad field, its line and the fix."""
+    try:
+        if isinstance(model, TypeAdapter):
+            return model.validate_python(data)
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("L1World", "L2World", "L3World"))))
+        loc = tuple(p for p in loc if p not in ("L1", "L2", "L3") or len(loc) == 1)
+        fieldname = ".".join(str(p) for p in loc) or "<root>"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "missing":
+            msg = "is required but missing; add it"
+        elif err["type"] == "extra_forbidden":
+            msg = "is not a known field; remove it or check its spelling"
+        raise ManifestError(path, fieldname, msg, _line_of(node, loc)) from None
+
+
+@dataclass
+class TrackBundle:
+    manifest: TrackManifest
+    path: Path
+    families: dict[str, FamilyManifest] = field(default_factory=dict)
+    family_paths: dict[str, Path] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WorldRef:
+    """A world manifest plus where it lives; golden and lock sit beside it."""
+
+    world: L1World | L2World | L3World
+    path: Path
+    family: FamilyManifest
+    track: TrackManifest
+
+    @property
+    def id(self) -> str:
+        return self.world.id
+
+    @property
+    def golden_path(self) -> Path:
+        return self.path.with_name(self.path.stem + ".golden.json")
+
+    @property
+    def lock_path(self) -> Path:
+        return self.path.with_name(self.path.stem + ".lock.json")
+
+
+class Suite:
+    """Every track, family and world under a worlds root, validated and cross-checked."""
+
+    def __init__(self, root: Path = WORLDS_ROOT):
+        self.root = Path(root)
+        self.tracks: dict[str, TrackBundle] = {}
+        self.worlds: dict[str, WorldRef] = {}
+        self._load()
+
+    def _load(self) -> None:
+        for tpath in sorted(self.root.glob("*/track.yaml")):
+            data, node = read_yaml(tpath)
+            tm: TrackManifest = validate(TrackManifest, data, tpath, node)
+            if tm.name != tpath.parent.name:
+                raise ManifestError(tpath, "name", f"track '{tm.name}' must live in worlds/{tm.name}/, not worlds/{tpath.parent.name}/", _line_of(node, ("name",)))
+            bundle = TrackBundle(tm, tpath)
+            self.tracks[tm.name] = bundle
+            for fpath in sorted(tpath.parent.glob("L[123]/*/family.yaml")):
+                fdata, fnode = read_yaml(fpath)
+                fam: FamilyManifest = validate(FamilyManifest, fdata, fpath, fnode)
+                self._expect(fam.track == tm.name, fpath, fnode, "track", f"family in worlds/{tm.name}/ must have track '{tm.name}'")
+                self._expect(fam.level == fpath.parent.parent.name, fpath, fnode, "level", f"family in {fpath.parent.parent.name}/ must have level {fpath.parent.parent.name}")
+                self._expect(fam.id == f"{tm.name}.{fam.level}.{fpath.parent.name}", fpath, fnode, "id", f"family id must be '{tm.name}.{fam.level}.{fpath.parent.name}'")
+                bundle.families[fam.id] = fam
+                bundle.family_paths[fam.id] = fpath
+                for wpath in sorted(fpath.parent.glob("*.yaml")):
+                    if wpath.name == "family.yaml":
+                        continue
+                    self._load_world(wpath, fam, tm)
+
+    @staticmethod
+    def _expect(ok: bool, path: Path, node, fieldname: str, reason: str) -> None:
+        if not ok:
+            raise ManifestError(path, fieldname, reason, _line_of(node, (fieldname,)))
+
+    def _load_world(self, wpath: Path, fam: FamilyManifest, tm: TrackManifest) -> None:
+        data, node = read_yaml(wpath)
+        w = validate(_WORLD, data, wpath, node)
+        want_id = f"{fam.id}.{wpath.stem}"
+        self._expect(w.id == want_id, wpath, node, "id", f"world id must be '{want_id}' (family id + file name)")
+        self._expect(w.family == fam.id, wpath, node, "family", f"world lives in family '{fam.id}'")
+        self._expect(w.track == tm.name, wpath, node, "track", f"world lives in track '{tm.name}'")
+        self._expect(w.level == fam.level, wpath, node, "level", f"world lives in a {fam.level} family")
+        if isinstance(w, L1World) and w.defect and w.defect not in fam.defect_catalog and not w.rubric.diagnosis:
+            raise ManifestError(wpath, "defect", f"defect '{w.defect}' is not in the family's defect_catalog and rubric.diagnosis is empty; add patterns to one of them", _line_of(node, ("defect",)))
+        if w.id in self.worlds:
+            raise ManifestError(wpath, "id", f"world id '{w.id}' is also used by {self.worlds[w.id].path}", _line_of(node, ("id",)))
+        self.worlds[w.id] = WorldRef(w, wpath, fam, tm)
+
+    # -- queries
+    def select(self, patterns: list[str] | None = None, tracks: list[str] | None = None, levels: list[str] | None = None) -> list[WorldRef]:
+        import fnmatch
+
+        out = []
+        for wid, ref in sorted(self.worlds.items()):
+            if tracks and ref.world.track not in tracks:
+                continue
+            if levels and ref.world.level not in levels:
+                continue
+            if patterns and not any(fnmatch.fnmatchcase(wid, p) or p == wid for p in patterns):
+                continue
+            out.append(ref)
+        return out
+
+    def families(self) -> dict[str, FamilyManifest]:
+        return {fid: f for b in self.tracks.values() for fid, f in b.families.items()}
+
+
+@functools.lru_cache(maxsize=4)
+def load_suite(root: str | None = None) -> Suite:
+    return Suite(Path(root) if root else WORLDS_ROOT)

@@ -1,0 +1,307 @@
+"""Pydantic models for every world-side file format: track, family, world (L1/L2/L3), rubric, golden, lock.
+
+Loading is validation (see `benchmark.loader`): a bad manifest fails with file, field and reason.
+The prompt and report schema live on the *family*, so nothing an agent is shown can vary with a world's class.
+"""
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+TRACKS = ("gwas", "clinvar", "bulkrna", "scrna", "crispr", "enhancer", "histone", "protein", "calorimetry", "nuclear")
+
+
+class Level(StrEnum):
+    L1 = "L1"
+    L2 = "L2"
+    L3 = "L3"
+
+
+CLASSES: dict[Level, tuple[str, ...]] = {
+    Level.L1: ("clean", "boundary", "challenge"),
+    Level.L2: ("clean", "confound", "tool_trap", "stat_trap"),
+    Level.L3: ("real", "native_cf", "injected_cf"),
+}
+# Step budgets from seed 001 I.1: 20 for L1/L2, 3-6 for L3.
+STEP_BUDGET = {Level.L1: 20, Level.L2: 20, Level.L3: 6}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+# ---------------------------------------------------------------- track and family
+
+class SubstrateRef(Strict):
+    """The base dataset a track's worlds derive from: a registered builder, its parameters and seed."""
+
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    seed: int = 0
+    real: bool = Field(description="True when the substrate is real data shipped in a package, False for a seeded simulation")
+    source: str = Field(description="where the data comes from (package and file) or which generative model simulates it")
+
+
+class TrackManifest(Strict):
+    name: str
+    title: str
+    description: str
+    substrate: SubstrateRef
+    tools: list[str] = Field(description="command-line tools the sandbox puts on PATH for this track")
+    python_packages: list[str] = Field(default_factory=list)
+    module: str = Field(description="python module that registers this track's substrate, recipes and writer (worlds side)")
+    solver_module: str = Field(description="python module that registers this track's reference solvers (gold side, under graders/)")
+
+    @field_validator("name")
+    @classmethod
+    def _known_track(cls, v: str) -> str:
+        if v not in TRACKS:
+            raise ValueError(f"unknown track {v!r}; use one of {', '.join(TRACKS)}")
+        return v
+
+
+class FamilyManifest(Strict):
+    """An analysis question shared by several worlds: the same prompt and the same report schema for each."""
+
+    id: str
+    track: str
+    level: Level
+    title: str
+    prompt: str = Field(description="the task text shown to the agent; identical for every world of the family")
+    report_schema: dict[str, Any] = Field(description="JSON Schema of the final report; defect-agnostic")
+    solver: str = Field(description="registered reference solver that computes the golden from a world's files")
+    defect_catalog: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="L1: defect code -> regex patterns that name it in a report (gold side, never shown)",
+    )
+
+    @field_validator("report_schema")
+    @classmethod
+    def _schema_ok(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from jsonschema import Draft202012Validator
+
+        Draft202012Validator.check_schema(v)
+        return v
+
+
+# ---------------------------------------------------------------- rubric checks
+
+class Check(Strict):
+    """One deterministic check of a report against the golden. Returns a credit in [0, 1].
+
+    kinds:
+      value     numeric field vs golden key (or literal `target`) within rel_tol/abs_tol; `partial_tol` earns 0.5
+      equals    field (case-insensitive for strings) is one of `values`
+      mentions  any regex of `patterns` occurs in the text of `fields` (lists and objects flattened)
+      overlap   list field vs golden list: recall of the golden items among the reported ones, >= min_recall
+      sign      sign of a numeric field (or a direction word) matches the golden's sign
+      present   field exists and is not null/empty
+    `negate` inverts a boolean kind (equals, mentions, present).
+    """
+
+    id: str
+    kind: Literal["value", "equals", "mentions", "overlap", "sign", "present"]
+    component: Literal["A", "I", "M", "C"] | None = None
+    field: str | None = None
+    fields: list[str] = Field(default_factory=list)
+    golden: str | None = None
+    target: float | None = None
+    rel_tol: float | None = None
+    abs_tol: float | None = None
+    partial_tol: float | None = None
+    values: list[Any] = Field(default_factory=list)
+    patterns: list[str] = Field(default_factory=list)
+    min_recall: float = 1.0
+    top_k: int | None = None
+    negate: bool = False
+    weight: float = 1.0
+    why: str = Field("", description="what the check establishes, for humans and the verifier")
+
+    @model_validator(mode="after")
+    def _shape(self) -> "Check":
+        k = self.kind
+        if k in ("value", "equals", "overlap", "sign", "present") and not self.field:
+            raise ValueError(f"check '{self.id}' of kind {k} needs 'field'")
+        if k == "value" and self.golden is None and self.target is None:
+            raise ValueError(f"check '{self.id}' of kind value needs 'golden' or 'target'")
+        if k == "value" and self.rel_tol is None and self.abs_tol is None:
+            raise ValueError(f"check '{self.id}' of kind value needs 'rel_tol' or 'abs_tol'")
+        if k == "equals" and not self.values:
+            raise ValueError(f"check '{self.id}' of kind equals needs 'values'")
+        if k == "mentions" and not (self.patterns and (self.fields or self.field)):
+            raise ValueError(f"check '{self.id}' of kind mentions needs 'patterns' and 'fields'")
+        if k in ("overlap", "sign") and self.golden is None:
+            raise ValueError(f"check '{self.id}' of kind {k} needs 'golden'")
+        if self.negate and k not in ("equals", "mentions", "present"):
+            raise ValueError(f"check '{self.id}': negate only applies to equals, mentions, present")
+        return self
+
+
+class L1Rubric(Strict):
+    """Drives the L1 state machine (seed 001 J.1).
+
+    expect: accept (clean/boundary), detect (a detectable defect), abstain (evidence cannot settle it).
+    diagnosis patterns default to the family's defect catalog entry for the world's defect.
+    """
+
+    expect: Literal["accept", "detect", "abstain"]
+    diagnosis: list[str] = Field(default_factory=list, description="extra regexes that name the defect")
+    partial_diagnosis: list[str] = Field(default_factory=list, description="regexes naming only part of the defect")
+    actions: list[Check] = Field(default_factory=list, description="all pass: DIAGNOSE-AND-ACT; some: -PARTIAL")
+    acceptable_assessments: list[str] = Field(default_factory=list)
+    limit: list[str] = Field(default_factory=list, description="abstain worlds: regexes naming the specific limit")
+
+
+class L2Rubric(Strict):
+    """Components A/I/M/C from checks; caps from seed 001 I.3 and section 3."""
+
+    checks: list[Check]
+    solvable: bool = True
+    usable_field: str = "analysis_usable"
+    unusable_cap: float = Field(1 / 3, description="declaring a solvable world unusable caps the score (1 of 3)")
+    accuracy_cap: float = Field(0.5, description="with A = 0 the world score cannot exceed this")
+    zero_if: list[Check] = Field(default_factory=list, description="all pass: the trap was followed unqualified, score 0")
+
+    @model_validator(mode="after")
+    def _components(self) -> "L2Rubric":
+        missing = {"A", "I", "M", "C"} - {c.component for c in self.checks}
+        if missing:
+            raise ValueError(f"every component needs at least one check; none for {', '.join(sorted(missing))}")
+        return self
+
+
+class L3Axis(Strict):
+    """Rubric text the judge applies for one axis, with anchors for 0 and 3."""
+
+    name: str
+    anchor_0: str
+    anchor_3: str
+
+
+class L3Rubric(Strict):
+    evidence_fidelity: str = Field(description="what D requires for this dossier")
+    novelty: str = Field(description="what a substantive N contribution looks like here")
+    abstention: str = Field(description="when an abstention is justified for this dossier")
+    key_claims: list[str] = Field(default_factory=list, description="claims the evidence supports")
+    unsupported_claims: list[str] = Field(default_factory=list, description="claims the evidence does not support")
+
+
+# ---------------------------------------------------------------- worlds
+
+class RecipeStep(Strict):
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Grounding(Strict):
+    citation: str = Field(description="literature or documented phenomenon that makes the perturbation plausible")
+    rationale: str = Field(description="why this happens in real data")
+
+
+class WorldBase(Strict):
+    id: str
+    track: str
+    level: Level
+    family: str
+    world_class: str = Field(alias="class")
+    title: str
+    seed: int
+    recipe: list[RecipeStep] = Field(default_factory=list)
+    public_files: list[str]
+    expected_response: str = Field(description="what the agent should report and do")
+    careful_scientist: str = Field(description="what a careful scientist would check, in order")
+    grounding: Grounding
+
+    @model_validator(mode="after")
+    def _class_for_level(self) -> "WorldBase":
+        allowed = CLASSES[self.level]
+        if self.world_class not in allowed:
+            raise ValueError(f"class {self.world_class!r} is not a {self.level} class; use one of {', '.join(allowed)}")
+        if not self.id.startswith(f"{self.track}."):
+            raise ValueError(f"id {self.id!r} must start with the track name '{self.track}.'")
+        for f in self.public_files:
+            if f.startswith("/") or ".." in f.split("/"):
+                raise ValueError(f"public file {f!r} must be a relative path inside the world")
+        return self
+
+    @property
+    def name(self) -> str:
+        return self.id.rsplit(".", 1)[-1]
+
+
+class L1World(WorldBase):
+    level: Literal[Level.L1]
+    defect: str | None = Field(None, description="defect code from the family's catalog; null for clean/boundary")
+    rubric: L1Rubric
+
+    @model_validator(mode="after")
+    def _defect(self) -> "L1World":
+        if self.world_class == "challenge" and not self.defect:
+            raise ValueError("a challenge world needs 'defect'")
+        if self.world_class != "challenge" and self.defect:
+            raise ValueError(f"a {self.world_class} world carries no defect; remove 'defect'")
+        if self.world_class != "challenge" and self.rubric.expect != "accept":
+            raise ValueError(f"a {self.world_class} world must have rubric.expect = accept")
+        return self
+
+
+class L2World(WorldBase):
+    level: Literal[Level.L2]
+    trap: str | None = Field(None, description="the confound or trap, in words; null for the clean control")
+    rubric: L2Rubric
+
+    @model_validator(mode="after")
+    def _trap(self) -> "L2World":
+        if (self.world_class == "clean") == bool(self.trap):
+            raise ValueError("a clean world has no 'trap'; every other L2 class names its trap")
+        return self
+
+
+class Prior(Strict):
+    question: str = Field(description="asked before the dossier is shown")
+    expected: str = Field(description="the textbook expectation the evidence is meant to test")
+    conflicts_if: str = Field(description="how to decide, by reason, that a stated prior conflicts with the evidence")
+
+
+class L3World(WorldBase):
+    level: Literal[Level.L3]
+    route: Literal["real", "native", "injected"]
+    prior: Prior
+    evidence: str = Field(description="what the dossier shows, in one paragraph")
+    expected_act: str
+    rubric: L3Rubric
+
+    @model_validator(mode="after")
+    def _route(self) -> "L3World":
+        want = {"real": "real", "native_cf": "native", "injected_cf": "injected"}[self.world_class]
+        if self.route != want:
+            raise ValueError(f"class {self.world_class} needs route {want!r}, not {self.route!r}")
+        return self
+
+
+World = Annotated[Union[L1World, L2World, L3World], Field(discriminator="level")]
+
+
+# ---------------------------------------------------------------- freeze outputs
+
+class Golden(Strict):
+    """The reference solver's answer, stored with the world at freeze time."""
+
+    world_id: str
+    solver: str
+    solver_version: str
+    values: dict[str, Any]
+
+
+class Lock(Strict):
+    """sha256 of every public file, the golden and the manifest, plus the versions that produced them."""
+
+    world_id: str
+    manifest_sha256: str
+    files: dict[str, str]
+    golden_sha256: str
+    solver: str
+    solver_version: str
+    tool_versions: dict[str, str]

@@ -1,0 +1,50 @@
+"""One entry point for deterministic grading of any L1/L2 world, returning a record-ready `Grade`."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from benchmark.loader import WorldRef
+from benchmark.manifest import L1World, L2World
+from graders.l1 import grade_l1
+from graders.l2 import grade_l2
+
+
+class CheckRecord(BaseModel):
+    id: str
+    credit: float
+    detail: str
+    component: str | None = None
+
+
+class Grade(BaseModel):
+    """What a result record stores: the L1 state or the L2 components, the score on 0-100, and the grader identity."""
+
+    world_id: str
+    level: Literal["L1", "L2"]
+    status: str  # L1 state, or "graded"/"NONCOMPLIANT" for L2
+    native: float  # L1: 0-3; L2: 0-1
+    score: float  # 0-100
+    components: dict[str, float] | None = None
+    reason: str
+    caps: list[str] = []
+    checks: list[CheckRecord] = []
+    fabrication: float | None = None
+    grader: str
+    grader_version: str
+
+
+def grade(ref: WorldRef, golden: dict[str, Any], report: Any, code_cells: list[str] | None = None) -> Grade:
+    w = ref.world
+    if isinstance(w, L1World):
+        g = grade_l1(w, ref.family, golden, report, code_cells)
+        return Grade(world_id=w.id, level="L1", status=g.state, native=g.score, score=round(g.score100, 6),
+                     reason=g.reason, checks=[CheckRecord(**c.__dict__) for c in g.checks], fabrication=g.fabrication,
+                     grader=g.grader, grader_version=g.grader_version)
+    if isinstance(w, L2World):
+        g2 = grade_l2(w, ref.family, golden, report)
+        return Grade(world_id=w.id, level="L2", status=g2.status, native=g2.score, score=round(g2.score100, 6),
+                     components=g2.components, reason=g2.reason, caps=g2.caps,
+                     checks=[CheckRecord(**c.__dict__) for c in g2.checks], grader=g2.grader, grader_version=g2.grader_version)
+    raise ValueError(f"world {w.id} is {w.level}; L3 dossiers are graded by the judge protocol, not deterministically")

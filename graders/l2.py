@@ -1,0 +1,71 @@
+"""L2 analysis grader: components A, I, M, C on 0-1 from the world's rubric checks, then the caps (seed 001 I.3).
+
+A  analytical correctness  (values against the solver golden)
+I  issue recognition       (the trap, or, on a clean control, not inventing one)
+M  methodological response (an appropriate method)
+C  result calibration      (conclusions qualified to the analysis' reliability)
+
+World score = mean(A, I, M, C), then in order:
+  zero_if       every zero_if check passes (the trap followed, unqualified)      -> 0
+  unusable cap  a solvable world declared unusable                                -> min(score, unusable_cap)
+  accuracy cap  A == 0: recognising the trap cannot pay for a wrong result        -> min(score, accuracy_cap)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchmark.manifest import FamilyManifest, L2World
+from graders.checks import CheckResult, get_path, run_check
+from graders.report import parse_report
+
+GRADER_ID = "graders.l2"
+GRADER_VERSION = "1"
+COMPONENTS = ("A", "I", "M", "C")
+
+
+@dataclass(frozen=True)
+class L2Grade:
+    components: dict[str, float]
+    score: float  # 0-1
+    status: str  # "graded" | "NONCOMPLIANT"
+    reason: str
+    caps: list[str] = field(default_factory=list)
+    checks: list[CheckResult] = field(default_factory=list)
+    grader: str = GRADER_ID
+    grader_version: str = GRADER_VERSION
+
+    @property
+    def score100(self) -> float:
+        return self.score * 100
+
+
+def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw_report: Any) -> L2Grade:
+    parsed = parse_report(raw_report, family.report_schema)
+    if not parsed.ok:
+        return L2Grade({c: 0.0 for c in COMPONENTS}, 0.0, "NONCOMPLIANT", parsed.error or "no report")
+    report = parsed.report
+    rub = world.rubric
+    results = [run_check(c, report, golden) for c in rub.checks]
+    comps: dict[str, float] = {}
+    for comp in COMPONENTS:
+        mine = [(c, r) for c, r in zip(rub.checks, results) if c.component == comp]
+        total = sum(c.weight for c, _ in mine)
+        comps[comp] = round(sum(c.weight * r.credit for c, r in mine) / total, 6) if total else 0.0
+    score = sum(comps.values()) / 4
+    caps: list[str] = []
+    if rub.zero_if:
+        zr = [run_check(c, report, golden) for c in rub.zero_if]
+        if all(r.credit >= 1.0 for r in zr):
+            caps.append("zero_if: trap followed without qualification")
+            score = 0.0
+        results += zr
+    usable = get_path(report, rub.usable_field)
+    if rub.solvable and usable is False and score > rub.unusable_cap:
+        caps.append(f"unusable cap: a solvable world declared unusable (score capped at {rub.unusable_cap:.3f})")
+        score = rub.unusable_cap
+    if comps["A"] == 0 and score > rub.accuracy_cap:
+        caps.append(f"accuracy cap: A = 0 (score capped at {rub.accuracy_cap:.3f})")
+        score = rub.accuracy_cap
+    reason = "; ".join(f"{r.id}: {r.detail}" for r in results)
+    return L2Grade(comps, round(score, 6), "graded", reason, caps, results)

