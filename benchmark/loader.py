@@ -9,6 +9,7 @@ Every error names the file, the YAML line, the field and the reason.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,10 +68,14 @@ def validate(model: type[BaseModel] | TypeAdapter, data: Any, path: Path, node: 
         return model.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("L1World", "L2World", "L3World"))))
-        loc = tuple(p for p in loc if p not in ("L1", "L2", "L3") or len(loc) == 1)
-        fieldname = ".".join(str(p) for p in loc) or "<root>"
+        loc = tuple(err["loc"])
+        if isinstance(model, TypeAdapter) and loc and loc[0] in ("L1", "L2", "L3"):
+            loc = loc[1:]  # the discriminator tag, not a field
         msg = err["msg"].removeprefix("Value error, ")
+        tagged = re.match(r"@([\w.]+)@(.*)", msg, flags=re.DOTALL)
+        if tagged:  # a model-level error attributed to one field (manifest.bad)
+            loc, msg = loc + tuple(tagged.group(1).split(".")), tagged.group(2)
+        fieldname = ".".join(str(p) for p in loc) or "<root>"
         if err["type"] == "missing":
             msg = "is required but missing; add it"
         elif err["type"] == "extra_forbidden":

@@ -28,6 +28,11 @@ CLASSES: dict[Level, tuple[str, ...]] = {
 STEP_BUDGET = {Level.L1: 20, Level.L2: 20, Level.L3: 6}
 
 
+def bad(field: str, reason: str) -> ValueError:
+    """A model-level validation error attributed to one field (the loader reports that field and its line)."""
+    return ValueError(f"@{field}@{reason}")
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -80,9 +85,12 @@ class FamilyManifest(Strict):
     @field_validator("report_schema")
     @classmethod
     def _schema_ok(cls, v: dict[str, Any]) -> dict[str, Any]:
-        from jsonschema import Draft202012Validator
+        from jsonschema import Draft202012Validator, SchemaError
 
-        Draft202012Validator.check_schema(v)
+        try:
+            Draft202012Validator.check_schema(v)
+        except SchemaError as exc:
+            raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
         return v
 
 
@@ -218,12 +226,12 @@ class WorldBase(Strict):
     def _class_for_level(self) -> "WorldBase":
         allowed = CLASSES[self.level]
         if self.world_class not in allowed:
-            raise ValueError(f"class {self.world_class!r} is not a {self.level} class; use one of {', '.join(allowed)}")
+            raise bad("class", f"class {self.world_class!r} is not a {self.level} class; use one of {', '.join(allowed)}")
         if not self.id.startswith(f"{self.track}."):
-            raise ValueError(f"id {self.id!r} must start with the track name '{self.track}.'")
+            raise bad("id", f"id {self.id!r} must start with the track name '{self.track}.'")
         for f in self.public_files:
             if f.startswith("/") or ".." in f.split("/"):
-                raise ValueError(f"public file {f!r} must be a relative path inside the world")
+                raise bad("public_files", f"public file {f!r} must be a relative path inside the world")
         return self
 
     @property
@@ -239,11 +247,11 @@ class L1World(WorldBase):
     @model_validator(mode="after")
     def _defect(self) -> "L1World":
         if self.world_class == "challenge" and not self.defect:
-            raise ValueError("a challenge world needs 'defect'")
+            raise bad("defect", "a challenge world needs 'defect'")
         if self.world_class != "challenge" and self.defect:
-            raise ValueError(f"a {self.world_class} world carries no defect; remove 'defect'")
+            raise bad("defect", f"a {self.world_class} world carries no defect; remove 'defect'")
         if self.world_class != "challenge" and self.rubric.expect != "accept":
-            raise ValueError(f"a {self.world_class} world must have rubric.expect = accept")
+            raise bad("rubric", f"a {self.world_class} world must have rubric.expect = accept")
         return self
 
 
@@ -255,7 +263,7 @@ class L2World(WorldBase):
     @model_validator(mode="after")
     def _trap(self) -> "L2World":
         if (self.world_class == "clean") == bool(self.trap):
-            raise ValueError("a clean world has no 'trap'; every other L2 class names its trap")
+            raise bad("trap", "a clean world has no 'trap'; every other L2 class names its trap")
         return self
 
 
@@ -277,7 +285,7 @@ class L3World(WorldBase):
     def _route(self) -> "L3World":
         want = {"real": "real", "native_cf": "native", "injected_cf": "injected"}[self.world_class]
         if self.route != want:
-            raise ValueError(f"class {self.world_class} needs route {want!r}, not {self.route!r}")
+            raise bad("route", f"class {self.world_class} needs route {want!r}, not {self.route!r}")
         return self
 
 

@@ -141,17 +141,18 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
             return _state("NOTICE-WRONG", f"raised a problem ({assessment}) but not this defect", fab=fab)
         return _state("MISS", "accepted the data without noticing the defect", fab=fab)
     results = [run_check(c, report, golden) for c in rub.actions]
-    if rub.acceptable_assessments and assessment not in rub.acceptable_assessments:
-        results.append(CheckResult("assessment", 0.0, f"assessment {assessment} not in {rub.acceptable_assessments}"))
-    elif rub.acceptable_assessments:
-        results.append(CheckResult("assessment", 1.0, f"assessment {assessment} acceptable"))
-    passed = sum(r.credit >= 1.0 for r in results)
-    if results and passed == len(results):
+    assess_ok = not rub.acceptable_assessments or assessment in rub.acceptable_assessments
+    if rub.acceptable_assessments:
+        results.append(CheckResult("assessment", float(assess_ok), f"assessment {assessment}" + (" acceptable" if assess_ok else f" not in {rub.acceptable_assessments}")))
+    acts = results[: len(rub.actions)]
+    passed = sum(r.credit >= 1.0 for r in acts)
+    if passed == len(acts) and assess_ok and (acts or rub.acceptable_assessments or full):
         name = "DIAGNOSE-AND-ACT" if full else "DIAGNOSE-AND-ACT-PARTIAL"
-    elif passed > 0 or (not results and full):
-        name = "DIAGNOSE-AND-ACT-PARTIAL" if results else "DIAGNOSE-AND-ACT"
+    elif passed > 0:
+        name = "DIAGNOSE-AND-ACT-PARTIAL"
     else:
         name = "DIAGNOSE-NOT-ACT" if full else "DIAGNOSE-NOT-ACT-PARTIAL"
+    passed += int(bool(rub.acceptable_assessments) and assess_ok)
     reason = f"{'named' if full else 'partly named'} the defect; {passed}/{len(results)} action checks passed"
     return _state(name, reason, results, fab)
 

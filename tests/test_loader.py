@@ -1,0 +1,89 @@
+"""A bad manifest fails with one clear error naming file, YAML line, field and reason (SPEC R2)."""
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchmark.errors import ManifestError
+from benchmark.loader import Suite
+from tests.helpers import L2_SCHEMA
+
+TRACK = dict(name="histone", title="t", description="d", module="worlds.histone.build", solver_module="graders.histone",
+             tools=["macs3"], substrate=dict(name="x", seed=1, real=False, source="sim"))
+FAMILY = dict(id="histone.L2.quantify", track="histone", level="L2", title="t", prompt="p", report_schema=L2_SCHEMA,
+              solver="histone.L2.quantify")
+WORLD = textwrap.dedent("""\
+    id: histone.L2.quantify.clean
+    track: histone
+    level: L2
+    family: histone.L2.quantify
+    class: clean
+    title: clean control
+    seed: 3
+    public_files: [meta.json]
+    expected_response: e
+    careful_scientist: c
+    grounding: {citation: x, rationale: y}
+    rubric:
+      checks:
+        - {id: a, kind: value, component: A, field: total_mb, golden: total_mb, rel_tol: 0.35}
+        - {id: i, kind: equals, component: I, field: analysis_usable, values: [true]}
+        - {id: m, kind: present, component: M, field: peak_mode}
+        - {id: c, kind: present, component: C, field: issues_found}
+    """)
+
+
+def make_root(tmp_path: Path, world_text: str = WORLD, name: str = "clean") -> Path:
+    fam_dir = tmp_path / "histone" / "L2" / "quantify"
+    fam_dir.mkdir(parents=True)
+    (tmp_path / "histone" / "track.yaml").write_text(yaml.safe_dump(TRACK))
+    (fam_dir / "family.yaml").write_text(yaml.safe_dump(FAMILY))
+    (fam_dir / f"{name}.yaml").write_text(world_text)
+    return tmp_path
+
+
+def test_good_manifest_loads(tmp_path):
+    s = Suite(make_root(tmp_path))
+    ref = s.worlds["histone.L2.quantify.clean"]
+    assert ref.world.world_class == "clean" and ref.family.id == "histone.L2.quantify"
+
+
+@pytest.mark.parametrize("old,new,field,line,reason", [
+    ("class: clean", "class: challenge", "class", 5, "not a L2 class"),
+    ("seed: 3", "seed: three", "seed", 7, "integer"),
+    ("title: clean control\n", "", "title", None, "required but missing"),
+    ("seed: 3", "seed: 3\ncolour: red", "colour", 8, "not a known field"),
+    ("rel_tol: 0.35", "rel_tol: 0.35, bogus: 1", "rubric.checks.0.bogus", 14, "not a known field"),
+    ("    - {id: c, kind: present, component: C, field: issues_found}\n", "", "rubric", 12, "none for C"),
+    ("class: clean", "class: confound", "trap", None, "names its trap"),
+    ("class: clean", "class: confound\ntrap: null", "trap", 6, "names its trap"),
+])
+def test_bad_manifest_names_file_field_line(tmp_path, old, new, field, line, reason):
+    root = make_root(tmp_path, WORLD.replace(old, new))
+    with pytest.raises(ManifestError) as ei:
+        Suite(root)
+    e = ei.value
+    assert e.path.endswith("clean.yaml") and e.field == field and reason in e.reason, str(e)
+    if line:
+        assert e.line == line, str(e)
+    assert str(e).startswith(str(root)), "message names the file first"
+
+
+def test_world_id_must_match_its_path(tmp_path):
+    with pytest.raises(ManifestError, match="file name"):
+        Suite(make_root(tmp_path, WORLD, name="renamed"))
+
+
+def test_invalid_yaml_reports_line(tmp_path):
+    with pytest.raises(ManifestError) as ei:
+        Suite(make_root(tmp_path, WORLD.replace("seed: 3", "seed: [3")))
+    assert ei.value.field == "<yaml>" and ei.value.line is not None
+
+
+def test_bad_report_schema_in_family(tmp_path):
+    root = make_root(tmp_path)
+    fam = dict(FAMILY, report_schema={"type": "objekt"})
+    (root / "histone/L2/quantify/family.yaml").write_text(yaml.safe_dump(fam))
+    with pytest.raises(ManifestError, match="report_schema"):
+        Suite(root)
