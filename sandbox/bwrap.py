@@ -327,7 +327,8 @@ class Sandbox:
                 v = Violation(kind=kind, detail=f"cell exceeded {timeout:.0f} s wall clock and was killed; kernel state was lost", cell=cell)
             else:
                 rc = self._proc.returncode
-                sig = -rc if rc and rc < 0 else None
+                # bwrap exits with 128 + signal when the sandboxed kernel dies from a signal
+                sig = -rc if rc and rc < 0 else rc - 128 if rc and rc > 128 else None
                 kind = "cpu" if sig == signal.SIGXCPU else "memory" if sig == signal.SIGKILL else "crash"
                 v = Violation(kind=kind, detail=f"the kernel died (exit {rc}); its state was lost", cell=cell)
             self.violations.append(v)

@@ -26,6 +26,7 @@ def truncate(text: str) -> tuple[str, bool]:
 
 
 def main() -> None:
+    kernel_pid = os.getpid()
     proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     cmd_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -63,6 +64,8 @@ def main() -> None:
             tb = exc.__traceback__.tb_next if exc.__traceback__ else None  # hide the kernel's own frame
             error = "".join(traceback.format_exception(type(exc), exc, tb, limit=8))
         finally:
+            if os.getpid() != kernel_pid:  # a forked child of the cell must never answer for the kernel
+                os._exit(1)
             try:
                 sys.stdout.flush()
                 sys.stderr.flush()

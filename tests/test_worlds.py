@@ -1,0 +1,169 @@
+"""Every frozen world: content counts (SPEC R1), solver findings, hand-written reports, leaks, locks (R2, R3, R6)."""
+from __future__ import annotations
+
+import gzip
+import shutil
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchmark.errors import LockMismatch
+from benchmark.freeze import build_files, check_world, compare, ensure_built, read_golden, read_lock
+from benchmark.loader import REPO_ROOT, Suite
+from benchmark.manifest import L1World, L2World, L3World
+from benchmark.validate import validate_suite
+from graders.grade import grade
+
+SUITE = Suite()
+REFS = sorted(SUITE.worlds.values(), key=lambda r: r.id)
+GRADED = [r for r in REFS if not isinstance(r.world, L3World)]
+REPORTS = REPO_ROOT / "tests" / "reports"
+LIFE_TRACKS = ("histone", "scrna")
+
+
+def ids(refs):
+    return [r.id for r in refs]
+
+
+def test_suite_validates():
+    assert validate_suite(SUITE) == []
+
+
+@pytest.mark.parametrize("track", LIFE_TRACKS)
+def test_track_counts(track):
+    refs = [r for r in REFS if r.world.track == track]
+    l1 = [r.world for r in refs if isinstance(r.world, L1World)]
+    cls = Counter(w.world_class for w in l1)
+    assert len(l1) >= 8 and cls["clean"] >= 1 and cls["boundary"] >= 1
+    assert len({w.defect for w in l1 if w.defect}) >= 6, "at least six distinct challenges"
+    fams: dict[str, list] = defaultdict(list)
+    for r in refs:
+        if isinstance(r.world, L2World):
+            fams[r.world.family].append(r.world)
+    assert len(fams) >= 2
+    for fid, ws in fams.items():
+        assert len(ws) >= 4, fid
+        kinds = Counter(w.world_class for w in ws)
+        assert kinds["clean"] >= 1 and sum(kinds.values()) - kinds["clean"] >= 3, fid
+    l3 = [r.world for r in refs if isinstance(r.world, L3World)]
+    assert len(l3) >= 2 and any(w.world_class != "real" for w in l3) and any(w.world_class == "real" for w in l3)
+
+
+def test_seed_worked_task_exists():
+    w = SUITE.worlds["histone.L2.quantify.broad_mark_narrow_default"].world
+    assert w.world_class == "tool_trap" and w.rubric.zero_if and w.rubric.solvable
+
+
+@pytest.mark.parametrize("ref", [r for r in REFS if isinstance(r.world, L1World)], ids=ids)
+def test_l1_solver_sees_exactly_the_defect(ref):
+    findings = read_golden(ref).values["findings"]
+    assert findings == ([ref.world.defect] if ref.world.defect else []), findings
+
+
+@pytest.mark.parametrize("ref", GRADED, ids=ids)
+def test_hand_written_reports(ref):
+    path = REPORTS / ref.world.track / f"{ref.id}.yaml"
+    assert path.exists(), f"write a correct and a wrong report in {path}"
+    doc = yaml.safe_load(path.read_text())
+    golden = read_golden(ref).values
+    good = grade(ref, golden, doc["correct"])
+    assert good.score == pytest.approx(100.0), good.reason
+    assert doc["wrong"], "at least one trap-following or defect-missing report"
+    for bad in doc["wrong"]:
+        g = grade(ref, golden, bad)
+        assert g.score < 100.0 - 1e-9, f"a wrong report earned full marks: {g.reason}"
+
+
+@pytest.mark.parametrize("ref", GRADED, ids=ids)
+def test_malformed_reports_grade_noncompliant(ref):
+    golden = read_golden(ref).values
+    for bad in (None, "", "{not json", "[]", {"unexpected": 1}):
+        g = grade(ref, golden, bad)
+        assert g.status == "NONCOMPLIANT" and g.score == 0.0
+
+
+def test_prompt_and_schema_do_not_reveal_class():
+    for fid, fam in SUITE.families().items():
+        text = (fam.prompt + yaml.safe_dump(fam.report_schema)).lower()
+        for ref in (r for r in REFS if r.world.family == fid):
+            assert ref.world.name.lower() not in text, f"{fid} names world {ref.world.name}"
+        for word in ("tool_trap", "stat_trap", "confound", "injected", "counterfactual", "native_cf"):
+            assert word not in text, f"{fid} prompt/schema says {word!r}"
+
+
+def _text_of(p: Path) -> str:
+    if p.suffix in (".bam", ".bai") or p.stat().st_size > 8_000_000:
+        return ""
+    raw = p.read_bytes()
+    if p.suffix == ".gz":
+        raw = gzip.decompress(raw)
+    return raw.decode("utf-8", errors="ignore").lower()
+
+
+@pytest.mark.parametrize("ref", REFS, ids=ids)
+def test_public_files_do_not_leak_the_edit(ref, built):
+    d = built(ref)
+    words = {ref.world.name.lower(), ref.world.world_class.lower() if ref.world.world_class not in ("clean", "real") else ""}
+    words |= {s.name.lower() for s in ref.world.recipe}
+    if isinstance(ref.world, L1World) and ref.world.defect:
+        words.add(ref.world.defect.lower())
+    words.discard("")
+    for f in ref.world.public_files:
+        text = _text_of(d / f)
+        for word in words:
+            assert word not in text, f"{ref.id}: {f} contains {word!r}"
+
+
+@pytest.fixture(scope="session")
+def built():
+    cache: dict[str, Path] = {}
+
+    def get(ref):
+        if ref.id not in cache:
+            cache[ref.id] = ensure_built(ref)
+        return cache[ref.id]
+
+    return get
+
+
+def test_tampered_file_is_caught(tmp_path):
+    ref = next(r for r in REFS if r.world.track == "histone" and isinstance(r.world, L1World))
+    d = ensure_built(ref, tmp_path)
+    victim = sorted(ref.world.public_files)[0]
+    data = bytearray((d / victim).read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (d / victim).write_bytes(bytes(data))
+    problems = compare(ref, read_lock(ref), d)
+    assert problems == [f"{ref.id}: file {victim} differs from its lock (sha256)"]
+    with pytest.raises(LockMismatch, match=victim):
+        ensure_built(ref, tmp_path)
+
+
+def test_extra_file_is_caught(tmp_path):
+    ref = next(r for r in REFS if r.world.track == "scrna" and isinstance(r.world, L2World))
+    d = ensure_built(ref, tmp_path)
+    (d / "answer.json").write_text("{}")
+    assert f"{ref.id}: file answer.json is not in the lock" in compare(ref, read_lock(ref), d)
+
+
+@pytest.mark.parametrize("track", LIFE_TRACKS)
+def test_freezing_twice_gives_identical_bytes(track, tmp_path):
+    """One world per level per track rebuilt twice from scratch: both match the committed lock."""
+    picks = {}
+    for r in REFS:
+        if r.world.track == track:
+            picks.setdefault(r.world.level, r)
+    for ref in picks.values():
+        for sub in ("a", "b"):
+            assert check_world(ref, tmp_path / sub) == [], ref.id
+
+
+@pytest.mark.slow
+def test_every_world_rebuilds_to_its_lock(tmp_path):
+    bad = []
+    for ref in REFS:
+        bad += check_world(ref, tmp_path)
+        shutil.rmtree(tmp_path / ref.id, ignore_errors=True)
+    assert bad == []
