@@ -128,6 +128,39 @@ def cmd_worlds_grade(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- run and sandbox
+
+def cmd_run(args) -> int:
+    from rich.console import Console
+
+    from benchmark.run import RunConfig, execute, summary_table
+
+    out = Path(args.out) if args.out else Path("runs") / args.model.replace("/", "_")
+    cfg = RunConfig(model=args.model, out=out, worlds=args.worlds, tracks=args.tracks,
+                    levels=args.levels or ["L1", "L2"], replicates=args.replicates, concurrency=args.concurrency,
+                    resume=args.resume, seed=args.seed)
+    records = execute(cfg)
+    Console().print(summary_table(records))
+    print(f"results: {out / 'results.jsonl'}")
+    return 0
+
+
+def cmd_sandbox_exec(args) -> int:
+    from benchmark.freeze import ensure_built
+    from sandbox.bwrap import Sandbox
+
+    suite = _suite(args)
+    if args.world not in suite.worlds:
+        raise BenchmarkError(f"no world '{args.world}'; see `python -m benchmark worlds list`")
+    code_path = Path(args.code_file)
+    if not code_path.exists():
+        raise BenchmarkError(f"code file {code_path} does not exist")
+    with Sandbox(ensure_built(suite.worlds[args.world]), label=args.world) as sb:
+        res = sb.run_python(code_path.read_text())
+    print(res.as_text())
+    return 1 if res.error or res.violation else 0
+
+
 # ---------------------------------------------------------------- parser
 
 def build_parser() -> argparse.ArgumentParser:
@@ -167,6 +200,26 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("report")
     sp.add_argument("--root", help=argparse.SUPPRESS)
     sp.set_defaults(fn=cmd_worlds_grade)
+
+    sp = sub.add_parser("run", help="evaluate a model on frozen worlds in the sandbox, grade and record")
+    sp.add_argument("--model", default="local/smollm2", help="litellm model string; offline: local/smollm2, scripted/oracle|naive|first")
+    sp.add_argument("--worlds", nargs="+", help="world ids or glob patterns")
+    sp.add_argument("--tracks", nargs="+")
+    sp.add_argument("--levels", nargs="+", choices=["L1", "L2", "L3"])
+    sp.add_argument("--replicates", type=int, default=1)
+    sp.add_argument("--concurrency", type=int, default=1)
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--out", help="run directory (default runs/<model>)")
+    sp.add_argument("--resume", action="store_true", help="continue a killed run without redoing finished worlds")
+    sp.set_defaults(fn=cmd_run)
+
+    sandbox = sub.add_parser("sandbox", help="inspect what an agent sees")
+    ssub = sandbox.add_subparsers(dest="sverb", required=True)
+    sp = ssub.add_parser("exec", help="run a code file in a world's sandbox and print its output")
+    sp.add_argument("world")
+    sp.add_argument("--code-file", required=True)
+    sp.add_argument("--root", help=argparse.SUPPRESS)
+    sp.set_defaults(fn=cmd_sandbox_exec)
     return p
 
 

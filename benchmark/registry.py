@@ -85,3 +85,17 @@ def load_track_module(module: str) -> None:
         importlib.import_module(module)
     except ImportError as exc:
         raise BenchmarkError(f"track module '{module}' cannot be imported ({exc}); check 'module' in its track.yaml") from exc
+
+
+# Scripted agents' per-family code (gold side, under graders/): (world_ref) -> list of code cells whose last
+# cell prints the final JSON report as its last line of output.
+ORACLES = Registry("oracle solution")
+NAIVES = Registry("naive solution")
+
+
+def oracle(family_id: str, version: str = "1"):
+    return ORACLES.register(family_id, version)
+
+
+def naive(family_id: str, version: str = "1"):
+    return NAIVES.register(family_id, version)

@@ -1,0 +1,101 @@
+"""Scripted agents served through litellm, so they exercise exactly the path a real model takes.
+
+scripted/oracle  runs the family's reference solution inside the sandbox (run_python calls), then returns the
+                 report its last cell printed: it must score full marks (the world is solvable in the sandbox).
+scripted/naive   runs tool defaults without checking anything and reports what it got: it must fall into traps.
+scripted/first   picks the first option wherever one is offered (enum values, A/B choices): a position-bias control.
+Scripted agents are not language models: they report zero tokens.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import litellm
+from litellm import CustomLLM
+from litellm.llms.custom_llm import CustomLLMError
+
+SCRIPTED = ("oracle", "naive", "first")
+
+
+def _response(model: str, content: str | None = None, code: str | None = None) -> litellm.ModelResponse:
+    msg: dict[str, Any] = {"role": "assistant", "content": content}
+    finish = "stop"
+    if code is not None:
+        msg["tool_calls"] = [{"id": f"call_{uuid.uuid4().hex[:10]}", "type": "function",
+                              "function": {"name": "run_python", "arguments": json.dumps({"code": code})}}]
+        finish = "tool_calls"
+    return litellm.ModelResponse(id=f"scripted-{uuid.uuid4().hex[:12]}", model=f"scripted/{model}",
+                                 choices=[{"index": 0, "message": msg, "finish_reason": finish}],
+                                 usage={"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
+
+
+def last_json_line(text: str) -> str | None:
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                json.loads(line)
+                return line
+            except json.JSONDecodeError:
+                continue
+    return None
+
+
+def first_option_value(schema: dict[str, Any]) -> Any:
+    """The schema-valid value that takes the first option everywhere (first enum member, empty otherwise)."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    t = schema.get("type")
+    if isinstance(t, list):
+        t = t[0]
+    if t == "object" or "properties" in schema:
+        req = schema.get("required", list(schema.get("properties", {})))
+        return {k: first_option_value(schema.get("properties", {}).get(k, {})) for k in req}
+    return {"array": [], "string": "", "number": 0, "integer": 0, "boolean": False, "null": None}.get(t, "")
+
+
+class ScriptedLLM(CustomLLM):
+    def completion(self, model: str, messages: list, api_base, custom_prompt_dict, model_response, print_verbose,
+                   encoding, api_key, logging_obj, optional_params: dict, acompletion=None, litellm_params=None,
+                   logger_fn=None, headers=None, timeout=None, client=None):
+        name = model.split("/")[-1]
+        meta = (litellm_params or {}).get("metadata") or {}
+        if name not in SCRIPTED:
+            raise CustomLLMError(status_code=404, message=f"unknown scripted agent 'scripted/{name}'; known: {', '.join(SCRIPTED)}")
+        if name == "first":
+            return self._first(meta, messages, name)
+        world_id = meta.get("world_id")
+        if not world_id:
+            raise CustomLLMError(status_code=400, message="scripted agents need metadata.world_id (set by the harness)")
+        cells = self._cells(name, world_id)
+        done = [m for m in messages if m.get("role") == "tool"]
+        if len(done) < len(cells) and optional_params.get("tool_choice") != "none":
+            return _response(name, code=cells[len(done)])
+        last = str(done[-1].get("content", "")) if done else ""
+        report = last_json_line(last)
+        return _response(name, content=report if report is not None else last or "no report")
+
+    @staticmethod
+    def _cells(name: str, world_id: str) -> list[str]:
+        from benchmark.loader import load_suite
+        from benchmark.registry import NAIVES, ORACLES, load_track_module
+
+        suite = load_suite()
+        if world_id not in suite.worlds:
+            raise CustomLLMError(status_code=400, message=f"unknown world {world_id}")
+        ref = suite.worlds[world_id]
+        load_track_module(ref.track.solver_module)
+        reg = ORACLES if name == "oracle" else NAIVES
+        key = ref.family.id
+        if key not in reg:
+            raise CustomLLMError(status_code=501, message=f"no {reg.kind} is registered for family {key}")
+        return list(reg.get(key).fn(ref))
+
+    @staticmethod
+    def _first(meta: dict, messages: list, name: str) -> litellm.ModelResponse:
+        schema = meta.get("report_schema")
+        if isinstance(schema, dict):
+            return _response(name, content=json.dumps(first_option_value(schema)))
+        return _response(name, content="A")

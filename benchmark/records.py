@@ -1,0 +1,92 @@
+"""Pydantic formats of what a run records: model calls, code cells, the trajectory and the result line."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from graders.grade import Grade
+from sandbox.bwrap import Violation
+
+Status = Literal["graded", "noncompliant", "model_error", "refused", "sandbox_error", "budget_exhausted"]
+Role = Literal["agent", "verifier", "reviewer", "judge"]
+
+
+class CallRecord(BaseModel):
+    """One model call. Tokens count only when the call succeeded; failed attempts are listed as retries."""
+
+    role: Role = "agent"
+    model: str
+    step: int
+    ok: bool
+    tokens_in: int = 0
+    tokens_out: int = 0
+    wall_s: float = 0.0
+    finish_reason: str | None = None
+    retries: list[str] = Field(default_factory=list, description="error of each failed attempt before this one")
+    error: str | None = None
+
+
+class CellRecord(BaseModel):
+    step: int
+    code: str
+    stdout: str = ""
+    stderr: str = ""
+    error: str | None = None
+    truncated: bool = False
+    wall_s: float = 0.0
+    violation: Violation | None = None
+
+
+class AuditFlag(BaseModel):
+    kind: Literal["outside_workspace", "traversal", "filesystem_search", "answer_material", "network", "package_install"]
+    cell: int
+    evidence: str
+
+
+class Trajectory(BaseModel):
+    world_id: str
+    model: str
+    replicate: int
+    seed: int
+    harness_version: str
+    messages: list[dict[str, Any]]
+    calls: list[CallRecord] = Field(default_factory=list)
+    cells: list[CellRecord] = Field(default_factory=list)
+    violations: list[Violation] = Field(default_factory=list)
+    audit: list[AuditFlag] = Field(default_factory=list)
+    report_raw: str | None = None
+    outputs: list[str] = Field(default_factory=list, description="files the agent wrote, copied to artifacts/")
+    status: Status
+    error: str | None = None
+    wall_s: float = 0.0
+    step_budget: int
+
+
+class ResultRecord(BaseModel):
+    """One line of results.jsonl: a (world, replicate) outcome with its grade and usage."""
+
+    world_id: str
+    track: str
+    level: str
+    family: str
+    world_class: str = Field(alias="class")
+    model: str
+    replicate: int
+    seed: int
+    status: Status
+    score: float | None
+    grade: Grade | None
+    tokens_in: int
+    tokens_out: int
+    calls: int
+    failed_calls: int
+    retries: int
+    code_cells: int
+    wall_s: float
+    violations: list[str]
+    audit_flags: list[str]
+    trajectory: str
+    harness_version: str
+
+    model_config = {"populate_by_name": True}

@@ -1,0 +1,161 @@
+"""`run`: verify locks, run the agent on each selected world in a fresh sandbox, grade, record; resumable.
+
+Work is (world, replicate) pairs. Each finished pair is recorded (trajectory file, then one results.jsonl line)
+before the next is counted done, so a killed run re-started with `--resume` skips exactly the finished pairs.
+"""
+from __future__ import annotations
+
+import platform
+import queue
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from benchmark.agent import HARNESS_VERSION, run_episode
+from benchmark.audit import audit_cells
+from benchmark.errors import BenchmarkError
+from benchmark.freeze import ensure_built, read_golden, tool_versions
+from benchmark.loader import WorldRef, load_suite
+from benchmark.manifest import STEP_BUDGET, Level
+from benchmark.records import ResultRecord, Trajectory
+from benchmark.store import RunStore, result_key
+from graders.grade import grade
+from sandbox.bwrap import Limits, Sandbox
+
+DEFAULT_LEVELS = ["L1", "L2"]
+
+
+@dataclass
+class RunConfig:
+    model: str
+    out: Path
+    worlds: list[str] | None = None
+    tracks: list[str] | None = None
+    levels: list[str] = field(default_factory=lambda: list(DEFAULT_LEVELS))
+    replicates: int = 1
+    concurrency: int = 1
+    resume: bool = False
+    seed: int = 0
+    limits: Limits = field(default_factory=Limits)
+
+    def describe(self) -> dict:
+        d = asdict(self)
+        d["out"] = str(self.out)
+        d["limits"] = asdict(self.limits)
+        return d
+
+
+def select_worlds(cfg: RunConfig) -> list[WorldRef]:
+    if "L3" in cfg.levels:
+        raise BenchmarkError("L3 dossiers run under the hypothesis protocol (prior elicitation, review rounds, judge), "
+                             "which `run` does not provide yet; use --levels L1 L2")
+    refs = load_suite().select(cfg.worlds, cfg.tracks, cfg.levels)
+    if not refs:
+        raise BenchmarkError("no world matches the selection (--worlds/--tracks/--levels); see `python -m benchmark worlds list`")
+    return refs
+
+
+def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot: int) -> ResultRecord:
+    """Run, grade and record one (world, replicate). Never raises for what the model or sandbox does."""
+    seed = cfg.seed + replicate
+    budget = STEP_BUDGET[Level(ref.world.level)]
+    key = result_key(ref.id, replicate)
+    t0 = time.monotonic()
+    messages: list = []
+    calls, cells, violations, outputs = [], [], [], []
+    report_raw, status, error = None, "sandbox_error", None
+    try:
+        world_dir = ensure_built(ref)
+        with Sandbox(world_dir, cfg.limits, slot=slot, label=ref.id) as sb:
+            ep = run_episode(ref, cfg.model, sb, budget, seed=seed)
+            messages, calls, cells = ep.messages, ep.calls, ep.cells
+            report_raw, status, error = ep.report_raw, ep.status, ep.error
+            outputs = sb.collect(store.artifacts / key)
+            violations = list(sb.violations)
+    except BenchmarkError as exc:
+        error = str(exc)
+    traj = Trajectory(world_id=ref.id, model=cfg.model, replicate=replicate, seed=seed, harness_version=HARNESS_VERSION,
+                      messages=messages, calls=calls, cells=cells, violations=violations, report_raw=report_raw,
+                      outputs=outputs, status=status, error=error, wall_s=round(time.monotonic() - t0, 3),
+                      step_budget=budget)
+    traj.audit = audit_cells(cells)
+    g = grade(ref, read_golden(ref).values, report_raw, [c.code + "\n" + c.stdout for c in cells])
+    if status == "graded" and g.status == "NONCOMPLIANT":
+        status = "noncompliant"
+    traj.status = status
+    rel = store.save_trajectory(traj)
+    ok_calls = [c for c in calls if c.ok]
+    rec = ResultRecord(
+        world_id=ref.id, track=ref.world.track, level=str(ref.world.level), family=ref.world.family,
+        world_class=ref.world.world_class, model=cfg.model, replicate=replicate, seed=seed, status=status,
+        score=g.score, grade=g, tokens_in=sum(c.tokens_in for c in ok_calls), tokens_out=sum(c.tokens_out for c in ok_calls),
+        calls=len(ok_calls), failed_calls=len(calls) - len(ok_calls), retries=sum(len(c.retries) for c in calls),
+        code_cells=len(cells), wall_s=traj.wall_s, violations=[v.kind for v in violations],
+        audit_flags=sorted({f.kind for f in traj.audit}), trajectory=rel, harness_version=HARNESS_VERSION,
+    )
+    store.append(rec)
+    return rec
+
+
+def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
+    from benchmark.models import is_offline
+    from benchmark.progress import progress
+
+    if cfg.replicates < 1 or cfg.concurrency < 1:
+        raise BenchmarkError("--replicates and --concurrency must be at least 1")
+    if not is_offline(cfg.model) and "/" not in cfg.model:
+        raise BenchmarkError(f"model '{cfg.model}' is not a litellm model string (provider/name), e.g. local/smollm2 or anthropic/claude-...")
+    refs = select_worlds(cfg)
+    with progress("verifying locks", len(refs)) as step:
+        for ref in refs:
+            step(ref.id)
+            ensure_built(ref)
+    store = RunStore(cfg.out)
+    store.init({**cfg.describe(), "harness_version": HARNESS_VERSION, "tool_versions": tool_versions(),
+                "python": sys.version.split()[0], "platform": platform.platform(),
+                "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}, cfg.resume)
+    done = store.done_keys()
+    todo = [(r, k) for r in refs for k in range(cfg.replicates) if result_key(r.id, k) not in done]
+    slots: queue.Queue[int] = queue.Queue()
+    for s in range(cfg.concurrency):
+        slots.put(s)
+
+    def work(ref: WorldRef, rep: int) -> ResultRecord:
+        slot = slots.get()
+        try:
+            return run_one(ref, rep, cfg, store, slot)
+        finally:
+            slots.put(slot)
+
+    with progress(f"running {cfg.model}", len(todo)) as step, ThreadPoolExecutor(cfg.concurrency) as pool:
+        futures = {pool.submit(work, r, k): (r, k) for r, k in todo}
+        for fut in as_completed(futures):
+            r, k = futures[fut]
+            fut.result()
+            step(f"{r.id} r{k}")
+    wanted = {result_key(r.id, k) for r in refs for k in range(cfg.replicates)}
+    return [rec for rec in store.results() if result_key(rec.world_id, rec.replicate) in wanted]
+
+
+def summary_table(records: list[ResultRecord]):
+    from collections import defaultdict
+
+    from rich.table import Table
+
+    groups: dict[tuple[str, str], list[ResultRecord]] = defaultdict(list)
+    for r in records:
+        groups[(r.track, r.level)].append(r)
+    t = Table(title=f"{records[0].model if records else ''}: {len(records)} results")
+    for col in ("track", "level", "worlds", "mean score", "noncompliant", "errors", "tokens in/out", "calls", "cells"):
+        t.add_column(col, justify="right" if col not in ("track", "level") else "left")
+    for (track, level), rs in sorted(groups.items()):
+        scores = [r.score or 0.0 for r in rs]
+        t.add_row(track, level, str(len(rs)), f"{sum(scores) / len(scores):.1f}",
+                  str(sum(r.status == "noncompliant" for r in rs)),
+                  str(sum(r.status in ("model_error", "refused", "sandbox_error") for r in rs)),
+                  f"{sum(r.tokens_in for r in rs)}/{sum(r.tokens_out for r in rs)}",
+                  str(sum(r.calls for r in rs)), str(sum(r.code_cells for r in rs)))
+    return t
