@@ -108,6 +108,17 @@ def cmd_worlds_check(args) -> int:
         bad = len({p.split(":")[0] for p in problems})
         raise BenchmarkError(f"{bad} of {len(refs)} worlds do not match their locks (listed above)")
     print(f"all {len(refs)} worlds rebuild byte-identical to their locks and goldens")
+    if args.agents:
+        from benchmark.validity import check_agents
+
+        levels = [lv for lv in (args.levels or ["L1", "L2"]) if lv != "L3"]
+        agent_problems, results = check_agents(args.ids or None, args.tracks, levels, args.concurrency)
+        for p in agent_problems:
+            print(p, file=sys.stderr)
+        if agent_problems:
+            raise BenchmarkError(f"{len(agent_problems)} world(s) fail the oracle/naive validity check (listed above)")
+        n = len(results.get("oracle", []))
+        print(f"scripted/oracle solves all {n} L1/L2 worlds in the sandbox; scripted/naive falls into every trap and passes every control")
     return 0
 
 
@@ -193,6 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = wsub.add_parser("check", help="rebuild worlds in a temporary folder and compare with their locks")
     selectors(sp)
+    sp.add_argument("--agents", action="store_true", help="also run scripted/oracle and scripted/naive in the sandbox")
+    sp.add_argument("--concurrency", type=int, default=2)
     sp.set_defaults(fn=cmd_worlds_check)
 
     sp = wsub.add_parser("grade", help="grade a report file against a world")

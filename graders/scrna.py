@@ -1,0 +1,456 @@
+"""Reference solvers of the scrna track (gold side). Every golden is computed from the world's public files.
+
+scrna.L1.integrity   runs every integrity detector of the catalog on the files (matrix type, duplicate barcodes,
+                     feature/matrix alignment, label swaps, heterotypic doublets, ambient RNA) and reports what it
+                     finds plus the measured values the rubric's actions check.
+scrna.L2.markers     markers of the population named in meta.json: genes higher in the target than in EVERY other
+                     population, ranked by the minimum pairwise AUROC (scran findMarkers pval.type="all" logic,
+                     Lun et al. 2016), on library-size-normalised log expression, computed within each 10x lane and
+                     combined (blocking on lane).
+scrna.L2.condition_de  condition DE by donor-level pseudobulk (sum of counts per donor x compartment) and pydeseq2
+                     (Wald test, BH, explicit contrast), design ~ compartment [+ lane] + condition; also the naive
+                     cell-level Wilcoxon result, to document the trap.
+scrna.L3.dossier     the dossier's key statistics, read back from its tables.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmark.registry import solver
+
+MTX_DIR = "filtered_feature_bc_matrix"
+LINEAGE_MARKERS = {
+    "T": ("CD3D", "CD3E", "CD3G"),
+    "B": ("CD79A", "MS4A1"),
+    "NK": ("GNLY", "NKG7", "GZMB", "PRF1"),
+    "M": ("LYZ", "CST3", "S100A8", "S100A9", "FCN1"),
+}
+LINEAGE_SCALE = {"T": 0.015, "B": 0.015, "NK": 0.08, "M": 0.05}
+EXPECTED_LINEAGE = {
+    "CD4+/CD25 T Reg": {"T"}, "CD4+/CD45RA+/CD25- Naive T": {"T"}, "CD4+/CD45RO+ Memory": {"T"},
+    "CD8+ Cytotoxic T": {"T", "NK"}, "CD8+/CD45RA+ Naive Cytotoxic": {"T"},
+    "CD19+ B": {"B"}, "CD56+ NK": {"NK"}, "CD14+ Monocyte": {"M"}, "Dendritic": {"M"},
+}
+MYELOID_LABELS = ("CD14+ Monocyte", "Dendritic")
+# thresholds of the detectors (calibrated on the clean substrate; see tests and the L1 manifests)
+DOUBLET_MYELOID_FRAC = 0.015    # myeloid-marker share of a cell's UMIs
+DOUBLET_B_FRAC = 0.003          # B-marker share of a cell's UMIs (myeloid cells: 97th percentile 0.0014)
+DOUBLET_RATE_FINDING = 0.02     # flagged fraction above which doublets are a finding
+AMBIENT_FINDING = 0.05          # estimated contamination fraction above which ambient RNA is a finding
+OFFSET_GAIN = 0.15              # consistency gain a feature offset must bring to be a finding
+
+
+# ---------------------------------------------------------------- reading
+
+def _open(path: Path):
+    return gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)
+
+
+def read_world(world_dir: Path) -> dict:
+    d = Path(world_dir) / MTX_DIR
+    with _open(d / "matrix.mtx.gz") as fh:
+        header = fh.readline()
+        line = fh.readline()
+        while line.startswith("%"):
+            line = fh.readline()
+        nr, nc, nnz = (int(x) for x in line.split())
+        body = np.loadtxt(fh, ndmin=2) if nnz else np.zeros((0, 3))
+    X = np.zeros((nc, nr))
+    if len(body):
+        X[body[:, 1].astype(int) - 1, body[:, 0].astype(int) - 1] = body[:, 2]
+    with _open(d / "barcodes.tsv.gz") as fh:
+        barcodes = [ln.rstrip("\n") for ln in fh if ln.strip()]
+    with _open(d / "features.tsv.gz") as fh:
+        feats = [ln.rstrip("\n").split("\t") for ln in fh if ln.strip()]
+    cells = pd.read_csv(Path(world_dir) / "cells.csv", dtype=str, keep_default_na=False)
+    meta = json.loads((Path(world_dir) / "meta.json").read_text())
+    return {"X": X, "barcodes": barcodes, "gene_ids": [f[0] for f in feats], "symbols": [f[1] for f in feats],
+            "cells": cells, "meta": meta, "declared_integer": "integer" in header}
+
+
+def lognorm(X: np.ndarray) -> np.ndarray:
+    tot = X.sum(1, keepdims=True)
+    return np.log1p(X / np.maximum(tot, 1e-12) * 1e4)
+
+
+def auroc(x: np.ndarray, y: np.ndarray) -> float:
+    from scipy.stats import rankdata
+
+    r = rankdata(np.concatenate([x, y]))
+    n1, n2 = len(x), len(y)
+    return float((r[:n1].sum() - n1 * (n1 + 1) / 2) / (n1 * n2))
+
+
+# ---------------------------------------------------------------- L1 detectors
+
+def lineage_scores(X: np.ndarray, symbols: list[str], offset: int = 0) -> dict[str, np.ndarray]:
+    """Share of each cell's UMIs in each lineage's marker genes; `offset` k reads the gene named at features row
+    i+k as matrix row i (so the gene named g sits at row index(g) - k)."""
+    n = len(symbols)
+    pos = {g: i for i, g in enumerate(symbols)}
+    tot = np.maximum(X.sum(1), 1e-12)
+    out = {}
+    for lin, genes in LINEAGE_MARKERS.items():
+        rows = [(pos[g] - offset) % n for g in genes if g in pos]
+        out[lin] = X[:, rows].sum(1) / tot
+    return out
+
+
+def lineage_calls(scores: dict[str, np.ndarray]) -> np.ndarray:
+    """Each cell's lineage: the marker set with the largest UMI share relative to that set's typical share in its
+    own population (fixed scales, so the call does not depend on the sample's composition)."""
+    names = sorted(scores)
+    Z = np.vstack([scores[lin] / LINEAGE_SCALE[lin] for lin in names])
+    return np.array(names)[np.argmax(Z, axis=0)]
+
+
+def label_consistency(calls: np.ndarray, labels: np.ndarray) -> tuple[float, dict[str, str]]:
+    ok = tot = 0
+    majority = {}
+    for lab in sorted(set(labels)):
+        m = labels == lab
+        vals, cnt = np.unique(calls[m], return_counts=True)
+        majority[lab] = str(vals[np.argmax(cnt)])
+        if lab in EXPECTED_LINEAGE:
+            ok += int(np.isin(calls[m], list(EXPECTED_LINEAGE[lab])).sum())
+            tot += int(m.sum())
+    return ok / max(tot, 1), majority
+
+
+def detect(d: dict) -> dict:
+    X = d["X"]
+    findings: list[str] = []
+    v: dict = {"n_barcodes_in_matrix": int(X.shape[0])}
+
+    # 1. matrix type: UMI counts are non-negative integers
+    frac_int = float(np.mean(np.abs(X[X != 0] - np.rint(X[X != 0])) < 1e-6)) if np.any(X) else 1.0
+    is_counts = bool(frac_int > 0.999 and X.min() >= 0)
+    v["matrix_is_counts"] = is_counts
+    v["fraction_integer_values"] = round(frac_int, 4)
+    if not is_counts:
+        findings.append("normalized_as_counts")
+        # log1p(CP10k) -> values proportional to counts within a cell (enough for share-based detectors)
+        X = np.expm1(X) if X.max() < 20 else X
+        nz = np.where(X > 0, X, np.inf).min(1)
+        v["recovered_library_sizes_median"] = float(np.median(1e4 / nz[np.isfinite(nz)]))
+
+    # 2. duplicated barcodes
+    bcs = np.array(d["barcodes"])
+    _, first = np.unique(bcs, return_index=True)
+    first = np.sort(first)
+    v["n_duplicate_barcodes"] = int(len(bcs) - len(first))
+    if len(first) < len(bcs):
+        findings.append("duplicate_barcodes")
+        X, bcs = X[first], bcs[first]
+    v["n_unique_barcodes"] = int(len(bcs))
+    cells = d["cells"].drop_duplicates("barcode").set_index("barcode")
+    labels = cells.reindex(bcs)["cell_type"].fillna("").to_numpy()
+
+    # 3. feature table aligned with the matrix rows?
+    cons = {}
+    for k in range(-3, 4):
+        c, _ = label_consistency(lineage_calls(lineage_scores(X, d["symbols"], k)), labels)
+        cons[k] = c
+    best = max(cons, key=lambda k: (cons[k], -abs(k)))
+    v["label_marker_consistency"] = round(cons[0], 4)
+    offset = 0
+    if best != 0 and cons[best] - cons[0] > OFFSET_GAIN:
+        findings.append("feature_misalignment")
+        offset = best
+    v["feature_row_offset"] = offset
+    v["features_aligned"] = offset == 0
+    scores = lineage_scores(X, d["symbols"], offset)
+    calls = lineage_calls(scores)
+
+    # 4. swapped labels: two labels whose marker lineage is each other's expected lineage
+    _, majority = label_consistency(calls, labels)
+    sizes = pd.Series(labels).value_counts()
+    bad = sorted(l for l, m in majority.items() if l in EXPECTED_LINEAGE and sizes[l] >= 10 and m not in EXPECTED_LINEAGE[l])
+    swapped: list[str] = []
+    if len(bad) == 2 and majority[bad[0]] in EXPECTED_LINEAGE[bad[1]] and majority[bad[1]] in EXPECTED_LINEAGE[bad[0]]:
+        swapped = bad
+        findings.append("swapped_labels")
+    v["labels_contradicting_markers"] = bad
+    v["swapped_labels"] = swapped
+
+    # 5. heterotypic doublets: myeloid AND B-cell marker programmes in one barcode (mutually exclusive lineages)
+    fm = scores["M"]
+    flagged = (fm >= DOUBLET_MYELOID_FRAC) & (scores["B"] >= DOUBLET_B_FRAC)
+    v["n_doublets_flagged"] = int(flagged.sum()) if flagged.mean() > DOUBLET_RATE_FINDING else 0
+    v["doublet_candidates"] = int(flagged.sum())
+    if flagged.mean() > DOUBLET_RATE_FINDING:
+        findings.append("doublets")
+
+    # 6. ambient RNA: myeloid-specific transcripts inside lymphoid cells, relative to the pooled (soup-like) profile
+    soup_m = float(fm @ X.sum(1) / X.sum())
+    lymph = np.isin(calls, ["T", "B", "NK"]) & ~flagged
+    rho = float(np.median(fm[lymph]) / soup_m) if lymph.any() and soup_m > 0 else 0.0
+    v["ambient_fraction"] = round(rho, 4)
+    v["lymphoid_cells_with_myeloid_transcripts"] = round(float((fm[lymph] > 0).mean()), 4) if lymph.any() else 0.0
+    if rho > AMBIENT_FINDING:
+        findings.append("ambient_rna")
+
+    v["n_cells_kept"] = int(len(bcs) - v["n_doublets_flagged"])
+    return {"findings": sorted(findings), **v}
+
+
+@solver("scrna.L1.integrity", version="1")
+def l1_integrity(world_dir: Path, world) -> dict:
+    return detect(read_world(world_dir))
+
+
+# ---------------------------------------------------------------- L2 markers
+
+MIN_CELLS = 5
+
+
+def _cells_aligned(d: dict) -> pd.DataFrame:
+    cells = d["cells"].set_index("barcode")
+    return cells.reindex(d["barcodes"]).reset_index()
+
+
+def marker_table(X: np.ndarray, genes: list[str], labels: np.ndarray, target: str, block: np.ndarray | None = None) -> pd.DataFrame:
+    """For every gene: the minimum over other populations (>= MIN_CELLS cells) of the AUROC of the target against
+    that population, on log1p(CP10k); AUROCs are computed within each block (lane) holding >= MIN_CELLS cells of both
+    groups and averaged with weights n_target * n_other. Also the target's and the best other population's means."""
+    ln = lognorm(X)
+    block = np.zeros(len(labels), dtype=object) if block is None else block
+    others = [p for p in sorted(set(labels)) if p != target and (labels == p).sum() >= MIN_CELLS]
+    from scipy.stats import rankdata
+
+    def auc_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        r = rankdata(np.vstack([a, b]), axis=0)
+        n1, n2 = len(a), len(b)
+        return (r[:n1].sum(0) - n1 * (n1 + 1) / 2) / (n1 * n2)
+
+    min_auc = np.full(len(genes), np.inf)
+    worst = np.array([""] * len(genes), dtype=object)
+    for p in others:
+        num = np.zeros(len(genes))
+        den = 0.0
+        for blk in sorted(set(block)):
+            t = (labels == target) & (block == blk)
+            o = (labels == p) & (block == blk)
+            if t.sum() >= MIN_CELLS and o.sum() >= MIN_CELLS:
+                w = t.sum() * o.sum()
+                num += w * auc_matrix(ln[t], ln[o])
+                den += w
+        if den == 0:
+            continue
+        auc = num / den
+        upd = auc < min_auc
+        worst[upd] = p
+        min_auc = np.minimum(min_auc, auc)
+    mean_t = ln[labels == target].mean(0)
+    best_other = np.max(np.vstack([ln[labels == p].mean(0) for p in others]), axis=0)
+    df = pd.DataFrame({"gene": genes, "min_auroc": min_auc, "hardest_population": worst, "mean_target": mean_t,
+                       "max_mean_other": best_other})
+    return df.sort_values(["min_auroc", "gene"], ascending=[False, True]).reset_index(drop=True)
+
+
+def one_vs_rest_top(X: np.ndarray, genes: list[str], labels: np.ndarray, target: str, normalise: bool, k: int = 10) -> list[str]:
+    """What scanpy's rank_genes_groups(method='wilcoxon', reference='rest') ranks first (z-score of the rank sum)."""
+    from scipy.stats import rankdata
+
+    Y = lognorm(X) if normalise else X
+    t = labels == target
+    r = rankdata(Y, axis=0)
+    n1, n2 = t.sum(), (~t).sum()
+    z = (r[t].sum(0) - n1 * (n1 + n2 + 1) / 2) / np.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
+    order = np.lexsort((np.array(genes), -z))
+    return [genes[i] for i in order[:k]]
+
+
+def naive_significant(X: np.ndarray, genes: list[str], labels: np.ndarray, target: str) -> list[str]:
+    """scanpy defaults: normalize_total + log1p, rank_genes_groups(wilcoxon, vs rest), BH padj < 0.05, log2FC > 1."""
+    from scipy.stats import norm, rankdata
+
+    ln = lognorm(X)
+    t = labels == target
+    r = rankdata(ln, axis=0)
+    n1, n2 = t.sum(), (~t).sum()
+    z = (r[t].sum(0) - n1 * (n1 + n2 + 1) / 2) / np.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
+    p = 2 * norm.sf(np.abs(z))
+    padj = _bh(p)
+    lfc = np.log2(np.expm1(ln[t]).mean(0) + 1e-9) - np.log2(np.expm1(ln[~t]).mean(0) + 1e-9)
+    return sorted(genes[i] for i in np.flatnonzero((padj < 0.05) & (lfc > 1) & (z > 0)))
+
+
+def _bh(p: np.ndarray) -> np.ndarray:
+    n = len(p)
+    order = np.argsort(p)
+    q = p[order] * n / np.arange(1, n + 1)
+    q = np.minimum.accumulate(q[::-1])[::-1]
+    out = np.empty(n)
+    out[order] = np.minimum(q, 1.0)
+    return out
+
+
+@solver("scrna.L2.markers", version="1")
+def l2_markers(world_dir: Path, world) -> dict:
+    d = read_world(world_dir)
+    X = d["X"]
+    cells = _cells_aligned(d)
+    labels = cells["cell_type"].to_numpy()
+    lane = cells["sample"].to_numpy() if "sample" in cells else None
+    target = d["meta"]["task"]["target_population"]
+    genes = d["symbols"]
+    tab = marker_table(X, genes, labels, target, lane)
+    top = tab[tab["mean_target"] > tab["max_mean_other"]].head(10)
+    unblocked = marker_table(X, genes, labels, target, None)
+    naive = one_vs_rest_top(X, genes, labels, target, normalise=True)
+    naive_raw = one_vs_rest_top(X, genes, labels, target, normalise=False)
+    tot = X.sum(1)
+    t = labels == target
+    lanes = {}
+    if lane is not None:
+        for s in sorted(set(lane)):
+            lanes[s] = round(float((t & (lane == s)).sum() / max(t.sum(), 1)), 4)
+    # lane-associated genes: log2 fold change between lanes among NON-target cells (no population confound there)
+    lane_genes: list[str] = []
+    if lane is not None and len(set(lane)) == 2:
+        s1, s2 = sorted(set(lane))
+        ln = lognorm(X)
+        nt = ~t
+        m1, m2 = X[nt & (lane == s1)], X[nt & (lane == s2)]
+        cp1 = (m1 / m1.sum(1, keepdims=True)).mean(0) * 1e4
+        cp2 = (m2 / m2.sum(1, keepdims=True)).mean(0) * 1e4
+        lfc = np.log2(cp2 + 1) - np.log2(cp1 + 1)
+        expressed = (cp1 + cp2) / 2 >= 5.0
+        lane_genes = sorted(genes[i] for i in np.flatnonzero(expressed & (np.abs(lfc) > 1.0)))
+    nonspecific = [g for g in naive if g not in set(tab[tab["mean_target"] > tab["max_mean_other"]]["gene"])]
+    return {
+        "target_population": target,
+        "top_markers": top["gene"].tolist(),
+        "core_markers": top["gene"].tolist()[:5],
+        "top_min_auroc": [round(float(x), 4) for x in top["min_auroc"]],
+        "hardest_population": top["hardest_population"].tolist(),
+        "naive_top_markers": naive,
+        "naive_unnormalised_top_markers": naive_raw,
+        "naive_nonspecific": sorted(nonspecific),
+        "unblocked_top_markers": unblocked[unblocked["mean_target"] > unblocked["max_mean_other"]]["gene"].head(10).tolist(),
+        "target_fraction_by_lane": lanes,
+        "lane_associated_genes": lane_genes,
+        "naive_significant_markers": naive_significant(X, genes, labels, target),
+        "median_umis_target": float(np.median(tot[t])),
+        "median_umis_other": float(np.median(tot[~t])),
+        "depth_ratio_target_vs_other": round(float(np.median(tot[t]) / np.median(tot[~t])), 3),
+    }
+
+
+# ---------------------------------------------------------------- L2 condition DE
+
+def pseudobulk(X: np.ndarray, cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Sum counts per donor x compartment (myeloid / lymphoid by label; CD34+ progenitors left out)."""
+    comp = np.where(cells["cell_type"].isin(MYELOID_LABELS), "myeloid",
+                    np.where(cells["cell_type"] == "CD34+", "", "lymphoid"))
+    keys, rows, meta = [], [], []
+    for donor in sorted(set(cells["donor"])):
+        for c in ("lymphoid", "myeloid"):
+            m = (cells["donor"].to_numpy() == donor) & (comp == c)
+            if m.sum() < 5:
+                continue
+            keys.append(f"{donor}_{c}")
+            rows.append(X[m].sum(0))
+            first = cells[m].iloc[0]
+            meta.append({"donor": donor, "compartment": c, "condition": first["condition"],
+                         **({"lane": first["lane"]} if "lane" in cells else {}), "n_cells": int(m.sum())})
+    counts = pd.DataFrame(np.rint(np.vstack(rows)).astype(int), index=keys)
+    return counts, pd.DataFrame(meta, index=keys)
+
+
+def run_deseq(counts: pd.DataFrame, meta: pd.DataFrame, design: str, contrast: list[str]) -> pd.DataFrame:
+    import logging
+    import warnings
+
+    from pydeseq2.dds import DeseqDataSet
+    from pydeseq2.default_inference import DefaultInference
+    from pydeseq2.ds import DeseqStats
+
+    logging.getLogger("pydeseq2").setLevel(logging.ERROR)
+    keep = counts.columns[(counts.sum(0) >= 10).to_numpy()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inf = DefaultInference(n_cpus=1)
+        dds = DeseqDataSet(counts=counts[keep], metadata=meta, design=design, inference=inf, quiet=True)
+        dds.deseq2()
+        st = DeseqStats(dds, contrast=contrast, inference=inf, quiet=True)
+        st.summary()
+    return st.results_df
+
+
+def cell_level_wilcoxon(X: np.ndarray, genes: list[str], cond: np.ndarray, test: str) -> pd.DataFrame:
+    from scipy.stats import norm, rankdata
+
+    ln = lognorm(X)
+    t = cond == test
+    r = rankdata(ln, axis=0)
+    n1, n2 = t.sum(), (~t).sum()
+    z = (r[t].sum(0) - n1 * (n1 + n2 + 1) / 2) / np.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
+    p = 2 * norm.sf(np.abs(z))
+    lfc = np.log2(np.expm1(ln[t]).mean(0) + 1e-9) - np.log2(np.expm1(ln[~t]).mean(0) + 1e-9)
+    return pd.DataFrame({"gene": genes, "z": z, "padj": _bh(p), "log2fc": lfc})
+
+
+@solver("scrna.L2.condition_de", version="1")
+def l2_condition_de(world_dir: Path, world) -> dict:
+    d = read_world(world_dir)
+    X = d["X"]
+    genes = d["symbols"]
+    cells = _cells_aligned(d)
+    task = d["meta"]["task"]
+    test, ref = task["test_condition"], task["reference_condition"]
+    pb, pmeta = pseudobulk(X, cells)
+    pb.columns = genes
+    # one DESeq2 fit per compartment (each donor contributes one pseudobulk sample per fit: no pseudoreplication);
+    # a lane covariate only when lane varies within a condition (otherwise it is aliased with condition)
+    sig_parts, lfc_parts, designs = [], {}, {}
+    for comp_name in ("lymphoid", "myeloid"):
+        sel = (pmeta["compartment"] == comp_name).to_numpy()
+        m = pmeta[sel]
+        if m.groupby("condition").size().reindex([test, ref]).fillna(0).min() < 2:
+            continue
+        terms = []
+        if "lane" in m and m.groupby("condition")["lane"].nunique().max() > 1:
+            terms.append("lane")
+        design = "~" + " + ".join(terms + ["condition"])
+        designs[comp_name] = design
+        res = run_deseq(pb[sel], m, design, ["condition", test, ref]).dropna(subset=["padj"])
+        s_ = res[(res["padj"] < 0.05) & (res["log2FoldChange"].abs() > 0.5)]
+        sig_parts.append(s_.assign(compartment=comp_name))
+        for g in s_.index:
+            lfc_parts.setdefault(g, {})[comp_name] = round(float(s_.loc[g, "log2FoldChange"]), 4)
+    sig = pd.concat(sig_parts) if sig_parts else pd.DataFrame(columns=["log2FoldChange"])
+    de = sorted(set(sig.index))
+    up = sorted(g for g in de if np.mean(list(lfc_parts[g].values())) > 0)
+    down = sorted(g for g in de if np.mean(list(lfc_parts[g].values())) < 0)
+    design = designs
+    cl = cell_level_wilcoxon(X, genes, cells["condition"].to_numpy(), test)
+    cl_sig = cl[(cl["padj"] < 0.05) & (cl["log2fc"].abs() > 0.25)]
+    # the naive bulk comparison: one pseudobulk per donor over all cells, design ~condition
+    donors_pb = pb.groupby(pmeta["donor"]).sum()
+    dmeta = pmeta.drop_duplicates("donor").set_index("donor").loc[donors_pb.index, ["condition"]]
+    bulk = run_deseq(donors_pb, dmeta, "~condition", ["condition", test, ref]).dropna(subset=["padj"])
+    bulk_sig = bulk[(bulk["padj"] < 0.05) & (bulk["log2FoldChange"].abs() > 0.5)]
+    comp = cells.assign(myeloid=cells["cell_type"].isin(MYELOID_LABELS)).groupby("condition")["myeloid"].mean()
+    return {
+        "test_condition": test,
+        "reference_condition": ref,
+        "design": design,
+        "n_donors": int(cells["donor"].nunique()),
+        "de_genes": de,
+        "n_de_genes": len(de),
+        "up_genes": up,
+        "down_genes": down,
+        "log2fc_by_compartment": {g: lfc_parts[g] for g in de},
+        "naive_cell_level_n_de": int(len(cl_sig)),
+        "naive_cell_level_top": cl_sig.sort_values("padj")["gene"].head(30).tolist(),
+        "naive_bulk_n_de": int(len(bulk_sig)),
+        "naive_bulk_de_genes": sorted(bulk_sig.index.tolist()),
+        "myeloid_fraction_by_condition": {k: round(float(v), 4) for k, v in sorted(comp.items())},
+    }

@@ -1,0 +1,528 @@
+"""Histone track: a seeded simulation of single-end ChIP-seq on a small human chromosome panel.
+
+No real ChIP-seq read set of useful depth ships in any package reachable offline, so the track simulates reads
+with a documented generative model and known ground truth (every gene's chromatin state, every peak and domain).
+
+Genome panel (`histone_panel` substrate). Three contigs named as GRCh38/hg38 chromosomes, each a window of the
+stated length (default chr19 2.0 Mb, chr20 1.6 Mb, chr21 1.4 Mb; 5.0 Mb in all). The BAM headers carry these
+lengths; meta.json states the build.
+
+Genes. Placed left to right on each contig: gene length log-normal (median 12 kb, sigma 0.6, clipped 2-80 kb),
+gaps 4 kb + Exponential(mean 12 kb); strand +/- with p = 0.5; tss = start (+) or end (-). Each gene draws one of
+four chromatin states (probabilities): active 0.55, repressed (Polycomb) 0.15, bivalent 0.10, silent-unmarked 0.20.
+Expression (`gene_expression`, TPM-like): active log2(TPM+1) ~ N(5.5, 1.8) clipped to [2, 12]; bivalent
+TPM ~ U(0, 1.5); repressed TPM ~ Exp(mean 0.2); silent TPM ~ Exp(mean 0.5).
+
+Fragments. Fragment length ~ N(200, 25) clipped to [120, 320]; one 50-bp read per fragment on a random strand
+(read start = fragment start on +, fragment end - 50 on -); MAPQ 60. Reads are sorted by (contig, position,
+strand) and named r0000001... in that order.
+  * Input (per mark, 100,000 reads by default): uniform over the panel.
+  * H3K4me3 ChIP (120,000 reads): a narrow peak at each active and bivalent TSS. Fragment centres ~
+    N(tss + 150 * strand, 350 bp). Fragments per peak = 420 * (log2(TPM+1) / 6) ** 1.5 * LogNormal(0, 0.25) for
+    active genes and 0.35 * 420 * LogNormal(0, 0.3) for bivalent genes (so height tracks expression, and
+    bivalent promoters carry a moderate peak despite low expression). The remaining reads are uniform background.
+  * H3K27me3 ChIP (400,000 reads; its input 300,000): one broad domain per repressed or bivalent gene, length log-uniform on
+    [10, 100] kb, placed to cover the TSS (TSS at a uniform fraction 0.2-0.8 of the domain) and trimmed to end
+    3 kb short of any active gene's TSS. Fragment centres are uniform inside a domain at a fold enrichment over
+    background of LogNormal(log 2, 0.3) (H3K27me3 enrichment is typically only 2-4 fold), with 30% of reads in
+    domains (FRiP 0.30); the rest is uniform background.
+Ground truth (states, peaks, domains) stays on the data object and is never written to a public file.
+
+Recipes perturb the in-memory object (swap files, add PCR duplicate copies, rename contigs, shift gene
+coordinates to another build, add a copy-number gain, make a second condition with a spike-in, ...); the
+writer honours file-level defect flags (truncation, unsorted/unindexed BAM). Each recipe documents its own
+model. Determinism: only numpy's default_rng(seed) is used, everything is sorted, files go through
+CanonicalWriter (no @PG lines, no timestamps).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from benchmark.canonical import CanonicalWriter
+from benchmark.registry import recipe, substrate, writer
+
+READ_LEN = 50
+FRAG_MEAN, FRAG_SD = 200, 25
+MARKS = ("H3K4me3", "H3K27me3")
+DEFAULT_CHROMS = {"chr19": 2_000_000, "chr20": 1_600_000, "chr21": 1_400_000}
+SPIKE_CONTIG = "dm6_chr2L"
+SPIKE_LEN = 1_000_000
+
+
+# ------------------------------------------------------------------ data object
+
+@dataclass
+class Reads:
+    """Fragments of one library: contig index, fragment start, fragment length, strand (True = reverse), mapq."""
+
+    chrom: np.ndarray
+    start: np.ndarray
+    flen: np.ndarray
+    rev: np.ndarray
+    mapq: np.ndarray
+
+    @staticmethod
+    def empty() -> "Reads":
+        z = np.zeros(0, dtype=np.int64)
+        return Reads(z, z.copy(), z.copy(), np.zeros(0, dtype=bool), z.copy())
+
+    def __len__(self) -> int:
+        return len(self.chrom)
+
+    def concat(self, other: "Reads") -> "Reads":
+        return Reads(*(np.concatenate([a, b]) for a, b in zip(self.astuple(), other.astuple())))
+
+    def astuple(self):
+        return (self.chrom, self.start, self.flen, self.rev, self.mapq)
+
+    def take(self, idx: np.ndarray) -> "Reads":
+        return Reads(*(a[idx] for a in self.astuple()))
+
+    def read_pos(self) -> np.ndarray:
+        return np.where(self.rev, self.start + self.flen - READ_LEN, self.start)
+
+
+@dataclass
+class HistoneData:
+    build: str
+    chroms: list[tuple[str, int]]
+    genes: pd.DataFrame                      # gene_id, chrom, start, end, tss, strand, gene_expression, state
+    domains: pd.DataFrame                    # chrom, start, end, gene_id, fe  (H3K27me3 truth)
+    peaks: pd.DataFrame                      # chrom, tss, gene_id, n_frag      (H3K4me3 truth)
+    libs: dict[str, Reads]                   # sample key -> fragments
+    cell_type: str = "K562-like simulated cell line"
+    files: dict[str, str] = field(default_factory=dict)      # public BAM path -> sample key
+    meta: dict[str, Any] = field(default_factory=dict)
+    bam_chrom_style: str = "ucsc"            # ucsc (chr19) or ensembl (19)
+    gene_offsets: dict[str, int] = field(default_factory=dict)  # build shift applied to genes.csv only
+    truncate: dict[str, float] = field(default_factory=dict)    # path -> fraction of bytes kept
+    unsorted: list[str] = field(default_factory=list)           # paths written unsorted and unindexed
+    extra_contigs: list[tuple[str, int]] = field(default_factory=list)
+    write_genes: bool = True
+    dossier: dict[str, Any] | None = None    # L3: markdown + tables instead of alignments
+
+
+# ------------------------------------------------------------------ generators
+
+def _frag_len(rng: np.random.Generator, n: int) -> np.ndarray:
+    return np.clip(np.rint(rng.normal(FRAG_MEAN, FRAG_SD, n)), 120, 320).astype(np.int64)
+
+
+def _from_centres(rng: np.random.Generator, chrom_idx: np.ndarray, centres: np.ndarray, lengths: np.ndarray) -> Reads:
+    n = len(centres)
+    fl = _frag_len(rng, n)
+    start = np.rint(centres - fl / 2).astype(np.int64)
+    start = np.clip(start, 0, lengths[chrom_idx] - fl - 1)
+    return Reads(chrom_idx.astype(np.int64), start, fl, rng.random(n) < 0.5, np.full(n, 60, dtype=np.int64))
+
+
+def uniform_reads(rng: np.random.Generator, lengths: np.ndarray, n: int) -> Reads:
+    p = lengths / lengths.sum()
+    ci = rng.choice(len(lengths), size=n, p=p)
+    centres = rng.random(n) * (lengths[ci] - 400) + 200
+    return _from_centres(rng, ci, centres, lengths)
+
+
+def h3k4me3_reads(rng: np.random.Generator, peaks: pd.DataFrame, cidx: dict[str, int], lengths: np.ndarray,
+                  n_total: int, peak_scale: np.ndarray | None = None) -> Reads:
+    nf = peaks["n_frag"].to_numpy().astype(float)
+    if peak_scale is not None:
+        nf = nf * peak_scale
+    nf = rng.poisson(nf)
+    ci = np.repeat(peaks["chrom"].map(cidx).to_numpy(), nf)
+    mu = np.repeat(peaks["centre"].to_numpy(), nf)
+    chip = _from_centres(rng, ci, rng.normal(mu, 350), lengths)
+    bg = uniform_reads(rng, lengths, max(n_total - len(chip), 0))
+    return chip.concat(bg)
+
+
+def h3k27me3_reads(rng: np.random.Generator, domains: pd.DataFrame, cidx: dict[str, int], lengths: np.ndarray,
+                   n_total: int, frip: float = 0.30, domain_scale: np.ndarray | None = None,
+                   patchiness: float = 0.0) -> Reads:
+    """Domain fragments are allotted by fold enrichment x length so that `frip` of reads fall in domains when
+    domain_scale is 1; domain_scale (per domain) multiplies a domain's fragments (e.g. loss after EZH2i)."""
+    L = (domains["end"] - domains["start"]).to_numpy().astype(float)
+    w = domains["fe"].to_numpy() * L
+    base = frip * n_total * w / w.sum()
+    if domain_scale is not None:
+        base = base * domain_scale
+    nf = rng.poisson(base)
+    # patchy domains: 2-kb segments with LogNormal(0, patchiness) weights (nucleation sites and spreading)
+    cs, cc = [], []
+    for (c, s0, ln, n) in zip(domains["chrom"].map(cidx).to_numpy(), domains["start"].to_numpy(), L, nf):
+        nseg = max(1, int(ln // 2000))
+        wseg = np.exp(rng.normal(0, patchiness, nseg))
+        seg = rng.choice(nseg, size=n, p=wseg / wseg.sum())
+        cs.append(s0 + (seg + rng.random(n)) * (ln / nseg))
+        cc.append(np.full(n, c))
+    chip = _from_centres(rng, np.concatenate(cc).astype(np.int64), np.concatenate(cs), lengths)
+    bg = uniform_reads(rng, lengths, int(round((1 - frip) * n_total)))
+    return chip.concat(bg)
+
+
+def _lengths(d: HistoneData) -> np.ndarray:
+    return np.array([l for _, l in d.chroms], dtype=np.int64)
+
+
+def _cidx(d: HistoneData) -> dict[str, int]:
+    return {c: i for i, (c, _) in enumerate(d.chroms)}
+
+
+@substrate("histone_panel")
+def histone_panel(seed: int, chroms: dict[str, int] | None = None, build: str = "hg38",
+                  n_chip_k4: int = 120_000, n_chip_k27: int = 400_000, n_input: int = 100_000, n_input_k27: int = 300_000) -> HistoneData:
+    rng = np.random.default_rng(seed)
+    chroms = chroms or DEFAULT_CHROMS
+    clist = sorted(chroms.items(), key=lambda kv: kv[0])
+    rows = []
+    gi = 0
+    for c, clen in clist:
+        pos = 30_000
+        while True:
+            glen = int(np.clip(np.exp(rng.normal(np.log(12_000), 0.6)), 2_000, 80_000))
+            if pos + glen > clen - 60_000:
+                break
+            gi += 1
+            strand = 1 if rng.random() < 0.5 else -1
+            rows.append(dict(gene_id=f"G{gi:04d}", chrom=c, start=pos, end=pos + glen, strand=strand))
+            pos += glen + 4_000 + int(rng.exponential(12_000))
+    genes = pd.DataFrame(rows)
+    genes["tss"] = np.where(genes["strand"] > 0, genes["start"], genes["end"])
+    states = rng.choice(["active", "repressed", "bivalent", "silent"], size=len(genes), p=[0.55, 0.15, 0.10, 0.20])
+    genes["state"] = states
+    expr = np.zeros(len(genes))
+    a = states == "active"
+    expr[a] = 2 ** np.clip(rng.normal(5.5, 1.8, a.sum()), 2, 12) - 1
+    b = states == "bivalent"
+    expr[b] = rng.uniform(0, 1.5, b.sum())
+    r = states == "repressed"
+    expr[r] = rng.exponential(0.2, r.sum())
+    s = states == "silent"
+    expr[s] = rng.exponential(0.5, s.sum())
+    genes["gene_expression"] = np.round(expr, 3)
+
+    # H3K4me3 peaks
+    pk = genes[genes.state.isin(["active", "bivalent"])].copy()
+    l2 = np.log2(pk["gene_expression"] + 1)
+    nfr = np.where(pk.state == "active", 420 * (l2 / 6) ** 1.5 * np.exp(rng.normal(0, 0.25, len(pk))),
+                   0.35 * 420 * np.exp(rng.normal(0, 0.3, len(pk))))
+    peaks = pd.DataFrame(dict(chrom=pk.chrom, tss=pk.tss, gene_id=pk.gene_id, centre=pk.tss + 150 * pk.strand,
+                              n_frag=np.round(nfr, 2))).reset_index(drop=True)
+
+    # H3K27me3 domains
+    drows = []
+    for _, g in genes[genes.state.isin(["repressed", "bivalent"])].iterrows():
+        dl = float(np.exp(rng.uniform(np.log(10_000), np.log(100_000))))
+        f = rng.uniform(0.2, 0.8)
+        st, en = g.tss - f * dl, g.tss + (1 - f) * dl
+        act = genes[(genes.chrom == g.chrom) & (genes.state == "active")].tss.to_numpy()
+        left, right = act[act < g.tss], act[act > g.tss]
+        if len(left):
+            st = max(st, left.max() + 3_000)
+        if len(right):
+            en = min(en, right.min() - 3_000)
+        clen = chroms[g.chrom]
+        st, en = int(max(st, 5_000)), int(min(en, clen - 5_000))
+        drows.append(dict(chrom=g.chrom, start=st, end=en, gene_id=g.gene_id, fe=float(np.exp(rng.normal(np.log(2.0), 0.3)))))
+    domains = pd.DataFrame(drows)
+
+    d = HistoneData(build=build, chroms=clist, genes=genes, domains=domains, peaks=peaks, libs={})
+    L, ci = _lengths(d), _cidx(d)
+    d.libs["H3K4me3_chip"] = h3k4me3_reads(rng, peaks, ci, L, n_chip_k4)
+    d.libs["H3K4me3_input"] = uniform_reads(rng, L, n_input)
+    d.libs["H3K27me3_chip"] = h3k27me3_reads(rng, domains, ci, L, n_chip_k27)
+    d.libs["H3K27me3_input"] = uniform_reads(rng, L, n_input_k27)
+    return d
+
+
+# ------------------------------------------------------------------ recipes
+
+def _layout_meta(d: HistoneData, mark: str, claimed: str | None = None) -> None:
+    claimed = claimed or mark
+    chip, inp = f"alignments/{claimed}_chip.bam", f"alignments/{claimed}_input.bam"
+    d.files = {chip: f"{mark}_chip", inp: f"{mark}_input"}
+    d.meta = {
+        "target_mark": claimed,
+        "genome_build": d.build,
+        "cell_type": d.cell_type,
+        "assay": "ChIP-seq, single-end 50 bp reads, aligned with bwa; one ChIP and its matched input control",
+        "files": {"genes": "genes.csv", "chip_bam": chip, "input_bam": inp},
+        "genes_columns": ["gene_id", "chrom", "start", "end", "tss", "gene_expression"],
+        "gene_expression_units": "TPM from matched RNA-seq",
+        "library_fragment_size_bp": FRAG_MEAN,
+    }
+
+
+@recipe("histone", "select_mark")
+def select_mark(d: HistoneData, rng: np.random.Generator, mark: str, claimed_mark: str | None = None) -> HistoneData:
+    """Publish one mark's ChIP + input. claimed_mark != mark labels the files and meta.json with the wrong mark."""
+    if mark not in MARKS:
+        raise ValueError(f"mark must be one of {MARKS}")
+    _layout_meta(d, mark, claimed_mark)
+    return d
+
+
+@recipe("histone", "swap_chip_input")
+def swap_chip_input(d: HistoneData, rng: np.random.Generator) -> HistoneData:
+    """The file named ChIP holds the input library and vice versa (a sample-sheet swap)."""
+    (p1, k1), (p2, k2) = sorted(d.files.items())
+    d.files = {p1: k2, p2: k1}
+    return d
+
+
+@recipe("histone", "pcr_duplicates")
+def pcr_duplicates(d: HistoneData, rng: np.random.Generator, sample: str, fraction: float = 0.35, mean_extra: float = 2.0) -> HistoneData:
+    """Over-amplified library: `fraction` of fragments get 1 + Poisson(mean_extra - 1) exact extra copies
+    (same start, length and strand, hence the same 5' read position)."""
+    lib = d.libs[sample]
+    pick = np.flatnonzero(rng.random(len(lib)) < fraction)
+    copies = 1 + rng.poisson(mean_extra - 1, len(pick))
+    d.libs[sample] = lib.concat(lib.take(np.repeat(pick, copies)))
+    return d
+
+
+@recipe("histone", "rename_contigs")
+def rename_contigs(d: HistoneData, rng: np.random.Generator, style: str = "ensembl") -> HistoneData:
+    """BAMs aligned to an Ensembl-style reference (19, 20, 21) while genes.csv keeps UCSC names (chr19)."""
+    d.bam_chrom_style = style
+    return d
+
+
+@recipe("histone", "shift_gene_build")
+def shift_gene_build(d: HistoneData, rng: np.random.Generator, offsets: dict[str, int], label: str = "GRCh37/hg19") -> HistoneData:
+    """genes.csv carries coordinates of another assembly: every coordinate on a contig is offset by a constant
+    (a first-order model of a liftover difference; real hg19->hg38 offsets vary along a chromosome)."""
+    d.gene_offsets = dict(offsets)
+    return d
+
+
+@recipe("histone", "truncate_bam")
+def truncate_bam(d: HistoneData, rng: np.random.Generator, sample_role: str = "chip", keep_fraction: float = 0.6) -> HistoneData:
+    """An interrupted transfer: the BAM is cut after `keep_fraction` of its bytes (no BGZF EOF block); the .bai
+    built from the complete file is kept, as happens when only the BAM copy failed."""
+    path = next(p for p in sorted(d.files) if p.endswith(f"_{sample_role}.bam"))
+    d.truncate[path] = keep_fraction
+    return d
+
+
+@recipe("histone", "unsorted_bam")
+def unsorted_bam(d: HistoneData, rng: np.random.Generator, sample_role: str = "input") -> HistoneData:
+    """The BAM is written in aligner output order (shuffled, header SO:unsorted) and has no index."""
+    path = next(p for p in sorted(d.files) if p.endswith(f"_{sample_role}.bam"))
+    d.unsorted.append(path)
+    return d
+
+
+@recipe("histone", "copy_number_gain")
+def copy_number_gain(d: HistoneData, rng: np.random.Generator, chrom: str, start: int, end: int, gain: float,
+                     samples: list[str]) -> HistoneData:
+    """A genomic amplification with copy ratio `gain` in the cells: every library made from them (ChIP and input)
+    gets (gain - 1) extra fragments per fragment in the region (integer part + Bernoulli remainder), each a copy
+    with its centre jittered by N(0, 150 bp) so the copies are distinct molecules."""
+    ci = _cidx(d)[chrom]
+    L = _lengths(d)
+    for s in samples:
+        lib = d.libs[s]
+        centre = lib.start + lib.flen / 2
+        inside = np.flatnonzero((lib.chrom == ci) & (centre >= start) & (centre < end))
+        extra = np.floor(gain - 1).astype(int) + (rng.random(len(inside)) < (gain - 1) % 1)
+        idx = np.repeat(inside, extra)
+        c = centre[idx] + rng.normal(0, 150, len(idx))
+        d.libs[s] = lib.concat(_from_centres(rng, lib.chrom[idx], c, L))
+    return d
+
+
+@recipe("histone", "pcr_jackpots")
+def pcr_jackpots(d: HistoneData, rng: np.random.Generator, sample: str, n_genes: int = 25, copies: tuple = (150, 600)) -> HistoneData:
+    """PCR jackpots: at the promoters (TSS +-600 bp) of `n_genes` unmarked genes (silent or repressed), one to three
+    fragments each are amplified into Uniform(copies) identical copies (same 5' position and strand), as
+    over-cycled low-input libraries produce. Peak callers that collapse duplicates ignore them; raw counts don't."""
+    pool = d.genes[d.genes.state.isin(["silent", "repressed"])]
+    pick = pool.iloc[np.sort(rng.choice(len(pool), size=min(n_genes, len(pool)), replace=False))]
+    ci, L = _cidx(d), _lengths(d)
+    add = Reads.empty()
+    for _, g in pick.iterrows():
+        for _ in range(int(rng.integers(1, 4))):
+            one = _from_centres(rng, np.array([ci[g.chrom]]), np.array([g.tss + rng.uniform(-600, 600)]), L)
+            add = add.concat(one.take(np.zeros(int(rng.integers(*copies)), dtype=np.int64)))
+    d.libs[sample] = d.libs[sample].concat(add)
+    return d
+
+
+@recipe("histone", "downsample")
+def downsample(d: HistoneData, rng: np.random.Generator, sample: str, n: int) -> HistoneData:
+    lib = d.libs[sample]
+    d.libs[sample] = lib.take(np.sort(rng.choice(len(lib), size=min(n, len(lib)), replace=False)))
+    return d
+
+
+@recipe("histone", "two_conditions")
+def two_conditions(d: HistoneData, rng: np.random.Generator, domain_scale: float = 1.0, frac_lost: float = 0.0,
+                   frac_gained: float = 0.0, spike_fraction: float = 0.05, n_chip: int = 150_000, n_input: int = 80_000,
+                   treated_gain: dict | None = None, mapq0_artifact: dict | None = None) -> HistoneData:
+    """H3K27me3 in control (DMSO) and treated (EZH2 inhibitor) cells, each with its own input, plus a
+    Drosophila spike-in (ChIP-Rx style): a fixed amount of fly chromatin is added per cell before IP, so the
+    spike-in share of ChIP reads is inversely proportional to the human H3K27me3 yield.
+
+    Model: control ChIP = the substrate's domains (FRiP 0.30). Treated ChIP domain fragments = control's x
+    domain_scale (global change), with `frac_lost` of domains set to 0.15x and `frac_gained` to 2.5x. The human
+    background (unenriched nucleosomes) yield is the same in both. Spike-in fragments in each ChIP =
+    spike_fraction x (control human yield), i.e. the same absolute amount; both libraries are then sequenced to
+    n_chip reads, so library-size normalisation rescales the treated sample to the same total.
+    treated_gain: {chrom, start, end, gain} a copy-number gain present only in the treated cells (ChIP + input).
+    mapq0_artifact: {n_regions, reads_per_region} MAPQ-0 pile-ups (multi-mapping repeat reads) in the treated ChIP.
+    """
+    L, ci = _lengths(d), _cidx(d)
+    nd = len(d.domains)
+    scale = np.full(nd, domain_scale)
+    order = rng.permutation(nd)
+    nl, ng = int(round(frac_lost * nd)), int(round(frac_gained * nd))
+    scale[order[:nl]] *= 0.15
+    scale[order[nl:nl + ng]] *= 2.5
+    d.domains = d.domains.assign(treated_scale=scale)
+    frip = 0.30
+    # human yield in units of "control ChIP reads": domains frip*scale_mean_weighted + background (1 - frip)
+    L_dom = (d.domains.end - d.domains.start).to_numpy() * d.domains.fe.to_numpy()
+    dom_yield_t = frip * (L_dom * scale).sum() / L_dom.sum()
+    human_c, human_t = 1.0, dom_yield_t + (1 - frip)
+    sp_c = spike_fraction * human_c
+    sp_t = spike_fraction * human_c
+    libs = {}
+    for cond, human, sp, sc in (("control", human_c, sp_c, None), ("treated", human_t, sp_t, scale)):
+        tot = human + sp
+        n_spike = int(round(n_chip * sp / tot))
+        n_human = n_chip - n_spike
+        # human reads: generate at the right internal mix, then scale to n_human
+        rel_dom = frip * (1.0 if sc is None else (L_dom * sc).sum() / L_dom.sum())
+        frip_eff = rel_dom / human
+        chip = h3k27me3_reads(rng, d.domains, ci, L, n_human, frip=frip_eff,
+                              domain_scale=None if sc is None else sc * (L_dom.sum() / (L_dom * sc).sum()))
+        libs[f"{cond}_chip"] = chip
+        libs[f"{cond}_input"] = uniform_reads(rng, L, n_input)
+        libs[f"{cond}_spike_n"] = n_spike
+    d.libs = {k: v for k, v in libs.items() if not k.endswith("_spike_n")}
+    if treated_gain:
+        copy_number_gain(d, rng, samples=["treated_chip", "treated_input"], **treated_gain)
+    # spike-in contig (index len(chroms)); inputs carry the same small spike share (fly chromatin in the input)
+    spike_idx = len(d.chroms)
+    d.extra_contigs = [(SPIKE_CONTIG, SPIKE_LEN)]
+    Ls = np.append(L, SPIKE_LEN)
+    for cond in ("control", "treated"):
+        n_sp = libs[f"{cond}_spike_n"]
+        sp = _from_centres(rng, np.full(n_sp, spike_idx), 200 + rng.random(n_sp) * (SPIKE_LEN - 400), Ls)
+        d.libs[f"{cond}_chip"] = d.libs[f"{cond}_chip"].concat(sp)
+        n_spi = int(round(0.05 * n_input))
+        spi = _from_centres(rng, np.full(n_spi, spike_idx), 200 + rng.random(n_spi) * (SPIKE_LEN - 400), Ls)
+        d.libs[f"{cond}_input"] = d.libs[f"{cond}_input"].concat(spi)
+    if mapq0_artifact:
+        lib = d.libs["treated_chip"]
+        # artefact pile-ups sit in background (outside domains), in repeat-like 3-6 kb blocks
+        k, per = int(mapq0_artifact["n_regions"]), int(mapq0_artifact["reads_per_region"])
+        art = Reads.empty()
+        placed = 0
+        while placed < k:
+            c = int(rng.integers(len(L)))
+            s0 = int(rng.integers(50_000, L[c] - 50_000))
+            cname = d.chroms[c][0]
+            dd = d.domains[d.domains.chrom == cname]
+            if ((dd.start < s0 + 10_000) & (dd.end > s0 - 4_000)).any():
+                continue
+            w = int(rng.integers(3_000, 6_000))
+            r = _from_centres(rng, np.full(per, c), s0 + rng.random(per) * w, L)
+            r.mapq[:] = 0
+            art = art.concat(r)
+            placed += 1
+        d.libs["treated_chip"] = lib.concat(art)
+    d.files = {
+        "alignments/control_H3K27me3_chip.bam": "control_chip",
+        "alignments/control_input.bam": "control_input",
+        "alignments/treated_H3K27me3_chip.bam": "treated_chip",
+        "alignments/treated_input.bam": "treated_input",
+    }
+    d.meta = {
+        "target_mark": "H3K27me3",
+        "genome_build": d.build,
+        "cell_type": d.cell_type,
+        "design": "control = DMSO 7 days; treated = EZH2 inhibitor 7 days; one ChIP + matched input per condition",
+        "assay": "ChIP-seq, single-end 50 bp; before IP a fixed amount of Drosophila S2 chromatin was added per "
+                 "cell count (spike-in); reads were aligned to a combined hg38 + dm6 reference",
+        "spike_in_contigs": [SPIKE_CONTIG],
+        "files": {"genes": "genes.csv", "control_chip": "alignments/control_H3K27me3_chip.bam",
+                  "control_input": "alignments/control_input.bam",
+                  "treated_chip": "alignments/treated_H3K27me3_chip.bam",
+                  "treated_input": "alignments/treated_input.bam"},
+        "genes_columns": ["gene_id", "chrom", "start", "end", "tss", "gene_expression"],
+        "gene_expression_units": "TPM in control cells",
+        "library_fragment_size_bp": FRAG_MEAN,
+    }
+    return d
+
+
+@recipe("histone", "dossier")
+def dossier(d: HistoneData, rng: np.random.Generator, kind: str) -> HistoneData:
+    """L3: publish an evidence dossier (markdown + per-gene table) from reference analyses of the substrate,
+    instead of alignments. Per-gene promoter signals are input-normalised log2 enrichments computed from the
+    substrate's H3K4me3 and H3K27me3 libraries (TSS +-1 kb and TSS +-2.5 kb)."""
+    from worlds.histone.dossier import make_dossier
+
+    d.dossier = make_dossier(d, kind)
+    d.files = {}
+    d.write_genes = False
+    return d
+
+
+# ------------------------------------------------------------------ writer
+
+def _contig_name(name: str, style: str) -> str:
+    if name == SPIKE_CONTIG:
+        return name
+    return name.removeprefix("chr") if style == "ensembl" else name
+
+
+def _bam_tuples(lib: Reads, shuffle_rng: np.random.Generator | None = None):
+    pos = lib.read_pos()
+    order = np.lexsort((lib.rev, pos, lib.chrom))
+    ch, ps, rv, mq = lib.chrom[order], pos[order], lib.rev[order], lib.mapq[order]
+    names = np.array([f"r{i + 1:07d}" for i in range(len(order))])
+    idx = np.arange(len(order))
+    if shuffle_rng is not None:
+        idx = shuffle_rng.permutation(len(order))
+    for i in idx:
+        yield (names[i], int(ch[i]), int(ps[i]), bool(rv[i]), int(mq[i]), 0, READ_LEN)
+
+
+@writer("histone")
+def write(d: HistoneData, w: CanonicalWriter) -> None:
+    if d.dossier is not None:
+        for rel, content in sorted(d.dossier["files"].items()):
+            if isinstance(content, pd.DataFrame):
+                w.table(rel, content)
+            else:
+                w.text(rel, content)
+        return
+    g = d.genes[["gene_id", "chrom", "start", "end", "tss", "gene_expression"]].copy()
+    if d.gene_offsets:
+        off = g["chrom"].map(d.gene_offsets).fillna(0).astype(int)
+        for col in ("start", "end", "tss"):
+            g[col] = g[col] + off
+    w.table("genes.csv", g)
+    w.json("meta.json", d.meta)
+    contigs = list(d.chroms) + list(d.extra_contigs)
+    for path, key in sorted(d.files.items()):
+        sq = [{"SN": _contig_name(c, d.bam_chrom_style), "LN": int(l)} for c, l in contigs]
+        lib = d.libs[key]
+        if path in d.unsorted:
+            hdr = {"HD": {"VN": "1.6", "SO": "unsorted"}, "SQ": sq}
+            # a fixed per-path stream so the bytes depend only on the data
+            srng = np.random.default_rng(len(lib))
+            w.bam(path, hdr, _bam_tuples(lib, srng), index=False)
+        else:
+            w.bam(path, {"HD": {"VN": "1.6", "SO": "coordinate"}, "SQ": sq}, _bam_tuples(lib))
+        if path in d.truncate:
+            raw = w.path(path).read_bytes()
+            w.bytes(path, raw[: int(len(raw) * d.truncate[path])])

@@ -1,0 +1,453 @@
+"""scRNA track: the real 10x PBMC 68k subsample shipped inside scanpy, recovered to UMI counts, and the recipes
+that turn it into worlds.
+
+Substrate (real data, no network)
+---------------------------------
+`scanpy/datasets/10x_pbmc68k_reduced.h5ad` is the file `scanpy.datasets.pbmc68k_reduced()` reads from the installed
+package: 700 peripheral blood mononuclear cells of one donor ("Fresh 68k PBMCs, Donor A", 10x Genomics, v1
+chemistry with 14-nt barcodes; Zheng et al. 2017 Nat Commun 8:14049) x 765 genes. `.X` is scaled; `.raw.X` holds
+log1p(counts / n_counts * 1e4) where `obs.n_counts` is each cell's full-transcriptome UMI total. We recover integer
+UMI counts as `rint(expm1(raw.X) * n_counts / 1e4)` (float64): 99.9994% of non-zero entries are within 0.05 of an
+integer and the smallest non-zero value is exactly 1, so the recovery is exact up to float32 rounding of the stored
+values. Cell-type labels are the dataset's `bulk_labels` (10 populations, assigned in the source by correlation with
+purified-population reference profiles). Gene identifiers: the source ships HGNC symbols only, so `features.tsv.gz`
+carries the symbol in both the gene_id and gene_symbol columns (meta.json says so). Cells are always written sorted
+by barcode so no position encodes an edit.
+
+Every perturbation below is a documented, seeded edit of these real counts. Wherever an effect (batch, donor,
+condition, depth) must change expression, it is applied by binomial thinning of real counts (retention p <= 1), never
+by inventing counts, except for the two L1 defects that are additions by nature (ambient soup; doublets = sums of two
+real cells).
+
+Recipes (names are registered as "scrna.<name>")
+------------------------------------------------
+L1 integrity
+  subsample_groups(fractions)         keep a fraction of cells per label group (boundary: myeloid-rich sample)
+  thin_depth(retention)               binomial thinning of every count (boundary: shallow library)
+  inject_ambient(rho)                 SoupX-style contamination: soup profile = pooled counts of all cells; each cell
+                                      receives Multinomial(round(rho/(1-rho) * total_c), soup) so that a fraction
+                                      rho of its final UMIs are ambient
+  inject_doublets(n)                  n heterotypic doublets: a myeloid cell (CD14+ Monocyte / Dendritic) + a T or B
+                                      cell, counts summed; the two source cells are removed (their RNA is in the
+                                      doublet); fresh 14-nt barcodes with the dataset's "-1" suffix; label = label of
+                                      the member with more UMIs (what a correlation-based annotator would assign)
+  counts_to_lognorm()                 the matrix holds log1p(CP10k) values (exactly the source `.raw.X`) although
+                                      meta.json still calls it UMI counts
+  duplicate_barcodes(n)               n cells appear twice (same barcode, identical counts: a merge concatenated a
+                                      lane twice)
+  swap_labels(a, b)                   the two populations' labels are exchanged in cells.csv
+  shift_features(shift)               features.tsv.gz row i names the gene of matrix row i+shift (cyclic), i.e. the
+                                      feature table is misaligned by `shift` rows
+L2
+  assign_samples(target, target_in_second, other_in_second, names)  split cells into two 10x lanes
+  thin_genes(genes, retention, column, values)   multiply the expected counts of `genes` (all genes if empty) in the
+                                      cells whose `column` is in `values` by `retention` (binomial thinning)
+  assign_donors(n_per_condition, conditions, myeloid_share)  split cells into pseudo-donors
+  donor_effects(sigma)                per gene and donor, thinning with retention exp(sigma*(z_dg - max_d z_dg)),
+                                      z ~ N(0,1): relative donor levels are log-normal with sd sigma
+  assign_lanes(lanes)                 donor -> sequencing lane
+  set_task(kind, **task)              the task block of meta.json and the cells.csv columns
+L3
+  dossier(kind)                       replaces the files by a dossier (dossier.md + evidence tables) computed from the
+                                      data by the reference analysis
+"""
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmark.canonical import CanonicalWriter
+from benchmark.registry import recipe, substrate, writer
+
+TRACK = "scrna"
+MTX_DIR = "filtered_feature_bc_matrix"
+MYELOID_LABELS = ("CD14+ Monocyte", "Dendritic")
+T_LABELS = ("CD4+/CD25 T Reg", "CD4+/CD45RA+/CD25- Naive T", "CD4+/CD45RO+ Memory", "CD8+ Cytotoxic T",
+            "CD8+/CD45RA+ Naive Cytotoxic")
+B_LABELS = ("CD19+ B",)
+NK_LABELS = ("CD56+ NK",)
+# Interferon-stimulated genes present among the 765 genes (used for the injected condition effect).
+ISG_GENES = ("BST2", "IFITM1", "IFITM3", "IRF7", "ISG20", "LY6E", "OAS1")
+# Immediate-early / heat-shock genes of the dissociation-stress signature present among the 765 genes.
+STRESS_GENES = ("FOS", "HSP90AB1", "HSPB1", "JUNB", "KLF6")
+
+
+@dataclass
+class ScData:
+    counts: np.ndarray                 # cells x genes, float64 (integer-valued unless `integer` is False)
+    barcodes: list[str]
+    genes: list[str]                   # true gene of each matrix column
+    obs: pd.DataFrame                  # per-cell annotations, row-aligned with counts (cell_type, ...)
+    lib_full: np.ndarray               # full-transcriptome UMI totals (hidden; used to reproduce log-normalised values)
+    feature_names: list[str] | None = None   # names written to features.tsv.gz (None: the true genes)
+    integer: bool = True
+    cells_columns: list[str] = field(default_factory=lambda: ["cell_type"])
+    task: dict = field(default_factory=dict)
+    dossier: dict | None = None        # {"dossier.md": str, "<table>.csv": DataFrame}
+
+    def subset(self, idx: np.ndarray) -> "ScData":
+        idx = np.asarray(idx)
+        self.counts = self.counts[idx]
+        self.barcodes = [self.barcodes[i] for i in idx]
+        self.obs = self.obs.iloc[idx].reset_index(drop=True)
+        self.lib_full = self.lib_full[idx]
+        return self
+
+
+def source_file() -> Path:
+    spec = importlib.util.find_spec("scanpy")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("scanpy is not installed; the scrna substrate reads its packaged PBMC68k file")
+    return Path(spec.origin).parent / "datasets" / "10x_pbmc68k_reduced.h5ad"
+
+
+@substrate("pbmc68k_reduced_counts")
+def pbmc68k(seed: int = 0) -> ScData:
+    import anndata as ad
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = ad.read_h5ad(source_file())
+    raw = a.raw.X
+    raw = raw.toarray() if hasattr(raw, "toarray") else np.asarray(raw)
+    lib = a.obs["n_counts"].to_numpy(np.float64)
+    counts = np.rint(np.expm1(raw.astype(np.float64)) * lib[:, None] / 1e4)
+    obs = pd.DataFrame({"cell_type": a.obs["bulk_labels"].astype(str).to_numpy()})
+    return ScData(counts=counts, barcodes=[str(b) for b in a.obs_names], genes=[str(g) for g in a.raw.var_names],
+                  obs=obs, lib_full=lib)
+
+
+# ---------------------------------------------------------------- helpers
+
+def _gidx(data: ScData, genes) -> np.ndarray:
+    pos = {g: i for i, g in enumerate(data.genes)}
+    return np.array([pos[g] for g in genes], dtype=int)
+
+
+def _mask(data: ScData, column: str | None, values) -> np.ndarray:
+    if column is None:
+        return np.ones(len(data.barcodes), bool)
+    return data.obs[column].isin(list(values)).to_numpy()
+
+
+def _new_barcodes(rng: np.random.Generator, n: int, taken: set[str]) -> list[str]:
+    out = []
+    while len(out) < n:
+        bc = "".join(rng.choice(list("ACGT"), 14)) + "-1"
+        if bc not in taken:
+            taken.add(bc)
+            out.append(bc)
+    return out
+
+
+def _thin(rng: np.random.Generator, counts: np.ndarray, p) -> np.ndarray:
+    return rng.binomial(counts.astype(np.int64), np.clip(p, 0.0, 1.0)).astype(np.float64)
+
+
+# ---------------------------------------------------------------- L1 recipes
+
+@recipe(TRACK, "subsample_groups")
+def subsample_groups(data: ScData, rng, fractions: dict) -> ScData:
+    """fractions: {"myeloid"|"T"|"B"|"NK"|"other": fraction of that group's cells kept}."""
+    group = np.array([_group(ct) for ct in data.obs["cell_type"]])
+    keep = np.zeros(len(group), bool)
+    for g in sorted(set(group)):
+        idx = np.flatnonzero(group == g)
+        k = int(round(fractions.get(g, 1.0) * len(idx)))
+        keep[np.sort(rng.choice(idx, k, replace=False))] = True
+    return data.subset(np.flatnonzero(keep))
+
+
+def _group(ct: str) -> str:
+    if ct in MYELOID_LABELS:
+        return "myeloid"
+    if ct in T_LABELS:
+        return "T"
+    if ct in B_LABELS:
+        return "B"
+    if ct in NK_LABELS:
+        return "NK"
+    return "other"
+
+
+@recipe(TRACK, "thin_depth")
+def thin_depth(data: ScData, rng, retention: float) -> ScData:
+    data.counts = _thin(rng, data.counts, retention)
+    data.lib_full = data.lib_full * retention
+    return data
+
+
+@recipe(TRACK, "inject_ambient")
+def inject_ambient(data: ScData, rng, rho: float) -> ScData:
+    soup = data.counts.sum(0) / data.counts.sum()
+    tot = data.counts.sum(1)
+    add = np.rint(rho / (1 - rho) * tot).astype(np.int64)
+    for c in range(len(tot)):
+        data.counts[c] += rng.multinomial(add[c], soup)
+    data.lib_full = data.lib_full + add
+    return data
+
+
+@recipe(TRACK, "inject_doublets")
+def inject_doublets(data: ScData, rng, n: int) -> ScData:
+    ct = data.obs["cell_type"].to_numpy()
+    mye = np.flatnonzero(np.isin(ct, MYELOID_LABELS))
+    lym = np.flatnonzero(np.isin(ct, B_LABELS))
+    a = rng.choice(mye, n, replace=False)
+    b = rng.choice(lym, n, replace=False)
+    dbl = data.counts[a] + data.counts[b]
+    lab = np.where(data.counts[a].sum(1) >= data.counts[b].sum(1), ct[a], ct[b])
+    bcs = _new_barcodes(rng, n, set(data.barcodes))
+    keep = np.setdiff1d(np.arange(len(ct)), np.concatenate([a, b]))
+    lib = data.lib_full[a] + data.lib_full[b]
+    data.subset(keep)
+    data.counts = np.vstack([data.counts, dbl])
+    data.barcodes = data.barcodes + bcs
+    extra = pd.DataFrame({"cell_type": lab})
+    data.obs = pd.concat([data.obs, extra], ignore_index=True)
+    data.lib_full = np.concatenate([data.lib_full, lib])
+    return data
+
+
+@recipe(TRACK, "counts_to_lognorm")
+def counts_to_lognorm(data: ScData, rng) -> ScData:
+    data.counts = np.log1p(data.counts / data.lib_full[:, None] * 1e4)
+    data.integer = False
+    return data
+
+
+@recipe(TRACK, "duplicate_barcodes")
+def duplicate_barcodes(data: ScData, rng, n: int) -> ScData:
+    dup = np.sort(rng.choice(len(data.barcodes), n, replace=False))
+    return data.subset(np.concatenate([np.arange(len(data.barcodes)), dup]))
+
+
+@recipe(TRACK, "swap_labels")
+def swap_labels(data: ScData, rng, a: str, b: str) -> ScData:
+    ct = data.obs["cell_type"].to_numpy().copy()
+    ia, ib = ct == a, ct == b
+    ct[ia], ct[ib] = b, a
+    data.obs["cell_type"] = ct
+    return data
+
+
+@recipe(TRACK, "shift_features")
+def shift_features(data: ScData, rng, shift: int) -> ScData:
+    n = len(data.genes)
+    data.feature_names = [data.genes[(i + shift) % n] for i in range(n)]
+    return data
+
+
+# ---------------------------------------------------------------- L2 recipes
+
+@recipe(TRACK, "assign_samples")
+def assign_samples(data: ScData, rng, target: str, target_in_second: float, other_in_second: float,
+                   names: list[str]) -> ScData:
+    ct = data.obs["cell_type"].to_numpy()
+    p = np.where(ct == target, target_in_second, other_in_second)
+    second = rng.random(len(ct)) < p
+    data.obs["sample"] = np.where(second, names[1], names[0])
+    return data
+
+
+@recipe(TRACK, "thin_genes")
+def thin_genes(data: ScData, rng, retention: float, genes: list[str] | None = None, column: str | None = None,
+               values: list | None = None) -> ScData:
+    rows = np.flatnonzero(_mask(data, column, values or []))
+    cols = _gidx(data, genes) if genes else np.arange(len(data.genes))
+    sub = data.counts[np.ix_(rows, cols)]
+    data.counts[np.ix_(rows, cols)] = _thin(rng, sub, retention)
+    if not genes:
+        data.lib_full[rows] = data.lib_full[rows] * retention
+    return data
+
+
+@recipe(TRACK, "assign_donors")
+def assign_donors(data: ScData, rng, n_per_condition: int, conditions: list[str],
+                  myeloid_share: list[float] | None = None) -> ScData:
+    """Pseudo-donors: donors 1..n get conditions[0], n+1..2n conditions[1]. Without `myeloid_share` every cell
+    is assigned uniformly at random (balanced composition); with it, myeloid cells go to a donor of condition k
+    with probability proportional to myeloid_share[k] (and lymphoid cells to 1 - myeloid_share[k])."""
+    n = len(data.barcodes)
+    nd = 2 * n_per_condition
+    mye = data.obs["cell_type"].isin(MYELOID_LABELS).to_numpy()
+    donor = np.empty(n, dtype=int)
+    for i in range(n):
+        if myeloid_share is None:
+            w = np.ones(nd)
+        else:
+            s = np.repeat(np.asarray(myeloid_share, float), n_per_condition)
+            w = s if mye[i] else 1.0 - s
+        donor[i] = rng.choice(nd, p=w / w.sum())
+    data.obs["donor"] = [f"D{d + 1}" for d in donor]
+    data.obs["condition"] = [conditions[d // n_per_condition] for d in donor]
+    return data
+
+
+@recipe(TRACK, "donor_effects")
+def donor_effects(data: ScData, rng, sigma: float) -> ScData:
+    donors = sorted(set(data.obs["donor"]))
+    z = rng.standard_normal((len(donors), len(data.genes)))
+    p = np.exp(sigma * (z - z.max(0, keepdims=True)))
+    d = data.obs["donor"].to_numpy()
+    for k, name in enumerate(donors):
+        rows = np.flatnonzero(d == name)
+        data.counts[rows] = _thin(rng, data.counts[rows], p[k][None, :])
+    return data
+
+
+@recipe(TRACK, "assign_lanes")
+def assign_lanes(data: ScData, rng, lanes: dict) -> ScData:
+    data.obs["lane"] = [lanes[d] for d in data.obs["donor"]]
+    return data
+
+
+@recipe(TRACK, "set_task")
+def set_task(data: ScData, rng, kind: str, columns: list[str], **task) -> ScData:
+    data.task = {"kind": kind, **task}
+    data.cells_columns = list(columns)
+    return data
+
+
+# ---------------------------------------------------------------- L3 dossier
+
+def lognorm(counts: np.ndarray) -> np.ndarray:
+    tot = counts.sum(1, keepdims=True)
+    return np.log1p(counts / np.maximum(tot, 1) * 1e4)
+
+
+def auroc(x: np.ndarray, y: np.ndarray) -> float:
+    """P(X > Y) + 0.5 P(X = Y): the Mann-Whitney AUC of x (target) against y."""
+    from scipy.stats import rankdata
+
+    r = rankdata(np.concatenate([x, y]))
+    n1, n2 = len(x), len(y)
+    return float((r[:n1].sum() - n1 * (n1 + 1) / 2) / (n1 * n2))
+
+
+def population_table(data: ScData, genes: list[str]) -> pd.DataFrame:
+    """Per labelled population and gene: cells, median UMIs, mean log-normalised expression, fraction detected."""
+    ln = lognorm(data.counts)
+    ct = data.obs["cell_type"].to_numpy()
+    rows = []
+    for pop in sorted(set(ct)):
+        m = ct == pop
+        for g in genes:
+            j = data.genes.index(g)
+            rows.append({"population": pop, "n_cells": int(m.sum()), "median_umis": float(np.median(data.counts[m].sum(1))),
+                         "gene": g, "mean_lognorm": float(ln[m, j].mean()), "frac_detected": float((data.counts[m, j] > 0).mean())})
+    return pd.DataFrame(rows)
+
+
+def pairwise_auc_table(data: ScData, target: str, genes: list[str]) -> pd.DataFrame:
+    ln = lognorm(data.counts)
+    ct = data.obs["cell_type"].to_numpy()
+    rows = []
+    for g in genes:
+        j = data.genes.index(g)
+        for pop in sorted(set(ct) - {target}):
+            rows.append({"gene": g, "target": target, "versus": pop, "auroc": auroc(ln[ct == target, j], ln[ct == pop, j])})
+    return pd.DataFrame(rows)
+
+
+DOSSIER_GENES = {
+    "b_cell_markers": ["CD79A", "MS4A1", "CD79B", "CD3D", "LYZ", "NKG7", "FCGR3A", "HLA-DRA"],
+    "monocyte_labels": ["FCGR3A", "LYZ", "S100A8", "S100A9", "FCN1", "CST3", "FCER1A", "CLEC10A", "LST1", "AIF1",
+                        "HLA-DRA", "NKG7", "GNLY", "CD3D", "CD79A"],
+}
+DOSSIER_TARGET = {"b_cell_markers": ("CD19+ B", ["CD79A", "MS4A1"]),
+                  "monocyte_labels": ("CD14+ Monocyte", ["FCGR3A", "LYZ", "S100A8", "S100A9"])}
+
+
+@recipe(TRACK, "dossier")
+def dossier(data: ScData, rng, kind: str) -> ScData:
+    genes = DOSSIER_GENES[kind]
+    target, auc_genes = DOSSIER_TARGET[kind]
+    pop = population_table(data, genes)
+    auc = pairwise_auc_table(data, target, auc_genes)
+    n = len(data.barcodes)
+    md = [
+        "# Evidence dossier: marker expression across annotated PBMC populations",
+        "",
+        "## Data",
+        f"Droplet scRNA-seq (10x Genomics, v1 chemistry) of {n} peripheral blood mononuclear cells from one healthy donor",
+        "(a subsample of the public 10x PBMC 68k data set, Zheng et al. 2017, Nat Commun 8:14049), 765 genes.",
+        "Population labels are the data set's published annotation, assigned by correlating each cell's profile with",
+        "reference expression profiles of purified (FACS-sorted) PBMC populations.",
+        "",
+        "## Reference analysis",
+        "UMI counts per cell were scaled to 10,000 and log1p-transformed. For every population the tables give the",
+        "number of cells, the median UMIs per cell (over the 765 genes), the mean log-normalised expression and the",
+        f"fraction of cells with at least one UMI of each gene (`population_expression.csv`). `pairwise_auroc.csv` gives,",
+        f"for the population labelled '{target}', the area under the ROC curve of each listed gene against each other",
+        "population (Mann-Whitney AUC; 1 = perfectly higher in the target, 0.5 = no separation, 0 = perfectly lower).",
+        "",
+        "## Tables",
+        "- population_expression.csv: population, n_cells, median_umis, gene, mean_lognorm, frac_detected",
+        "- pairwise_auroc.csv: gene, target, versus, auroc",
+    ]
+    data.dossier = {"dossier.md": "\n".join(md), "population_expression.csv": pop, "pairwise_auroc.csv": auc}
+    return data
+
+
+# ---------------------------------------------------------------- writer
+
+META_BASE = {
+    "assay": "droplet single-cell RNA-seq (10x Genomics, v1 chemistry, 14-nt cell barcodes with suffix -1)",
+    "sample": "human peripheral blood mononuclear cells; a subsample of the public 10x PBMC 68k data set (Zheng et al. 2017, Nat Commun 8:14049)",
+    "genes": "765 genes (a gene subset of the transcriptome); per-cell totals cover these genes only",
+    "gene_ids": "the source provides HGNC gene symbols only, so features.tsv.gz repeats the symbol in its gene_id and gene_symbol columns",
+    "cell_type": "published annotation, assigned by correlating each cell with reference profiles of purified PBMC populations",
+}
+CELL_COLUMNS = {
+    "barcode": "cell barcode, as in barcodes.tsv.gz",
+    "cell_type": "annotated population",
+    "sample": "10x library (lane) the cell was captured in",
+    "donor": "donor the cell comes from",
+    "condition": "condition of the donor",
+    "lane": "sequencing lane (10x library) the cell was captured in",
+}
+
+
+@writer(TRACK)
+def write(data: ScData, w: CanonicalWriter) -> None:
+    if data.dossier is not None:
+        for name, obj in sorted(data.dossier.items()):
+            if isinstance(obj, pd.DataFrame):
+                w.table(name, obj)
+            else:
+                w.text(name, obj)
+        return
+    order = sorted(range(len(data.barcodes)), key=lambda i: (data.barcodes[i], i))
+    counts = data.counts[order]
+    barcodes = [data.barcodes[i] for i in order]
+    obs = data.obs.iloc[order].reset_index(drop=True)
+    names = data.feature_names or data.genes
+    w.mtx(f"{MTX_DIR}/matrix.mtx.gz", counts.T, integer=data.integer)
+    w.lines(f"{MTX_DIR}/barcodes.tsv.gz", barcodes)
+    w.lines(f"{MTX_DIR}/features.tsv.gz", [f"{g}\t{g}\tGene Expression" for g in names])
+    cells = pd.DataFrame({"barcode": barcodes})
+    for c in data.cells_columns:
+        cells[c] = obs[c].to_numpy()
+    w.table("cells.csv", cells)
+    meta = {
+        **META_BASE,
+        "files": {
+            f"{MTX_DIR}/matrix.mtx.gz": "Matrix Market coordinate matrix, genes (rows) x cells (columns)",
+            f"{MTX_DIR}/barcodes.tsv.gz": "one cell barcode per matrix column",
+            f"{MTX_DIR}/features.tsv.gz": "gene_id, gene_symbol, feature_type per matrix row (10x layout, no header)",
+            "cells.csv": {c: CELL_COLUMNS[c] for c in ["barcode", *data.cells_columns]},
+            "meta.json": "this description",
+        },
+        "values": "UMI counts (non-negative integers), unnormalised",
+        "n_cells": len(barcodes),
+        "n_genes": len(names),
+    }
+    if data.task:
+        meta["task"] = {k: v for k, v in data.task.items() if k != "kind"}
+    w.json("meta.json", meta)
