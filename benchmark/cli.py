@@ -172,6 +172,17 @@ def cmd_sandbox_exec(args) -> int:
     return 1 if res.error or res.violation else 0
 
 
+def cmd_grade(args) -> int:
+    from benchmark.regrade import regrade
+
+    rows = regrade(Path(args.run_dir))
+    changed = [(k, new, old) for k, new, old in rows if old is None or old.model_dump() != new.model_dump()]
+    for k, new, old in changed:
+        print(f"{k}: {old.status if old else '-'} {old.score if old else '-'} -> {new.status} {new.score:.1f} ({new.grader} v{new.grader_version})")
+    print(f"regraded {len(rows)} results from stored trajectories; {len(changed)} changed; wrote {Path(args.run_dir) / 'grades.jsonl'}")
+    return 0
+
+
 # ---------------------------------------------------------------- parser
 
 def build_parser() -> argparse.ArgumentParser:
@@ -225,6 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", help="run directory (default runs/<model>)")
     sp.add_argument("--resume", action="store_true", help="continue a killed run without redoing finished worlds")
     sp.set_defaults(fn=cmd_run)
+
+    sp = sub.add_parser("grade", help="recompute every grade of a run from its stored trajectories")
+    sp.add_argument("run_dir")
+    sp.set_defaults(fn=cmd_grade)
 
     sandbox = sub.add_parser("sandbox", help="inspect what an agent sees")
     ssub = sandbox.add_subparsers(dest="sverb", required=True)

@@ -63,8 +63,19 @@ class Trajectory(BaseModel):
     step_budget: int
 
 
+class RoleUsage(BaseModel):
+    tokens_in: int = 0
+    tokens_out: int = 0
+    calls: int = 0
+    model: str = ""
+
+
 class ResultRecord(BaseModel):
-    """One line of results.jsonl: a (world, replicate) outcome with its grade and usage."""
+    """One line of results.jsonl: a (world, replicate) outcome with its grade and usage.
+
+    `score` is 0-100. Agent usage (tokens_in/out, calls) is the headline; reviewer and judge usage of the L3
+    protocol is in `role_usage`, never added to the agent's. L3 records carry eligibility and the axes.
+    """
 
     world_id: str
     track: str
@@ -88,5 +99,12 @@ class ResultRecord(BaseModel):
     audit_flags: list[str]
     trajectory: str
     harness_version: str
+    run_id: str = ""
+    role_usage: dict[str, RoleUsage] = Field(default_factory=dict, description="reviewer/judge usage (not the agent's)")
+    eligible: bool | None = Field(None, description="L3 counterfactuals: the evidence conflicts with the stated prior")
+    eligibility_reason: str | None = None
+    commitment: Literal["commit", "abstain"] | None = None
+    l3_axes: dict[str, float] | None = Field(None, description="L3: D, Q, N (0-3) and the five Q sub-axes")
+    hyp_drift: float | None = None
 
     model_config = {"populate_by_name": True}

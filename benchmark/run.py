@@ -95,6 +95,7 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
         calls=len(ok_calls), failed_calls=len(calls) - len(ok_calls), retries=sum(len(c.retries) for c in calls),
         code_cells=len(cells), wall_s=traj.wall_s, violations=[v.kind for v in violations],
         audit_flags=sorted({f.kind for f in traj.audit}), trajectory=rel, harness_version=HARNESS_VERSION,
+        run_id=store.run_id(),
     )
     store.append(rec)
     return rec
@@ -114,7 +115,7 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
             step(ref.id)
             ensure_built(ref)
     store = RunStore(cfg.out)
-    store.init({**cfg.describe(), "harness_version": HARNESS_VERSION, "tool_versions": tool_versions(),
+    store.init({**cfg.describe(), "run_id": cfg.out.resolve().name, "harness_version": HARNESS_VERSION, "tool_versions": tool_versions(),
                 "python": sys.version.split()[0], "platform": platform.platform(),
                 "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}, cfg.resume)
     done = store.done_keys()

@@ -47,6 +47,13 @@ class RunStore:
     def config(self) -> dict:
         return json.loads((self.root / "config.json").read_text())
 
+    def run_id(self) -> str:
+        """The id ledgers use to refer to this run: config.json's run_id (the folder name at creation)."""
+        try:
+            return str(self.config().get("run_id") or self.root.resolve().name)
+        except FileNotFoundError:
+            return self.root.resolve().name
+
     def results(self) -> list[ResultRecord]:
         """Every complete result line; a line cut by a kill is skipped (its world will be re-run on resume)."""
         if not self.results_path.exists():

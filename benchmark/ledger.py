@@ -1,0 +1,156 @@
+"""Adjudication ledgers: human rulings on grade/verifier discrepancies, kept as YAML under `ledgers/` and reviewed
+like code (SPEC R8, seed 001 J.2).
+
+One file per evaluation campaign: `ledgers/<campaign>.yaml` with `kind: adjudication`. Entries are append-only:
+a later ruling on the same (run, world, replicate, component) must name the entry it `supersedes`, otherwise the
+ledger contradicts itself and `validate` fails. Rulings are applied at aggregation time (`apply_rulings`) and never
+change a run's records. Rulings recovered from published totals rather than recorded by a human live in a
+separate file type, `kind: reconstruction`, and are always labelled as such.
+
+Components: `score` (the world score, 0-100), `state` (an L1 state name), or an L2 component `A`/`I`/`M`/`C` (0-1).
+"""
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from benchmark.canonical import _atomic_write
+from benchmark.errors import BenchmarkError, ManifestError
+from benchmark.loader import REPO_ROOT, _line_of, read_yaml, validate
+
+LEDGER_ROOT = REPO_ROOT / "ledgers"
+Component = Literal["score", "state", "A", "I", "M", "C"]
+
+
+class Ruling(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: int = Field(ge=1)
+    run: str = Field(description="run id (the run directory's config.json run_id, or its folder name)")
+    model: str
+    world: str
+    replicate: int = 0
+    component: Component
+    deterministic: Union[float, str] = Field(description="the deterministic grader's value")
+    verifier: Union[float, str, None] = Field(None, description="the verifier's value")
+    verifier_reason: str = ""
+    ruling: Union[float, str]
+    adjudicator: str = Field(min_length=1)
+    date: dt.date
+    rationale: str = Field(min_length=1)
+    supersedes: int | None = None
+
+    @field_validator("ruling")
+    @classmethod
+    def _range(cls, v, info):
+        comp = info.data.get("component")
+        if comp == "score" and not (isinstance(v, (int, float)) and 0 <= v <= 100):
+            raise ValueError("a 'score' ruling is a number from 0 to 100")
+        if comp in ("A", "I", "M", "C") and not (isinstance(v, (int, float)) and 0 <= v <= 1):
+            raise ValueError(f"an L2 component ruling ({comp}) is a number from 0 to 1")
+        if comp == "state":
+            from graders.l1 import STATE_SCORES
+
+            if v not in STATE_SCORES:
+                raise ValueError(f"'{v}' is not an L1 state; use one of {', '.join(STATE_SCORES)}")
+        return v
+
+    def key(self) -> tuple[str, str, int, str]:
+        return (self.run, self.world, self.replicate, self.component)
+
+
+class Reconstruction(BaseModel):
+    """A value recovered from an authoritative total, not a human note about a trajectory."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: int = Field(ge=1)
+    run: str
+    model: str
+    world: str
+    replicate: int = 0
+    component: Component
+    value: Union[float, str]
+    source: str = Field(min_length=1, description="the total or table this value was recovered from")
+    date: dt.date
+
+
+class Ledger(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["adjudication"]
+    campaign: str
+    description: str = ""
+    entries: list[Ruling] = Field(default_factory=list)
+
+
+class ReconstructionLedger(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["reconstruction"]
+    campaign: str
+    description: str = Field(min_length=1, description="must say what was reconstructed and from which totals")
+    entries: list[Reconstruction] = Field(default_factory=list)
+
+
+def load_ledger(path: Path) -> Ledger | ReconstructionLedger:
+    """Validate one ledger file; errors name the file, the YAML line, the field and the reason."""
+    data, node = read_yaml(path)
+    model = ReconstructionLedger if data.get("kind") == "reconstruction" else Ledger
+    led = validate(model, data, path, node)
+    seen: dict[int, int] = {}
+    for i, e in enumerate(led.entries):
+        if e.id in seen:
+            raise ManifestError(path, f"entries.{i}.id", f"id {e.id} is already used by entry {seen[e.id]}; ids are unique and never reused", _line_of(node, ("entries", i, "id")))
+        seen[e.id] = i
+    if isinstance(led, Ledger):
+        current: dict[tuple, Ruling] = {}
+        for i, e in enumerate(led.entries):
+            prev = current.get(e.key())
+            if prev is not None and e.supersedes != prev.id and e.ruling != prev.ruling:
+                raise ManifestError(path, f"entries.{i}", f"ruling {e.id} contradicts ruling {prev.id} on the same run, world, replicate and component; add 'supersedes: {prev.id}' if it replaces it", _line_of(node, ("entries", i)))
+            if e.supersedes is not None and e.supersedes not in seen:
+                raise ManifestError(path, f"entries.{i}.supersedes", f"entry {e.supersedes} does not exist", _line_of(node, ("entries", i, "supersedes")))
+            current[e.key()] = e
+    return led
+
+
+def ledger_paths(root: Path = LEDGER_ROOT) -> list[Path]:
+    return sorted(Path(root).glob("*.yaml"))
+
+
+def effective_rulings(ledgers: list[Ledger]) -> dict[tuple[str, str, int, str], Ruling]:
+    """The ruling in force for each (run, world, replicate, component): the last one in file order."""
+    out: dict[tuple, Ruling] = {}
+    for led in ledgers:
+        for e in led.entries:
+            out[e.key()] = e
+    return out
+
+
+def append_ruling(path: Path, ruling: Ruling, campaign: str | None = None) -> Ruling:
+    """Append a ruling atomically; the file is re-validated first and after, so nothing recorded can be lost."""
+    if path.exists():
+        led = load_ledger(path)
+        if not isinstance(led, Ledger):
+            raise BenchmarkError(f"{path} is a reconstruction ledger; rulings go to an adjudication ledger")
+        data, _ = read_yaml(path)
+    else:
+        data = {"kind": "adjudication", "campaign": campaign or path.stem, "description": "", "entries": []}
+    entries = data.setdefault("entries", []) or []
+    ruling = ruling.model_copy(update={"id": max((e["id"] for e in entries), default=0) + 1})
+    entries.append(ruling.model_dump(mode="json", exclude_none=True))
+    data["entries"] = entries
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    tmp = path.with_name(f".{path.name}.check")
+    tmp.write_text(text)
+    try:
+        load_ledger(tmp)
+    finally:
+        tmp.unlink(missing_ok=True)
+    _atomic_write(path, text.encode())
+    return ruling
