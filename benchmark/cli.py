@@ -183,6 +183,64 @@ def cmd_grade(args) -> int:
     return 0
 
 
+def cmd_verify(args) -> int:
+    from benchmark.progress import progress
+    from benchmark.store import RunStore
+    from benchmark.verify import verify_run
+
+    n = len([r for r in RunStore(Path(args.run_dir)).results() if r.level in ("L1", "L2")])
+    with progress(f"verifying with {args.verifier}", n) as step:
+        new = verify_run(Path(args.run_dir), args.verifier, on_step=step)
+    disc = sum(len(v.discrepancies) for v in new)
+    unparsed = sum(not v.parsed for v in new)
+    print(f"verified {len(new)} results: {disc} discrepancies, {unparsed} unparseable verifier answers; "
+          f"see `python -m benchmark ledger pending {args.run_dir}`")
+    return 0
+
+
+def cmd_ledger_pending(args) -> int:
+    from benchmark.adjudicate import load_ledgers, pending
+
+    items = pending(Path(args.run_dir), load_ledgers([Path(p) for p in args.ledgers] if args.ledgers else None))
+    if args.json:
+        import dataclasses
+
+        print(json.dumps([dataclasses.asdict(i) | {"discrepancy": i.discrepancy.model_dump()} for i in items], indent=2))
+        return 0
+    for i in items:
+        d = i.discrepancy
+        print(f"== {i.world_id} r{i.replicate} [{i.model}] component {d.component}: deterministic {d.deterministic} vs verifier {d.verifier} ({i.verifier_model})")
+        print(f"verifier reason: {i.verifier_reason}\nrubric: {i.rubric}\nreport: {i.report}\nevidence:\n{i.evidence}\n")
+    print(f"{len(items)} pending item(s); record a ruling with `python -m benchmark ledger rule {args.run_dir} --world W --component C --ruling V --adjudicator NAME --rationale TEXT`")
+    return 0
+
+
+def cmd_ledger_rule(args) -> int:
+    import datetime as dt
+
+    from benchmark.adjudicate import DEFAULT_LEDGER, rule
+
+    r = rule(Path(args.run_dir), Path(args.ledger) if args.ledger else DEFAULT_LEDGER, args.world, args.component,
+             args.ruling, args.adjudicator, args.rationale, args.replicate,
+             dt.date.fromisoformat(args.date) if args.date else None, args.supersedes)
+    print(f"recorded ruling {r.id}: {r.world} r{r.replicate} {r.component} = {r.ruling} ({r.adjudicator}, {r.date})")
+    return 0
+
+
+def cmd_ledger_validate(args) -> int:
+    from benchmark.adjudicate import validate_ledgers
+    from benchmark.ledger import ledger_paths
+
+    paths = [Path(p) for p in args.paths] if args.paths else ledger_paths()
+    problems = validate_ledgers(paths, [Path(r) for r in args.runs] if args.runs else None)
+    for p in problems:
+        print(p, file=sys.stderr)
+    if problems:
+        raise BenchmarkError(f"{len(problems)} problem(s) in {len(paths)} ledger file(s) (listed above); nothing was changed")
+    print(f"{len(paths)} ledger file(s) are valid")
+    return 0
+
+
 # ---------------------------------------------------------------- parser
 
 def build_parser() -> argparse.ArgumentParser:
@@ -240,6 +298,35 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("grade", help="recompute every grade of a run from its stored trajectories")
     sp.add_argument("run_dir")
     sp.set_defaults(fn=cmd_grade)
+
+    sp = sub.add_parser("verify", help="run the LLM verifier over a finished run's L1/L2 grades")
+    sp.add_argument("run_dir")
+    sp.add_argument("--verifier", default="local/smollm2", help="litellm model string of the verifier")
+    sp.set_defaults(fn=cmd_verify)
+
+    ledger = sub.add_parser("ledger", help="adjudicate verifier discrepancies")
+    lsub = ledger.add_subparsers(dest="lverb", required=True)
+    sp = lsub.add_parser("pending", help="list open discrepancies with the evidence a human needs")
+    sp.add_argument("run_dir")
+    sp.add_argument("--ledgers", nargs="+", help="ledger files (default: every ledgers/*.yaml)")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(fn=cmd_ledger_pending)
+    sp = lsub.add_parser("rule", help="record a ruling in an adjudication ledger")
+    sp.add_argument("run_dir")
+    sp.add_argument("--world", required=True)
+    sp.add_argument("--replicate", type=int, default=0)
+    sp.add_argument("--component", required=True, choices=["score", "state", "A", "I", "M", "C"])
+    sp.add_argument("--ruling", required=True, help="a number (score 0-100, component 0-1) or an L1 state name")
+    sp.add_argument("--adjudicator", required=True)
+    sp.add_argument("--rationale", required=True)
+    sp.add_argument("--date", help="YYYY-MM-DD (default today)")
+    sp.add_argument("--supersedes", type=int, help="id of the earlier ruling this one replaces")
+    sp.add_argument("--ledger", help="ledger file (default ledgers/adjudication.yaml)")
+    sp.set_defaults(fn=cmd_ledger_rule)
+    sp = lsub.add_parser("validate", help="check every ledger: schema, contradictions, unknown worlds or runs")
+    sp.add_argument("paths", nargs="*")
+    sp.add_argument("--runs", nargs="+", help="run folders (or folders of runs) whose ids rulings may name")
+    sp.set_defaults(fn=cmd_ledger_validate)
 
     sandbox = sub.add_parser("sandbox", help="inspect what an agent sees")
     ssub = sandbox.add_subparsers(dest="sverb", required=True)

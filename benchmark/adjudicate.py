@@ -1,0 +1,109 @@
+"""The human side of verification: list pending discrepancies with their evidence, record rulings, validate ledgers."""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmark.errors import BenchmarkError, ManifestError
+from benchmark.ledger import LEDGER_ROOT, Ledger, Ruling, append_ruling, effective_rulings, ledger_paths, load_ledger
+from benchmark.loader import _line_of, load_suite, read_yaml
+from benchmark.store import RunStore, result_key
+from benchmark.verify import Discrepancy, load_verifications
+
+
+@dataclass
+class PendingItem:
+    run: str
+    key: str
+    world_id: str
+    replicate: int
+    model: str
+    discrepancy: Discrepancy
+    verifier_model: str
+    verifier_reason: str
+    rubric: str
+    report: str
+    evidence: str
+
+
+def load_ledgers(paths: list[Path] | None = None) -> list[Ledger]:
+    return [led for p in (paths or ledger_paths()) for led in [load_ledger(p)] if isinstance(led, Ledger)]
+
+
+def pending(run_dir: Path, ledgers: list[Ledger] | None = None) -> list[PendingItem]:
+    store = RunStore(run_dir)
+    run_id = store.run_id()
+    records = {result_key(r.world_id, r.replicate): r for r in store.results()}
+    rulings = effective_rulings(ledgers if ledgers is not None else load_ledgers())
+    suite = load_suite()
+    items = []
+    for v in load_verifications(run_dir):
+        rec = records.get(v.key)
+        if rec is None:
+            continue
+        for d in v.discrepancies:
+            if (run_id, v.world_id, v.replicate, d.component) in rulings:
+                continue
+            ref = suite.worlds[v.world_id]
+            traj = store.load_trajectory(rec.trajectory)
+            cells = traj.cells[-2:]
+            evidence = "\n".join(f"[code step {c.step}]\n{c.code[:1200]}\n[output]\n{(c.stdout + (c.error or ''))[:1200]}" for c in cells)
+            checks = getattr(ref.world.rubric, "checks", None) or getattr(ref.world.rubric, "actions", [])
+            rubric = "\n".join(f"- {c.id} ({c.component or 'action'}): {c.why or c.kind}" for c in checks) or ref.world.expected_response
+            items.append(PendingItem(run_id, v.key, v.world_id, v.replicate, rec.model, d, v.verifier_model, v.reason,
+                                     f"expected: {ref.world.expected_response}\n{rubric}", (traj.report_raw or "(no report)")[:3000],
+                                     evidence or "(no code was run)"))
+    return items
+
+
+def rule(run_dir: Path, ledger_path: Path, world: str, component: str, ruling: str, adjudicator: str, rationale: str,
+         replicate: int = 0, date: dt.date | None = None, supersedes: int | None = None) -> Ruling:
+    store = RunStore(run_dir)
+    recs = {result_key(r.world_id, r.replicate): r for r in store.results()}
+    key = result_key(world, replicate)
+    if key not in recs:
+        raise BenchmarkError(f"run {run_dir} has no result for world '{world}' replicate {replicate}")
+    rec = recs[key]
+    ver = [v for v in load_verifications(run_dir) if v.key == key]
+    disc = next((d for v in ver for d in v.discrepancies if d.component == component), None)
+    det = disc.deterministic if disc else (rec.grade.status if component == "state" else rec.score if component == "score"
+                                           else (rec.grade.components or {}).get(component, 0.0) if rec.grade else 0.0)
+    value: float | str = ruling if component == "state" else float(ruling)
+    r = Ruling(id=1, run=store.run_id(), model=rec.model, world=world, replicate=replicate, component=component,
+               deterministic=det, verifier=disc.verifier if disc else None,
+               verifier_reason=ver[-1].reason if ver else "", ruling=value, adjudicator=adjudicator,
+               date=date or dt.date.today(), rationale=rationale, supersedes=supersedes)
+    return append_ruling(ledger_path, r)
+
+
+def known_run_ids(run_roots: list[Path]) -> set[str]:
+    ids = set()
+    for root in run_roots:
+        for cfg in [root / "config.json", *root.glob("*/config.json")]:
+            if cfg.exists():
+                ids.add(RunStore(cfg.parent).run_id())
+    return ids
+
+
+def validate_ledgers(paths: list[Path] | None = None, run_roots: list[Path] | None = None) -> list[str]:
+    """Problems in every ledger: schema, ids, contradictions, unknown worlds, unknown runs (when runs are given)."""
+    problems = []
+    suite = load_suite()
+    runs = known_run_ids(run_roots) if run_roots else None
+    for p in paths or ledger_paths():
+        try:
+            led = load_ledger(p)
+        except ManifestError as exc:
+            problems.append(str(exc))
+            continue
+        _, node = read_yaml(p)
+        for i, e in enumerate(led.entries):
+            if e.world not in suite.worlds:
+                problems.append(str(ManifestError(p, f"entries.{i}.world", f"unknown world '{e.world}'", _line_of(node, ("entries", i, "world")))))
+            if runs is not None and e.run not in runs:
+                problems.append(str(ManifestError(p, f"entries.{i}.run", f"unknown run '{e.run}' (known: {', '.join(sorted(runs)) or 'none'})", _line_of(node, ("entries", i, "run")))))
+    return problems
+
+
+DEFAULT_LEDGER = LEDGER_ROOT / "adjudication.yaml"

@@ -1,0 +1,158 @@
+"""The LLM verifier: an independent model re-derives each L1/L2 grade from the same artifacts and gives a reason
+(SPEC R8, seed 001 J.2). Disagreements beyond the thresholds below become pending adjudication items.
+
+Thresholds (documented, applied per result):
+  L1  the verifier's state differs from the deterministic state, or their native scores differ by >= 0.5 (of 3)
+  L2  any component differs by >= 0.25 (of 1), or the world scores differ by >= 10 points (of 100)
+A verifier answer that cannot be parsed is recorded (`parsed: false`) and is not a discrepancy: there is nothing
+to compare, and a human sees it listed separately. Verifier usage is metered here, never as the agent's.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from benchmark.agent import call_model
+from benchmark.errors import BenchmarkError
+from benchmark.freeze import read_golden
+from benchmark.loader import load_suite
+from benchmark.records import ResultRecord, RoleUsage
+from benchmark.store import RunStore, result_key
+from graders.l1 import STATE_SCORES
+
+L1_STATE_DELTA = 0.5
+L2_COMPONENT_DELTA = 0.25
+L2_SCORE_DELTA = 10.0
+CELL_CHARS = 1500
+
+VERIFIER_SCHEMA_L1 = {"type": "object", "required": ["state", "reason"],
+                      "properties": {"state": {"enum": list(STATE_SCORES)}, "reason": {"type": "string"}}}
+VERIFIER_SCHEMA_L2 = {"type": "object", "required": ["A", "I", "M", "C", "reason"],
+                      "properties": {k: {"type": "number", "minimum": 0, "maximum": 1} for k in "AIMC"} | {"reason": {"type": "string"}}}
+
+L1_RULES = """States (native 0-3): DIAGNOSE-AND-ACT 3 (defect named, every action check met), DIAGNOSE-AND-ACT-PARTIAL 2.5,
+DIAGNOSE-NOT-ACT 2, DIAGNOSE-NOT-ACT-PARTIAL 1.5, NOTICE-WRONG 1 (a problem raised but not this one), MISS 0;
+for sound data CLEAN-CORRECT 3, OVER-CAUTIOUS 2, FABRICATED 1, FALSE-UNUSABLE 0; when evidence cannot settle it
+ABSTAIN-RECOGNIZED 3, ABSTAIN-OK 2, OVER-DIAGNOSE 1; NONCOMPLIANT 0 for a missing or off-schema report."""
+L2_RULES = """Components on 0-1: A analytical correctness (values vs the golden within the rubric's tolerances),
+I issue recognition (the trap named; on a clean control, no invented issue), M methodological response (an
+appropriate method), C result calibration (conclusions qualified to the analysis' reliability). Score = mean;
+declaring a solvable world unusable caps it at 1/3; A = 0 caps it at 0.5; the rubric's zero_if conditions give 0."""
+
+
+class Discrepancy(BaseModel):
+    component: str
+    deterministic: float | str
+    verifier: float | str
+
+
+class Verification(BaseModel):
+    key: str
+    world_id: str
+    replicate: int
+    level: str
+    verifier_model: str
+    parsed: bool
+    verdict: dict[str, Any] = Field(default_factory=dict)
+    reason: str = ""
+    raw: str | None = None
+    discrepancies: list[Discrepancy] = Field(default_factory=list)
+    usage: RoleUsage
+
+
+def _prompt(rec: ResultRecord, rubric: dict, golden: dict, report: str | None, cells: list, level: str) -> str:
+    shown = []
+    for c in cells[-6:]:
+        shown.append(f"--- code (step {c.step})\n{c.code[:CELL_CHARS]}\n--- output\n{(c.stdout + c.stderr + (c.error or ''))[:CELL_CHARS]}")
+    rules = L1_RULES if level == "L1" else L2_RULES
+    answer = '{"state": "<STATE>", "reason": "..."}' if level == "L1" else '{"A": x, "I": x, "M": x, "C": x, "reason": "..."}'
+    return (
+        "You verify the grade of a scientific agent's work. Apply ONLY the rubric below; do not add requirements "
+        "it does not contain.\n\n"
+        f"{rules}\n\nWORLD: {rec.world_id} (level {level}, class {rec.world_class})\n"
+        f"RUBRIC:\n{json.dumps(rubric, indent=1)}\n\nGOLDEN (reference solver):\n{json.dumps(golden, indent=1)[:4000]}\n\n"
+        f"AGENT REPORT:\n{(report or '(none)')[:6000]}\n\nLAST CODE CELLS AND OUTPUTS:\n" + "\n".join(shown) +
+        f"\n\nAnswer with ONLY this JSON: {answer}"
+    )
+
+
+def compare_grades(rec: ResultRecord, verdict: dict[str, Any]) -> list[Discrepancy]:
+    g = rec.grade
+    if g is None:
+        return []
+    if rec.level == "L1":
+        st = verdict.get("state")
+        if st != g.status or abs(STATE_SCORES.get(st, 0.0) - g.native) >= L1_STATE_DELTA:
+            return [Discrepancy(component="state", deterministic=g.status, verifier=str(st))]
+        return []
+    out = []
+    comps = g.components or {}
+    for k in "AIMC":
+        v = float(verdict.get(k, 0.0))
+        if abs(v - comps.get(k, 0.0)) >= L2_COMPONENT_DELTA:
+            out.append(Discrepancy(component=k, deterministic=comps.get(k, 0.0), verifier=v))
+    vscore = 100 * sum(float(verdict.get(k, 0.0)) for k in "AIMC") / 4
+    if not out and abs(vscore - g.score) >= L2_SCORE_DELTA:
+        out.append(Discrepancy(component="score", deterministic=g.score, verifier=round(vscore, 3)))
+    return out
+
+
+def parse_verdict(text: str | None, level: str) -> dict[str, Any] | None:
+    from graders.report import parse_report
+
+    parsed = parse_report(text, VERIFIER_SCHEMA_L1 if level == "L1" else VERIFIER_SCHEMA_L2)
+    return parsed.report
+
+
+def verify_run(run_dir: Path, verifier: str, on_step=None) -> list[Verification]:
+    """Verify every L1/L2 result of a run not yet verified by this verifier; appends to DIR/verification.jsonl."""
+    store = RunStore(run_dir)
+    if not store.results_path.exists():
+        raise BenchmarkError(f"{run_dir} holds no results.jsonl; pass the --out folder of a `run`")
+    path = Path(run_dir) / "verification.jsonl"
+    done = {(v.key, v.verifier_model) for v in load_verifications(run_dir)}
+    suite = load_suite()
+    new: list[Verification] = []
+    for rec in sorted(store.results(), key=lambda r: (r.world_id, r.replicate)):
+        key = result_key(rec.world_id, rec.replicate)
+        if rec.level not in ("L1", "L2") or (key, verifier) in done:
+            continue
+        if on_step:
+            on_step(key)
+        ref = suite.worlds[rec.world_id]
+        traj = store.load_trajectory(rec.trajectory)
+        prompt = _prompt(rec, ref.world.rubric.model_dump(exclude_defaults=True), read_golden(ref).values,
+                         traj.report_raw, traj.cells, rec.level)
+        schema = VERIFIER_SCHEMA_L1 if rec.level == "L1" else VERIFIER_SCHEMA_L2
+        resp, call = call_model(verifier, [{"role": "user", "content": prompt}], step=0, role="verifier",
+                                metadata={"report_schema": schema, "world_id": rec.world_id, "task": "verify"},
+                                response_format={"type": "json_object"}, max_tokens=400)
+        text = resp.choices[0].message.content if resp is not None else None
+        verdict = parse_verdict(text, rec.level)
+        usage = RoleUsage(tokens_in=call.tokens_in, tokens_out=call.tokens_out, calls=int(call.ok), model=verifier)
+        v = Verification(key=key, world_id=rec.world_id, replicate=rec.replicate, level=rec.level,
+                         verifier_model=verifier, parsed=verdict is not None, verdict=verdict or {},
+                         reason=str((verdict or {}).get("reason", call.error or "unparseable answer")),
+                         raw=None if verdict else (text or call.error), usage=usage,
+                         discrepancies=compare_grades(rec, verdict) if verdict else [])
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(v.model_dump_json() + "\n")
+            fh.flush()
+        new.append(v)
+    return new
+
+
+def load_verifications(run_dir: Path) -> list[Verification]:
+    path = Path(run_dir) / "verification.jsonl"
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(Verification.model_validate_json(line))
+        except ValueError:
+            continue  # a line cut by a kill; that result is verified again next time
+    return out
