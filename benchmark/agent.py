@@ -49,6 +49,11 @@ class Episode:
     error: str | None
 
 
+def json_schema_format(name: str, schema: dict) -> dict:
+    """OpenAI-style structured output; the local provider turns it into a grammar, so even a tiny model parses."""
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
+
+
 def call_model(model: str, messages: list[dict[str, Any]], step: int, role: str = "agent", tools: list | None = None,
                tool_choice: str | None = None, metadata: dict | None = None, seed: int = 0,
                max_tokens: int = 4096, **extra) -> tuple[Any | None, CallRecord]:

@@ -148,8 +148,8 @@ def cmd_run(args) -> int:
 
     out = Path(args.out) if args.out else Path("runs") / args.model.replace("/", "_")
     cfg = RunConfig(model=args.model, out=out, worlds=args.worlds, tracks=args.tracks,
-                    levels=args.levels or ["L1", "L2"], replicates=args.replicates, concurrency=args.concurrency,
-                    resume=args.resume, seed=args.seed)
+                    levels=args.levels or ["L1", "L2", "L3"], replicates=args.replicates, concurrency=args.concurrency,
+                    resume=args.resume, seed=args.seed, reviewers=tuple(args.reviewers), judge=args.judge)
     records = execute(cfg)
     Console().print(summary_table(records))
     print(f"results: {out / 'results.jsonl'}")
@@ -293,6 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--out", help="run directory (default runs/<model>)")
     sp.add_argument("--resume", action="store_true", help="continue a killed run without redoing finished worlds")
+    sp.add_argument("--reviewers", nargs=3, default=["local/smollm2"] * 3, metavar="MODEL",
+                    help="the L3 reviewer ensemble (3 models, fixed across evaluated models)")
+    sp.add_argument("--judge", default="local/smollm2", help="the L3 judge model")
     sp.set_defaults(fn=cmd_run)
 
     sp = sub.add_parser("grade", help="recompute every grade of a run from its stored trajectories")

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 from graders.grade import Grade
 from sandbox.bwrap import Violation
 
-Status = Literal["graded", "noncompliant", "model_error", "refused", "sandbox_error", "budget_exhausted"]
+Status = Literal["graded", "noncompliant", "model_error", "refused", "sandbox_error", "budget_exhausted", "ineligible"]
 Role = Literal["agent", "verifier", "reviewer", "judge"]
 
 
@@ -61,6 +61,7 @@ class Trajectory(BaseModel):
     error: str | None = None
     wall_s: float = 0.0
     step_budget: int
+    l3: Any = Field(None, description="L3 protocol record (benchmark.l3.L3Record) for hypothesis dossiers")
 
 
 class RoleUsage(BaseModel):

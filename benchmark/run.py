@@ -20,12 +20,12 @@ from benchmark.errors import BenchmarkError
 from benchmark.freeze import ensure_built, read_golden, tool_versions
 from benchmark.loader import WorldRef, load_suite
 from benchmark.manifest import STEP_BUDGET, Level
-from benchmark.records import ResultRecord, Trajectory
+from benchmark.records import ResultRecord, RoleUsage, Trajectory
 from benchmark.store import RunStore, result_key
 from graders.grade import grade
 from sandbox.bwrap import Limits, Sandbox
 
-DEFAULT_LEVELS = ["L1", "L2"]
+DEFAULT_LEVELS = ["L1", "L2", "L3"]
 
 
 @dataclass
@@ -40,6 +40,8 @@ class RunConfig:
     resume: bool = False
     seed: int = 0
     limits: Limits = field(default_factory=Limits)
+    reviewers: tuple[str, ...] = ("local/smollm2", "local/smollm2", "local/smollm2")
+    judge: str = "local/smollm2"
 
     def describe(self) -> dict:
         d = asdict(self)
@@ -49,9 +51,8 @@ class RunConfig:
 
 
 def select_worlds(cfg: RunConfig) -> list[WorldRef]:
-    if "L3" in cfg.levels:
-        raise BenchmarkError("L3 dossiers run under the hypothesis protocol (prior elicitation, review rounds, judge), "
-                             "which `run` does not provide yet; use --levels L1 L2")
+    if len(cfg.reviewers) != 3:
+        raise BenchmarkError(f"the reviewer ensemble has exactly 3 members (got {len(cfg.reviewers)}); pass three --reviewers")
     refs = load_suite().select(cfg.worlds, cfg.tracks, cfg.levels)
     if not refs:
         raise BenchmarkError("no world matches the selection (--worlds/--tracks/--levels); see `python -m benchmark worlds list`")
@@ -60,6 +61,8 @@ def select_worlds(cfg: RunConfig) -> list[WorldRef]:
 
 def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot: int) -> ResultRecord:
     """Run, grade and record one (world, replicate). Never raises for what the model or sandbox does."""
+    if ref.world.level == Level.L3:
+        return run_one_l3(ref, replicate, cfg, store, slot)
     seed = cfg.seed + replicate
     budget = STEP_BUDGET[Level(ref.world.level)]
     key = result_key(ref.id, replicate)
@@ -153,10 +156,67 @@ def summary_table(records: list[ResultRecord]):
     for col in ("track", "level", "worlds", "mean score", "noncompliant", "errors", "tokens in/out", "calls", "cells"):
         t.add_column(col, justify="right" if col not in ("track", "level") else "left")
     for (track, level), rs in sorted(groups.items()):
-        scores = [r.score or 0.0 for r in rs]
-        t.add_row(track, level, str(len(rs)), f"{sum(scores) / len(scores):.1f}",
+        scores = [r.score for r in rs if r.score is not None]
+        mean = f"{sum(scores) / len(scores):.1f}" if scores else "-"
+        t.add_row(track, level, str(len(rs)), mean,
                   str(sum(r.status == "noncompliant" for r in rs)),
                   str(sum(r.status in ("model_error", "refused", "sandbox_error") for r in rs)),
                   f"{sum(r.tokens_in for r in rs)}/{sum(r.tokens_out for r in rs)}",
                   str(sum(r.calls for r in rs)), str(sum(r.code_cells for r in rs)))
     return t
+
+
+def _usage(calls, model: str) -> RoleUsage:
+    ok = [c for c in calls if c.ok]
+    return RoleUsage(tokens_in=sum(c.tokens_in for c in ok), tokens_out=sum(c.tokens_out for c in ok), calls=len(ok), model=model)
+
+
+def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot: int) -> ResultRecord:
+    """The hypothesis protocol for one dossier (benchmark.l3); reviewer and judge usage kept apart from the agent's."""
+    from benchmark.l3 import L3Record, L3Roles, run_protocol
+
+    seed = cfg.seed + replicate
+    budget = STEP_BUDGET[Level.L3]
+    key = result_key(ref.id, replicate)
+    t0 = time.monotonic()
+    violations, outputs = [], []
+    try:
+        world_dir = ensure_built(ref)
+        dossier = "\n\n".join(f"# {f}\n{(world_dir / f).read_text(errors='replace')[:8000]}" for f in ref.world.public_files
+                               if f.endswith((".md", ".txt", ".csv", ".tsv", ".json")))
+        with Sandbox(world_dir, cfg.limits, slot=slot, label=ref.id) as sb:
+            out = run_protocol(ref, cfg.model, sb, dossier, L3Roles(tuple(cfg.reviewers), cfg.judge), budget, seed)
+            outputs = sb.collect(store.artifacts / key)
+            violations = list(sb.violations)
+    except BenchmarkError as exc:
+        from benchmark.l3 import L3Outcome
+
+        out = L3Outcome(L3Record(eligible=False, eligibility_reason=f"not run: {exc}"), status="sandbox_error", error=str(exc))
+    rec3 = out.record
+    traj = Trajectory(world_id=ref.id, model=cfg.model, replicate=replicate, seed=seed, harness_version=HARNESS_VERSION,
+                      messages=out.messages, calls=out.agent_calls, cells=out.cells, violations=violations,
+                      report_raw=out.report_raw, outputs=outputs, status=out.status, error=out.error,
+                      wall_s=round(time.monotonic() - t0, 3), step_budget=budget, l3=rec3.model_dump())
+    traj.audit = audit_cells(out.cells)
+    rel = store.save_trajectory(traj)
+    native = 0.0 if out.status == "noncompliant" else rec3.score_native
+    role_usage = {}
+    for role, model in (("reviewer", ",".join(cfg.reviewers)), ("judge", cfg.judge)):
+        calls = [c for c in rec3.role_calls if c.role == role]
+        if calls:
+            role_usage[role] = _usage(calls, model)
+    agent = _usage(out.agent_calls, cfg.model)
+    rec = ResultRecord(
+        world_id=ref.id, track=ref.world.track, level="L3", family=ref.world.family, world_class=ref.world.world_class,
+        model=cfg.model, replicate=replicate, seed=seed, status=out.status,
+        score=None if native is None or not rec3.eligible else round(native * 100 / 3, 6), grade=None,
+        tokens_in=agent.tokens_in, tokens_out=agent.tokens_out, calls=agent.calls,
+        failed_calls=sum(not c.ok for c in out.agent_calls), retries=sum(len(c.retries) for c in out.agent_calls),
+        code_cells=len(out.cells), wall_s=traj.wall_s, violations=[v.kind for v in violations],
+        audit_flags=sorted({f.kind for f in traj.audit}), trajectory=rel, harness_version=HARNESS_VERSION,
+        run_id=store.run_id(), role_usage=role_usage, eligible=rec3.eligible, eligibility_reason=rec3.eligibility_reason,
+        commitment=rec3.commitment if rec3.commitment in ("commit", "abstain") else None,
+        l3_axes={k: v for k, v in (rec3.axes or {}).items()} or None, hyp_drift=rec3.hyp_drift,
+    )
+    store.append(rec)
+    return rec

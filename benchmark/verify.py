@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from benchmark.agent import call_model
+from benchmark.agent import call_model, json_schema_format
 from benchmark.errors import BenchmarkError
 from benchmark.freeze import read_golden
 from benchmark.loader import load_suite
@@ -129,7 +129,7 @@ def verify_run(run_dir: Path, verifier: str, on_step=None) -> list[Verification]
         schema = VERIFIER_SCHEMA_L1 if rec.level == "L1" else VERIFIER_SCHEMA_L2
         resp, call = call_model(verifier, [{"role": "user", "content": prompt}], step=0, role="verifier",
                                 metadata={"report_schema": schema, "world_id": rec.world_id, "task": "verify"},
-                                response_format={"type": "json_object"}, max_tokens=400)
+                                response_format=json_schema_format("verdict", schema), max_tokens=400)
         text = resp.choices[0].message.content if resp is not None else None
         verdict = parse_verdict(text, rec.level)
         usage = RoleUsage(tokens_in=call.tokens_in, tokens_out=call.tokens_out, calls=int(call.ok), model=verifier)
