@@ -338,6 +338,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--code-file", required=True)
     sp.add_argument("--root", help=argparse.SUPPRESS)
     sp.set_defaults(fn=cmd_sandbox_exec)
+
+    from benchmark.leaderboard import add_leaderboard_parser
+
+    add_leaderboard_parser(sub)
     return p
 
 

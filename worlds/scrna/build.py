@@ -29,7 +29,7 @@ L1 integrity
                                       rho of its final UMIs are ambient
   inject_doublets(n)                  n heterotypic doublets: a myeloid cell (CD14+ Monocyte / Dendritic) + a T or B
                                       cell, counts summed; the two source cells are removed (their RNA is in the
-                                      doublet); fresh 14-nt barcodes with the dataset's "-1" suffix; label = label of
+                                      doublet); fresh 14-nt barcodes with library suffixes drawn from the real cells'; label = label of
                                       the member with more UMIs (what a correlation-based annotator would assign)
   counts_to_lognorm()                 the matrix holds log1p(CP10k) values (exactly the source `.raw.X`) although
                                       meta.json still calls it UMI counts
@@ -45,7 +45,8 @@ L2
   assign_donors(n_per_condition, conditions, myeloid_share)  split cells into pseudo-donors
   donor_effects(sigma)                per gene and donor, thinning with retention exp(sigma*(z_dg - max_d z_dg)),
                                       z ~ N(0,1): relative donor levels are log-normal with sd sigma
-  assign_lanes(lanes)                 donor -> sequencing lane
+  assign_lanes(lanes)                 donor -> 10x library (lane); as with assign_samples, each barcode's -k suffix is
+                                      rewritten to name its library (the 700 barcode cores are unique)
   set_task(kind, **task)              the task block of meta.json and the cells.csv columns
 L3
   dossier(kind)                       replaces the files by a dossier (dossier.md + evidence tables) computed from the
@@ -136,9 +137,11 @@ def _mask(data: ScData, column: str | None, values) -> np.ndarray:
 
 
 def _new_barcodes(rng: np.random.Generator, n: int, taken: set[str]) -> list[str]:
+    """Fresh 14-nt barcodes whose library suffix (-1 ... -8) is drawn from the suffixes of the existing cells."""
+    suffixes = sorted(b.rsplit("-", 1)[1] for b in taken)
     out = []
     while len(out) < n:
-        bc = "".join(rng.choice(list("ACGT"), 14)) + "-1"
+        bc = "".join(rng.choice(list("ACGT"), 14)) + "-" + str(rng.choice(suffixes))
         if bc not in taken:
             taken.add(bc)
             out.append(bc)
@@ -252,7 +255,14 @@ def assign_samples(data: ScData, rng, target: str, target_in_second: float, othe
     p = np.where(ct == target, target_in_second, other_in_second)
     second = rng.random(len(ct)) < p
     data.obs["sample"] = np.where(second, names[1], names[0])
+    _suffix_by(data, "sample")
     return data
+
+
+def _suffix_by(data: ScData, column: str) -> None:
+    """Barcode suffix -k names the library: rewrite it so it agrees with the lane/sample column (cores are unique)."""
+    levels = sorted(set(data.obs[column]))
+    data.barcodes = [f"{b.rsplit('-', 1)[0]}-{levels.index(v) + 1}" for b, v in zip(data.barcodes, data.obs[column])]
 
 
 @recipe(TRACK, "thin_genes")
@@ -304,6 +314,7 @@ def donor_effects(data: ScData, rng, sigma: float) -> ScData:
 @recipe(TRACK, "assign_lanes")
 def assign_lanes(data: ScData, rng, lanes: dict) -> ScData:
     data.obs["lane"] = [lanes[d] for d in data.obs["donor"]]
+    _suffix_by(data, "lane")
     return data
 
 
@@ -398,7 +409,7 @@ def dossier(data: ScData, rng, kind: str) -> ScData:
 # ---------------------------------------------------------------- writer
 
 META_BASE = {
-    "assay": "droplet single-cell RNA-seq (10x Genomics, v1 chemistry, 14-nt cell barcodes with suffix -1)",
+    "assay": "droplet single-cell RNA-seq (10x Genomics, v1 chemistry; 14-nt cell barcodes with a -N suffix naming the 10x library of the original data set)",
     "sample": "human peripheral blood mononuclear cells; a subsample of the public 10x PBMC 68k data set (Zheng et al. 2017, Nat Commun 8:14049)",
     "genes": "765 genes (a gene subset of the transcriptome); per-cell totals cover these genes only",
     "gene_ids": "the source provides HGNC gene symbols only, so features.tsv.gz repeats the symbol in its gene_id and gene_symbol columns",

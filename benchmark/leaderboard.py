@@ -1,0 +1,411 @@
+"""`leaderboard`: regenerate seed 001 Table 1, the per-track tables and the figures from recorded runs, the
+adjudication ledgers and the dated rate cards (SPEC R11). Identical inputs give identical bytes: every row and
+key is sorted, floats are printed with fixed formats, and PNGs are written by the Agg canvas at a fixed DPI with
+no timestamp or software metadata.
+
+    python -m benchmark leaderboard --runs runs/a runs/b [--format md csv json] [--out DIR]
+        [--ledgers FILE_OR_DIR ...] [--date YYYY-MM-DD] [--fallback X=Y ...]
+
+Writes into DIR (default `leaderboard/`): leaderboard.md | leaderboard.csv + leaderboard_tracks.csv |
+leaderboard.json, and stage_profile.png, quality_vs_cost.png, threshold_curve.png. The JSON carries every number
+the tables show (unrounded to 6 decimals) and more.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from benchmark.errors import BenchmarkError
+
+# Kept light at import time (the CLI builds its parser from here): numpy, scipy and matplotlib load on use.
+LEVELS = ("L1", "L2", "L3")
+THRESHOLDS = tuple(range(0, 101))
+
+FIGURE_DPI = 100
+FORMATS = ("md", "csv", "json")
+COLORS = ("#1f77b4", "#ff7f50", "#2a9d8f", "#6a4c93", "#e9c46a", "#8d99ae", "#d62828", "#588157")
+
+
+# ------------------------------------------------------------------ formatting
+
+def _f(v, nd: int = 1, none: str = "-") -> str:
+    return none if v is None else f"{v:.{nd}f}"
+
+
+def _pct(v, none: str = "-") -> str:
+    return none if v is None else f"{100 * v:.1f}%"
+
+
+def _usd(v, nd: int, unpriced: bool) -> str:
+    if unpriced:
+        return "unpriced"
+    return _f(v, nd)
+
+
+def _pm(mean, sd) -> str:
+    if mean is None:
+        return "-"
+    return f"{mean:.1f} ± {sd:.1f}" if sd is not None else f"{mean:.1f}"
+
+
+def table1_rows(data: dict) -> list[dict]:
+    """Table 1, one row per model: ranked rows by rank, then unranked rows by name."""
+    rows = []
+    for s in data["models"]:
+        acc = s["accounting"]
+        ci = s["ci95"]["overall"]
+        rows.append({
+            "rank": s["rank"], "model": s["model"], "overall": s["overall"], "overall_sd": s["overall_sd"],
+            "overall_ci": ci, "L1": s["levels"]["L1"]["mean"], "L1_sd": s["levels"]["L1"]["sd"],
+            "L2": s["levels"]["L2"]["mean"], "L2_sd": s["levels"]["L2"]["sd"],
+            "L3": s["levels"]["L3"]["mean"], "L3_sd": s["levels"]["L3"]["sd"],
+            "tokens_m": acc["tokens_m"], "q_per_mtok": acc["q_per_mtok"], "usd_per_task": acc["usd_per_task"],
+            "usd_per_qpt": acc["usd_per_qpt"], "unpriced_models": acc["unpriced_models"], "calls": acc["agent"]["calls"],
+            "coverage": s["coverage"]["coverage"], "ranked": s["ranked"], "flagged_tracks": s["flagged_tracks"],
+        })
+    return sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["model"]))
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def render_markdown(data: dict) -> str:
+    L: list[str] = ["# Leaderboard", ""]
+    inp = data["inputs"]
+    L.append(f"Assigned tasks: {inp['assigned_tasks']} over {len(inp['tracks'])} tracks ({', '.join(inp['tracks'])}). "
+             f"Rate cards: {', '.join(inp['rate_cards']) or 'none'}. Ledgers: {', '.join(inp['ledgers']) or 'none'} "
+             f"({inp['rulings_in_force']} rulings in force). Bootstrap: {inp['bootstrap']['draws']} draws, seed {inp['bootstrap']['seed']}.")
+    L.append("")
+    L.append("## Table 1")
+    L.append("")
+    L.append("Scores 0-100; L1-L3 mean ± SD across tracks; Overall = mean of track composites (geometric mean of L1-L3) "
+             "with its 95% bootstrap interval. Tokens in millions; Q/Mtok: Overall per million tokens; $/task: USD per "
+             "assigned task; $/q.pt: $/task per Overall point; Calls: recorded agent API calls (one pass, replicates "
+             "averaged). Agent usage only: verifier, reviewer and judge usage are listed below.")
+    L.append("")
+    rows = []
+    for r in table1_rows(data):
+        ci = r["overall_ci"]
+        overall = _f(r["overall"]) + (f" [{ci[0]:.1f}, {ci[1]:.1f}]" if ci else "")
+        unpriced = bool(r["unpriced_models"])
+        name = r["model"] if r["ranked"] else f"*{r['model']}* (unranked)"
+        if r["flagged_tracks"]:
+            name += " †"
+        rows.append([str(r["rank"]) if r["rank"] else "-", name, overall, _pm(r["L1"], r["L1_sd"]), _pm(r["L2"], r["L2_sd"]),
+                     _pm(r["L3"], r["L3_sd"]), _f(r["tokens_m"], 2), _f(r["q_per_mtok"], 2),
+                     _usd(r["usd_per_task"], 3, unpriced), _usd(r["usd_per_qpt"], 4, unpriced),
+                     _f(r["calls"], 0), _pct(r["coverage"])])
+    L += _md_table(["Rank", "Model", "Overall [95% CI]", "L1", "L2", "L3", "Tokens (M)", "Q/Mtok", "$/task", "$/q.pt",
+                    "Calls", "Coverage"], rows)
+    L.append("")
+    notes = []
+    for s in data["models"]:
+        if s["accounting"]["unpriced_models"]:
+            notes.append(f"{s['model']}: unpriced ({', '.join(s['accounting']['unpriced_models'])} not on the rate card in force).")
+        if s["flagged_tracks"]:
+            notes.append(f"{s['model']} †: composite over the levels present in {', '.join(s['flagged_tracks'])} "
+                         f"(missing: {'; '.join(t + ' ' + '/'.join(s['tracks'][t]['levels_missing']) for t in s['flagged_tracks'])}).")
+        if not s["coverage"]["complete"]:
+            c = s["coverage"]
+            notes.append(f"{s['model']}: unranked, incomplete coverage ({c['answered']}/{c['assigned']} answered, "
+                         f"{c['refused']} refused, {c['missing']} missing).")
+    L += [f"- {n}" for n in notes] + ([""] if notes else [])
+
+    L.append("## Per-track scores")
+    L.append("")
+    tracks = data["inputs"]["tracks"]
+    for t in tracks:
+        L.append(f"### {t}")
+        L.append("")
+        rows = []
+        for s in data["models"]:
+            ts = s["tracks"].get(t)
+            if ts is None:
+                continue
+            rows.append([s["model"], _f(ts["L1"]), _f(ts["L2"]), _f(ts["L3"]), _f(ts["composite"]), _f(ts["arithmetic"]),
+                         _f(ts["min_stage"]), "/".join(ts["levels_missing"]) or "-"])
+        L += _md_table(["Model", "L1", "L2", "L3", "Composite", "Arithmetic", "Min stage", "Levels missing"], rows)
+        L.append("")
+
+    L.append("## Alternative aggregation views")
+    L.append("")
+    rows = [[s["model"], _f(s["views"]["geometric"]), _f(s["views"]["arithmetic"]), _f(s["views"]["min_stage"]),
+             _f(s["overall_sd"])] for s in data["models"]]
+    L += _md_table(["Model", "Geometric (Overall)", "Arithmetic mean of stages", "Mean within-track min stage", "SD across tracks"], rows)
+    L.append("")
+    L.append("Share of tracks whose every stage mean is at least the requirement:")
+    L.append("")
+    marks = [t for t in THRESHOLDS if t % 10 == 0]
+    rows = [[s["model"]] + [_pct(s["threshold_curve"][t]) for t in marks] for s in data["models"]]
+    L += _md_table(["Model"] + [f">={t}" for t in marks], rows)
+    L.append("")
+
+    L.append("## Perfect scores and bottlenecks")
+    L.append("")
+    rows = [[s["model"]] + [_pct(s["perfect"][lv]["rate"]) for lv in LEVELS]
+            + [_pct(s["bottleneck"]["shares"][lv]) for lv in LEVELS] for s in data["models"]]
+    pl = data["pooled"]
+    rows.append(["all observed models"] + [_pct(pl["perfect"][lv]["rate"]) for lv in LEVELS]
+                + [_pct(pl["bottleneck_shares"][lv]) for lv in LEVELS])
+    L += _md_table(["Model", "Perfect L1", "Perfect L2", "Perfect L3", "Bottleneck L1", "Bottleneck L2", "Bottleneck L3"], rows)
+    L.append("")
+
+    L.append("## L1 reporting dimensions, L2 dimensions, L3 commitment")
+    L.append("")
+    rows = []
+    for s in data["models"]:
+        d1, d2, l3 = s["l1_dimensions"]["mean"], s["l2_dimensions"]["mean"], s["l3"]
+        rows.append([s["model"], _pct(d1.get("assessment_correctness")), _pct(d1.get("issue_recognition")),
+                     _pct(d1.get("methodological_response")), _pct(d1.get("result_calibration")), _pct(d1.get("fabrication")),
+                     _f(d2.get("A")), _f(d2.get("I")), _f(d2.get("M")), _f(d2.get("C")),
+                     f"{l3['eligible']}/{l3['dossiers']}", _pct(l3["commitment"]),
+                     _f(l3["conditional_novelty"]) + (f" (n={l3['novelty_n']})" if l3["novelty_n"] else "")])
+    L += _md_table(["Model", "L1 correct", "L1 recognition", "L1 response", "L1 calibration", "L1 fabrication",
+                    "L2 A", "L2 I", "L2 M", "L2 C", "L3 eligible", "L3 commitment", "L3 cond. novelty"], rows)
+    L.append("")
+
+    L.append("## Coverage and fallback replay")
+    L.append("")
+    rows = []
+    for s in data["models"]:
+        c, rp = s["coverage"], s["replay"]
+        rows.append([s["model"], str(c["assigned"]), str(c["answered"]), str(c["refused"]), str(c["missing"]), _pct(c["coverage"]),
+                     (f"{rp['routed_refused']} refused + {rp['routed_missing']} missing routed to {rp['to']}, {rp['unrouted']} unrouted" if rp else "-")])
+    L += _md_table(["Model", "Assigned", "Answered", "Refused", "Missing", "Coverage", "Replay"], rows)
+    L.append("")
+
+    L.append("## Usage and cost")
+    L.append("")
+    rows = []
+    for s in data["models"]:
+        acc = s["accounting"]
+        a = acc["agent"]
+        rows.append([s["model"], "agent", _f(a["tokens_in"] / 1e6, 3), _f(a["tokens_out"] / 1e6, 3), _f(a["calls"], 0),
+                     _f(a["code_cells"], 0), _usd(a["usd"], 2, not a["priced"]), _f(a["long_context_tasks"], 1)])
+        for role, u in acc["roles"].items():
+            rows.append([s["model"], role, _f(u["tokens_in"] / 1e6, 3), _f(u["tokens_out"] / 1e6, 3), _f(u["calls"], 0), "-",
+                         _usd(u["usd"], 2, not u["priced"]), "-"])
+    L += _md_table(["Model", "Role", "Input (M)", "Output (M)", "Calls", "Code cells", "USD", "Long-context tasks"], rows)
+    L.append("")
+
+    st = data["stability"]
+    if st["measures"]:
+        L.append("## Stability across tracks")
+        L.append("")
+        L.append(f"Models: {', '.join(st['models'])}. Kendall's W (tie-corrected) with a within-track permutation null "
+                 f"({data['inputs']['permutations']['draws']} draws); p adjusted by Benjamini-Hochberg; split-half: mean "
+                 "Spearman correlation over track partitions (retained/partitions).")
+        L.append("")
+        rows = []
+        for k in sorted(st["measures"]):
+            m = st["measures"][k]
+            sh = m["split_half"]
+            rows.append([k, _f(m["W"], 3), _f(m["null_mean"], 3), _f(m["p"], 4), _f(m.get("p_bh"), 4),
+                         _f(sh["mean"], 3), f"{sh['retained']}/{sh['partitions']}", str(len(m["tracks_used"]))])
+        L += _md_table(["Measure", "W", "Null mean", "p", "p (BH)", "Split-half r", "Retained", "Tracks"], rows)
+        L.append("")
+    return "\n".join(L) + "\n"
+
+
+def _csv_text(header: list[str], rows: list[list]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def render_csv(data: dict) -> tuple[str, str]:
+    rows = []
+    for r in table1_rows(data):
+        unpriced = bool(r["unpriced_models"])
+        ci = r["overall_ci"] or [None, None]
+        rows.append([r["rank"] or "", r["model"], _f(r["overall"], 4, ""), _f(ci[0], 4, ""), _f(ci[1], 4, ""),
+                     _f(r["overall_sd"], 4, ""), _f(r["L1"], 4, ""), _f(r["L1_sd"], 4, ""), _f(r["L2"], 4, ""),
+                     _f(r["L2_sd"], 4, ""), _f(r["L3"], 4, ""), _f(r["L3_sd"], 4, ""), _f(r["tokens_m"], 6, ""),
+                     _f(r["q_per_mtok"], 4, ""), _usd(r["usd_per_task"], 6, unpriced), _usd(r["usd_per_qpt"], 6, unpriced),
+                     _f(r["calls"], 2, ""), _f(r["coverage"], 4, ""), int(r["ranked"]), ";".join(r["flagged_tracks"])])
+    t1 = _csv_text(["rank", "model", "overall", "overall_ci_lo", "overall_ci_hi", "overall_sd", "L1", "L1_sd", "L2", "L2_sd",
+                    "L3", "L3_sd", "tokens_m", "q_per_mtok", "usd_per_task", "usd_per_qpt", "calls", "coverage", "ranked",
+                    "flagged_tracks"], rows)
+    trows = []
+    for s in data["models"]:
+        for t in sorted(s["tracks"]):
+            ts = s["tracks"][t]
+            trows.append([s["model"], t, _f(ts["L1"], 4, ""), _f(ts["L2"], 4, ""), _f(ts["L3"], 4, ""), _f(ts["composite"], 4, ""),
+                          _f(ts["arithmetic"], 4, ""), _f(ts["min_stage"], 4, ""), ";".join(ts["levels_missing"])])
+    tt = _csv_text(["model", "track", "L1", "L2", "L3", "composite", "arithmetic", "min_stage", "levels_missing"], trows)
+    return t1, tt
+
+
+def render_json(data: dict) -> str:
+    from benchmark.aggregate import clean_floats
+
+    return json.dumps(clean_floats(data), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+# ------------------------------------------------------------------ figures
+
+def _figure(width: float, height: float):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=FIGURE_DPI)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig, path: Path) -> None:
+    import matplotlib
+
+    with matplotlib.rc_context({"svg.hashsalt": "discern-leaderboard", "path.simplify": True}):
+        fig.savefig(path, format="png", dpi=FIGURE_DPI, metadata={"Software": None})
+
+
+def stage_profile_figure(data: dict, path: Path) -> None:
+    import numpy as np
+
+    models = [s for s in data["models"]]
+    fig = _figure(max(6.0, 1.2 * len(models) + 2), 4.5)
+    ax = fig.add_subplot(1, 1, 1)
+    x = np.arange(len(models))
+    width = 0.25
+    for i, lv in enumerate(LEVELS):
+        means = [s["levels"][lv]["mean"] if s["levels"][lv]["mean"] is not None else 0.0 for s in models]
+        sds = [s["levels"][lv]["sd"] or 0.0 for s in models]
+        ax.bar(x + (i - 1) * width, means, width, yerr=sds, capsize=2, label=lv, color=COLORS[i])
+    ov = [s["overall"] if s["overall"] is not None else np.nan for s in models]
+    ax.plot(x, ov, "kD", label="Overall")
+    ax.set_xticks(x)
+    ax.set_xticklabels([s["model"] for s in models], rotation=30, ha="right", fontsize=8)
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("score (0-100), mean ± SD across tracks")
+    ax.set_title("Stage profile per model")
+    ax.legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def quality_cost_figure(data: dict, path: Path) -> None:
+    fig = _figure(6.0, 4.5)
+    ax = fig.add_subplot(1, 1, 1)
+    unpriced = []
+    for i, s in enumerate(data["models"]):
+        cost, q = s["accounting"]["usd_per_task"], s["overall"]
+        if cost is None or q is None:
+            unpriced.append(s["model"])
+            continue
+        ax.scatter([cost], [q], color=COLORS[i % len(COLORS)], marker="o" if s["ranked"] else "x", zorder=3)
+        ax.annotate(s["model"], (cost, q), fontsize=7, xytext=(4, 4), textcoords="offset points")
+    ax.set_xlabel("USD per assigned task (agent usage)")
+    ax.set_ylabel("Overall (0-100)")
+    ax.set_ylim(0, 105)
+    costs = [s["accounting"]["usd_per_task"] for s in data["models"] if s["accounting"]["usd_per_task"] is not None]
+    ax.set_xlim(0, (max(costs) * 1.25) if costs and max(costs) > 0 else 1.0)
+    ax.set_title("Quality vs cost")
+    if unpriced:
+        ax.text(0.01, 0.01, "not plotted (unpriced or unscored): " + ", ".join(unpriced), transform=ax.transAxes, fontsize=7)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def threshold_figure(data: dict, path: Path) -> None:
+    fig = _figure(6.0, 4.5)
+    ax = fig.add_subplot(1, 1, 1)
+    for i, s in enumerate(data["models"]):
+        ys = [v if v is not None else float("nan") for v in s["threshold_curve"]]
+        ax.step(list(THRESHOLDS), ys, where="post", label=s["model"], color=COLORS[i % len(COLORS)])
+    ax.set_xlabel("score requirement")
+    ax.set_ylabel("share of tracks with every stage >= requirement")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title("All-stages-above-threshold curve")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+# ------------------------------------------------------------------ entry points
+
+def build(run_dirs: list[Path], ledgers: list[Path] | None = None, date: str | None = None,
+          fallbacks: list[str] | None = None, pricing_root: Path | None = None, bootstrap: int = 2000,
+          permutations: int = 10000, seed: int = 20260824) -> dict:
+    from benchmark.accounting import PRICING_ROOT, Pricing, parse_date
+    from benchmark.aggregate import Options, aggregate, load_rulings, load_run
+
+    if not run_dirs:
+        raise BenchmarkError("name at least one run directory with --runs")
+    d = parse_date(date) if date else None
+    runs = [load_run(Path(p), d) for p in run_dirs]
+    if ledgers is None:
+        from benchmark.ledger import LEDGER_ROOT
+        ledgers = [LEDGER_ROOT] if LEDGER_ROOT.exists() else []
+    rulings, names = load_rulings(ledgers)
+    pairs = []
+    for fb in fallbacks or []:
+        if "=" not in fb:
+            raise BenchmarkError(f"--fallback '{fb}' must be MODEL_X=MODEL_Y (X's refused tasks take Y's results)")
+        x, y = fb.split("=", 1)
+        pairs.append((x, y))
+    pricing = Pricing.from_dir(pricing_root or PRICING_ROOT)
+    opts = Options(date=d, fallbacks=pairs, bootstrap_draws=bootstrap, permutation_draws=permutations, seed=seed)
+    return aggregate(runs, rulings, pricing, opts, names)
+
+
+def write(data: dict, out: Path, formats: list[str]) -> list[Path]:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for fmt in formats:
+        if fmt == "md":
+            (out / "leaderboard.md").write_text(render_markdown(data), encoding="utf-8")
+            written.append(out / "leaderboard.md")
+        elif fmt == "csv":
+            t1, tt = render_csv(data)
+            (out / "leaderboard.csv").write_text(t1, encoding="utf-8")
+            (out / "leaderboard_tracks.csv").write_text(tt, encoding="utf-8")
+            written += [out / "leaderboard.csv", out / "leaderboard_tracks.csv"]
+        elif fmt == "json":
+            (out / "leaderboard.json").write_text(render_json(data), encoding="utf-8")
+            written.append(out / "leaderboard.json")
+        else:
+            raise BenchmarkError(f"unknown format '{fmt}'; use md, csv or json")
+    for name, fn in (("stage_profile.png", stage_profile_figure), ("quality_vs_cost.png", quality_cost_figure),
+                     ("threshold_curve.png", threshold_figure)):
+        fn(data, out / name)
+        written.append(out / name)
+    return written
+
+
+def cmd_leaderboard(args) -> int:
+    data = build([Path(p) for p in args.runs], [Path(p) for p in args.ledgers] if args.ledgers is not None else None,
+                 args.date, args.fallback, Path(args.pricing) if args.pricing else None, args.bootstrap,
+                 args.permutations, args.seed)
+    written = write(data, Path(args.out), args.format)
+    if "md" in args.format:
+        md = render_markdown(data)
+        print(md.split("## Per-track scores")[0].rstrip())
+    for p in written:
+        print(f"wrote {p}")
+    return 0
+
+
+def add_leaderboard_parser(sub) -> None:
+    sp = sub.add_parser("leaderboard", help="regenerate Table 1, per-track tables and figures from recorded runs")
+    sp.add_argument("--runs", nargs="+", required=True, help="run directories (the --out folders of `run`)")
+    sp.add_argument("--format", nargs="+", choices=FORMATS, default=["md"], help="table formats to write (default md)")
+    sp.add_argument("--out", default="leaderboard", help="output folder (default leaderboard/)")
+    sp.add_argument("--ledgers", nargs="*", help="adjudication ledger files or folders (default ledgers/; none: --ledgers)")
+    sp.add_argument("--date", help="evaluation date YYYY-MM-DD choosing the rate card (default: each run's start date)")
+    sp.add_argument("--fallback", action="append", default=[], metavar="X=Y",
+                    help="add a replay row where model X's refused tasks take model Y's recorded results")
+    sp.add_argument("--bootstrap", type=int, default=2000, help="bootstrap draws for 95%% intervals (default 2000)")
+    sp.add_argument("--permutations", type=int, default=10000, help="permutation draws for Kendall's W (default 10000)")
+    sp.add_argument("--seed", type=int, default=20260824, help="seed of the bootstrap and permutation draws")
+    sp.add_argument("--pricing", help="rate card folder (default pricing/)")
+    sp.set_defaults(fn=cmd_leaderboard)

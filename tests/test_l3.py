@@ -1,0 +1,41 @@
+"""L3 scoring rules on hand-made judge draws (seed 001 J.3, J.4) and the drift measure (SPEC R7)."""
+import pytest
+
+from benchmark.l3 import Q_AXES, hyp_drift, l3_score, median_axes
+
+
+def draw(d, q, n, justified=False):
+    return {"D": d, **{k: q for k in Q_AXES}, "N": n, "abstention_justified": justified, "reason": "r"}
+
+
+def test_median_of_three_draws_per_axis():
+    draws = [draw(3, 2, 0), draw(1, 2, 3), draw(2, 1, 3)]
+    axes = median_axes(draws)
+    assert axes["D"] == 2 and axes["N"] == 3 and axes["Q"] == 2
+    # an outlier draw cannot move the median
+    assert median_axes([draw(3, 3, 3), draw(3, 3, 3), draw(0, 0, 0)])["D"] == 3
+
+
+def test_q_is_the_mean_of_five_subaxes():
+    d = {"D": 2, "prior_awareness": 3, "causal_calibration": 2, "response_to_critique": 1, "scientific_humility": 0,
+         "citation_integrity": 3, "N": 1, "abstention_justified": False, "reason": ""}
+    assert median_axes([d])["Q"] == pytest.approx(9 / 5)
+
+
+def test_committed_score_is_mean_of_d_q_n():
+    assert l3_score(median_axes([draw(3, 3, 0)]), "commit") == pytest.approx(2.0)
+
+
+def test_abstention_partial_credit_rule():
+    justified = median_axes([draw(3, 3, 3, True)] * 3)
+    unjustified = median_axes([draw(3, 3, 3, False)] * 3)
+    assert l3_score(justified, "abstain") == 2.0, "N is not scored and a justified abstention caps at 2"
+    assert l3_score(unjustified, "abstain") == 1.0
+    assert l3_score(median_axes([draw(1, 1, 3, True)]), "abstain") == 1.0
+    assert l3_score(None, "commit") is None
+
+
+def test_hyp_drift():
+    assert hyp_drift("same text", "same text") == 0.0
+    assert hyp_drift("", "anything") == 1.0
+    assert 0 < hyp_drift("H3K4me3 marks active promoters", "H3K4me3 marks bivalent promoters") < 0.5

@@ -1,0 +1,131 @@
+"""`run` end to end through litellm and the real sandbox: records, resume after kill -9, regrade, verify, ledger."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchmark.adjudicate import pending, rule, validate_ledgers
+from benchmark.errors import ManifestError
+from benchmark.ledger import load_ledger
+from benchmark.loader import REPO_ROOT
+from benchmark.regrade import regrade
+from benchmark.run import RunConfig, execute
+from benchmark.store import RunStore
+from benchmark.verify import verify_run
+
+SLICE = ["scrna.L1.integrity.clean", "scrna.L1.integrity.doublets", "scrna.L2.markers.clean"]
+FIELDS = {"world_id", "track", "level", "family", "class", "model", "replicate", "status", "score", "grade",
+          "tokens_in", "tokens_out", "calls", "code_cells", "wall_s"}
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("run") / "first"
+    execute(RunConfig(model="scripted/first", out=out, worlds=SLICE, levels=["L1", "L2"], concurrency=2))
+    return out
+
+
+def test_run_writes_results_and_trajectories(first_run):
+    lines = [json.loads(x) for x in (first_run / "results.jsonl").read_text().splitlines()]
+    assert sorted(x["world_id"] for x in lines) == sorted(SLICE)
+    for x in lines:
+        assert FIELDS <= set(x), FIELDS - set(x)
+        assert x["model"] == "scripted/first" and 0 <= x["score"] <= 100
+        assert (first_run / x["trajectory"]).exists()
+        assert x["tokens_in"] == 0 and x["calls"] == 1, "scripted agents report zero tokens and answer in one call"
+    cfg = json.loads((first_run / "config.json").read_text())
+    assert cfg["model"] == "scripted/first" and "tool_versions" in cfg and cfg["run_id"] == "first"
+
+
+def test_run_refuses_to_overwrite_without_resume(first_run):
+    from benchmark.errors import BenchmarkError
+
+    with pytest.raises(BenchmarkError, match="--resume"):
+        execute(RunConfig(model="scripted/first", out=first_run, worlds=SLICE, levels=["L1", "L2"]))
+
+
+def test_regrade_reproduces_recorded_grades(first_run):
+    rows = regrade(first_run)
+    assert len(rows) == len(SLICE)
+    for key, new, old in rows:
+        assert old is not None and new.model_dump() == old.model_dump(), key
+
+
+def test_verifier_disagreement_reaches_the_ledger(first_run, tmp_path):
+    before = (first_run / "results.jsonl").read_bytes()
+    new = verify_run(first_run, "scripted/first")
+    assert len(new) == len(SLICE) and all(v.parsed for v in new)
+    items = pending(first_run, ledgers=[])
+    assert items, "scripted/first as verifier says DIAGNOSE-AND-ACT / all zeros: it must disagree somewhere"
+    item = items[0]
+    assert item.rubric and item.report and item.verifier_model == "scripted/first"
+    ledger_path = tmp_path / "campaign.yaml"
+    value = "MISS" if item.discrepancy.component == "state" else "50" if item.discrepancy.component == "score" else "0.5"
+    r = rule(first_run, ledger_path, item.world_id, item.discrepancy.component, value, "Test Adjudicator",
+             "the rubric's check is met by the report", replicate=item.replicate)
+    assert r.id == 1 and r.run == "first"
+    led = load_ledger(ledger_path)
+    assert len(pending(first_run, ledgers=[led])) == len(items) - 1
+    assert (first_run / "results.jsonl").read_bytes() == before, "rulings never mutate run records"
+    assert validate_ledgers([ledger_path], [first_run.parent]) == []
+    # a second, contradicting ruling without 'supersedes' is refused, and the file is left intact
+    text = ledger_path.read_text()
+    with pytest.raises(ManifestError, match="contradicts"):
+        rule(first_run, ledger_path, item.world_id, item.discrepancy.component,
+             "NOTICE-WRONG" if item.discrepancy.component == "state" else "10" if item.discrepancy.component == "score" else "0.1",
+             "Other", "disagree", replicate=item.replicate)
+    assert ledger_path.read_text() == text
+
+
+def test_ledger_validate_names_file_and_line(tmp_path, first_run):
+    p = tmp_path / "broken.yaml"
+    p.write_text("kind: adjudication\ncampaign: c\nentries:\n  - id: 1\n    run: first\n    model: m\n    world: nope.L1.x.y\n"
+                 "    component: score\n    deterministic: 10\n    ruling: 150\n    adjudicator: a\n    date: 2026-11-29\n    rationale: r\n")
+    problems = validate_ledgers([p], [first_run.parent])
+    assert len(problems) == 1 and f"{p}:10" in problems[0] and "0 to 100" in problems[0]
+    p.write_text(p.read_text().replace("ruling: 150", "ruling: 50"))
+    problems = validate_ledgers([p], [first_run.parent])
+    assert len(problems) == 1 and f"{p}:7" in problems[0] and "unknown world" in problems[0]
+    p.write_text(p.read_text().replace("world: nope.L1.x.y", f"world: {SLICE[0]}").replace("run: first", "run: other"))
+    problems = validate_ledgers([p], [first_run.parent])
+    assert len(problems) == 1 and f"{p}:5" in problems[0] and "unknown run" in problems[0]
+
+
+@pytest.mark.slow
+def test_kill_minus_nine_then_resume(tmp_path):
+    """A run of the real local LLM is killed mid-way; --resume finishes it without re-running finished worlds."""
+    out = tmp_path / "smol"
+    worlds = ["scrna.L1.integrity.clean", "scrna.L1.integrity.doublets", "scrna.L1.integrity.ambient_rna",
+              "scrna.L1.integrity.swapped_labels"]
+    cmd = [sys.executable, "-m", "benchmark", "run", "--model", "local/smollm2", "--levels", "L1", "--out", str(out),
+           "--worlds", *worlds]
+    env = dict(os.environ, BENCHMARK_PROGRESS="0")
+    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    results = out / "results.jsonl"
+    deadline = time.time() + 600
+    while time.time() < deadline and (not results.exists() or not results.read_text().strip()):
+        time.sleep(0.5)
+        assert proc.poll() is None, "the run ended before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    first = RunStore(out).results()
+    assert 1 <= len(first) < len(worlds), "killed mid-way"
+    finished = {r.world_id: (out / r.trajectory).stat().st_mtime_ns for r in first}
+    subprocess.run(cmd + ["--resume"], cwd=REPO_ROOT, env=env, check=True, capture_output=True, timeout=1200)
+    final = RunStore(out).results()
+    assert sorted(r.world_id for r in final) == sorted(worlds)
+    lines = [json.loads(x)["world_id"] for x in results.read_text().splitlines() if x.strip()]
+    assert len(lines) == len(set(lines)) == len(worlds), "no world was recorded twice"
+    for wid, mtime in finished.items():
+        rec = next(r for r in final if r.world_id == wid)
+        assert (out / rec.trajectory).stat().st_mtime_ns == mtime, f"{wid} was re-run"
+    assert all(r.tokens_in > 0 and r.tokens_out > 0 for r in final if r.status != "model_error"), "real token counts"
