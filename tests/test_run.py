@@ -111,7 +111,7 @@ def test_kill_minus_nine_then_resume(tmp_path):
     proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     results = out / "results.jsonl"
-    deadline = time.time() + 600
+    deadline = time.time() + 900
     while time.time() < deadline and (not results.exists() or not results.read_text().strip()):
         time.sleep(0.5)
         assert proc.poll() is None, "the run ended before it could be killed"
