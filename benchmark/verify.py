@@ -29,9 +29,9 @@ L2_SCORE_DELTA = 10.0
 CELL_CHARS = 1500
 
 VERIFIER_SCHEMA_L1 = {"type": "object", "required": ["state", "reason"],
-                      "properties": {"state": {"enum": list(STATE_SCORES)}, "reason": {"type": "string"}}}
+                      "properties": {"state": {"enum": list(STATE_SCORES)}, "reason": {"type": "string", "maxLength": 600}}}
 VERIFIER_SCHEMA_L2 = {"type": "object", "required": ["A", "I", "M", "C", "reason"],
-                      "properties": {k: {"type": "number", "minimum": 0, "maximum": 1} for k in "AIMC"} | {"reason": {"type": "string"}}}
+                      "properties": {k: {"type": "number", "minimum": 0, "maximum": 1} for k in "AIMC"} | {"reason": {"type": "string", "maxLength": 600}}}
 
 L1_RULES = """States (native 0-3): DIAGNOSE-AND-ACT 3 (defect named, every action check met), DIAGNOSE-AND-ACT-PARTIAL 2.5,
 DIAGNOSE-NOT-ACT 2, DIAGNOSE-NOT-ACT-PARTIAL 1.5, NOTICE-WRONG 1 (a problem raised but not this one), MISS 0;

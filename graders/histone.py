@@ -48,34 +48,38 @@ class Lib:
         return {c: l for c, l in self.contigs if not c.startswith(SPIKE_PREFIX)}
 
 
-def read_bam(path: Path, min_mapq: int = 0) -> Lib:
-    import pysam
+def _samtools() -> str:
+    return shutil.which("samtools") or "samtools"
 
-    raw = path.read_bytes()
-    truncated = not raw.endswith(EOF_BLOCK)
+
+def read_bam(path: Path, min_mapq: int = 0) -> Lib:
+    """All primary mapped reads of a BAM in file order (via `samtools view`, which also reads past a missing
+    EOF block up to the cut); the header's contigs and SO tag; whether the file is truncated or indexed."""
+    import io
+
+    raw_tail = path.read_bytes()[-28:]
+    truncated = raw_tail != EOF_BLOCK
     indexed = Path(str(path) + ".bai").exists()
-    ch, ps, rv, mq = [], [], [], []
-    err = None
-    save = pysam.set_verbosity(0)
-    try:
-        with pysam.AlignmentFile(str(path), "rb", check_sq=False) as f:
-            contigs = list(zip(f.references, f.lengths))
-            so = f.header.to_dict().get("HD", {}).get("SO", "")
-            try:
-                for a in f.fetch(until_eof=True):
-                    if a.is_unmapped or a.is_secondary or a.is_supplementary:
-                        continue
-                    ch.append(a.reference_id)
-                    ps.append(a.reference_end - 1 if a.is_reverse else a.reference_start)
-                    rv.append(a.is_reverse)
-                    mq.append(a.mapping_quality)
-            except (OSError, ValueError) as exc:
-                err = str(exc)
-                truncated = True
-    finally:
-        pysam.set_verbosity(save)
-    arr = lambda x, t: np.asarray(x, dtype=t)
-    lib = Lib(contigs, arr(ch, np.int64), arr(ps, np.int64), arr(rv, bool), arr(mq, np.int64), so == "coordinate", truncated, indexed, err)
+    hdr = subprocess.run([_samtools(), "view", "-H", str(path)], capture_output=True, text=True).stdout
+    contigs = [(m.group(1), int(m.group(2))) for m in re.finditer(r"^@SQ\tSN:(\S+)\tLN:(\d+)", hdr, re.M)]
+    so = re.search(r"^@HD.*\tSO:(\S+)", hdr, re.M)
+    proc = subprocess.run([_samtools(), "view", "-F", "0x904", str(path)], capture_output=True)
+    err = proc.stderr.decode(errors="replace").strip() or None
+    if proc.returncode != 0:
+        truncated = True
+    body = proc.stdout
+    if body:
+        df = pd.read_csv(io.BytesIO(body), sep="\t", header=None, usecols=[1, 2, 3, 4, 5], quoting=3,
+                         names=["flag", "rname", "pos", "mapq", "cigar"], dtype={"rname": str, "cigar": str})
+    else:
+        df = pd.DataFrame({"flag": [], "rname": [], "pos": [], "mapq": [], "cigar": []})
+    cidx = {c: i for i, (c, _) in enumerate(contigs)}
+    reflen = {c: sum(int(n) for n, op in re.findall(r"(\d+)([MDN=X])", c)) for c in pd.unique(df["cigar"])}
+    rev = (df["flag"].to_numpy().astype(np.int64) & 16) > 0
+    start = df["pos"].to_numpy().astype(np.int64) - 1
+    rl = df["cigar"].map(reflen).to_numpy().astype(np.int64) if len(df) else np.zeros(0, np.int64)
+    lib = Lib(contigs, df["rname"].map(cidx).to_numpy().astype(np.int64), np.where(rev, start + rl - 1, start), rev,
+              df["mapq"].to_numpy().astype(np.int64), bool(so and so.group(1) == "coordinate"), truncated, indexed, err)
     if min_mapq:
         keep = lib.mapq >= min_mapq
         lib.chrom, lib.pos5, lib.rev, lib.mapq = lib.chrom[keep], lib.pos5[keep], lib.rev[keep], lib.mapq[keep]
@@ -173,12 +177,13 @@ def macs3_bin() -> str:
     return str(cand) if cand.exists() else (shutil.which("macs3") or "macs3")
 
 
-def call_peaks(chip: Path, control: Path | None, broad: bool, gsize: int, extsize: int, extra: list[str] | None = None) -> pd.DataFrame:
+def call_peaks(chip, control, broad: bool, gsize: int, extsize: int, extra: list[str] | None = None) -> pd.DataFrame:
+    chips = [str(x) for x in (chip if isinstance(chip, (list, tuple)) else [chip])]
     with tempfile.TemporaryDirectory(prefix="histone-macs-") as tmp:
-        cmd = [macs3_bin(), "callpeak", "-t", str(chip), "-f", "BAM", "-g", str(gsize), "-n", "ref", "--outdir", tmp,
+        cmd = [macs3_bin(), "callpeak", "-t", *chips, "-f", "BAM", "-g", str(gsize), "-n", "ref", "--outdir", tmp,
                "--nomodel", "--extsize", str(extsize), "--seed", "0"]
         if control is not None:
-            cmd += ["-c", str(control)]
+            cmd += ["-c", *[str(x) for x in (control if isinstance(control, (list, tuple)) else [control])]]
         if broad:
             cmd += ["--broad"]
         cmd += extra or []
@@ -341,7 +346,6 @@ def quantify(world_dir: Path, world) -> dict:
     rho_raw = float(spearmanr(raw, genes.gene_expression).statistic)
     gsize = sum(chip.human_lengths().values())
     dom = call_peaks(chip_p, inp_p, broad=broad, gsize=gsize, extsize=d)
-    narrow = call_peaks(chip_p, inp_p, broad=False, gsize=gsize, extsize=d) if broad else dom
     return {
         "target_mark": mark,
         "fragment_length": d,
@@ -350,7 +354,81 @@ def quantify(world_dir: Path, world) -> dict:
         "direction": "positive" if rho > 0.1 else "negative" if rho < -0.1 else "none",
         "naive_raw_chip_spearman": round(rho_raw, 4),
         "domains": summarize_domains(dom),
-        "narrow_mode_domains": summarize_domains(narrow),
         "effective_genome_size": gsize,
         "peak_mode": "broad" if broad else "narrow",
     }
+
+
+# ------------------------------------------------------------------ L2 differential
+
+def domain_counts(lib: Lib, dom: pd.DataFrame, d: int, mask: np.ndarray) -> np.ndarray:
+    cen = centres(lib, d)
+    idx = {c: i for i, (c, _) in enumerate(lib.contigs)}
+    out = np.zeros(len(dom))
+    for c, sub in dom.groupby("chrom"):
+        x = np.sort(cen[mask & (lib.chrom == idx[c])])
+        out[sub.index.to_numpy()] = np.searchsorted(x, sub.end.to_numpy(), "left") - np.searchsorted(x, sub.start.to_numpy(), "left")
+    return out
+
+
+def spike_total(lib: Lib, mask: np.ndarray) -> int:
+    sp = [i for i, (c, _) in enumerate(lib.contigs) if c.startswith(SPIKE_PREFIX)]
+    return int((np.isin(lib.chrom, sp) & mask).sum())
+
+
+def _diff_stats(libs: dict, dom: pd.DataFrame, d: int, mapq: int, dedup: bool, use_spike: bool, use_input: bool) -> dict:
+    cnt, fac = {}, {}
+    for k, lib in libs.items():
+        m = np.ones(len(lib.chrom), bool)
+        if mapq:
+            m &= lib.mapq >= mapq
+        if dedup:
+            m &= dedup_mask(lib)
+        cnt[k] = domain_counts(lib, dom, d, m)
+        fac[k] = spike_total(lib, m) if (use_spike and k.endswith("chip")) else human_total(lib, m)
+    t = cnt["treated_chip"] / fac["treated_chip"]
+    c = cnt["control_chip"] / fac["control_chip"]
+    g = float(np.log2(t.sum() / c.sum()))
+    per = np.log2((t + 1 / fac["treated_chip"]) / (c + 1 / fac["control_chip"]))
+    if use_input:
+        ti = cnt["treated_input"] / fac["treated_input"]
+        ci = cnt["control_input"] / fac["control_input"]
+        g -= float(np.log2(ti.sum() / ci.sum()))
+        per -= np.log2((ti + 1 / fac["treated_input"]) / (ci + 1 / fac["control_input"]))
+    return {"global_log2fc": round(g, 4), "changed_fraction": round(float(np.mean(np.abs(per) > np.log2(1.5))), 4),
+            "direction": "decrease" if g < -0.4 else "increase" if g > 0.4 else "no_change"}
+
+
+@solver("histone.L2.differential", version="1")
+def differential(world_dir: Path, world) -> dict:
+    """Reference: domains = MACS3 broad calls on the pooled ChIPs vs the pooled inputs (a condition-blind consensus,
+    so that selecting domains on one condition does not bias the fold change); per domain, deduplicated MAPQ>=30
+    fragment centres; ChIP scaled by its spike-in (dm6) read count (ChIP-Rx), input by its human read count;
+    log2 fold change = log2(treated/control ChIP) - log2(treated/control input) (copy-number correction)."""
+    meta = read_meta(world_dir)
+    f = meta["files"]
+    libs = {k: read_bam(world_dir / f[k]) for k in ("control_chip", "control_input", "treated_chip", "treated_input")}
+    d = int(meta.get("library_fragment_size_bp", 200))
+    gsize = sum(libs["control_chip"].human_lengths().values())
+    dom = call_peaks([world_dir / f["control_chip"], world_dir / f["treated_chip"]],
+                     [world_dir / f["control_input"], world_dir / f["treated_input"]], True, gsize, d).reset_index(drop=True)
+    ref = _diff_stats(libs, dom, d, mapq=30, dedup=True, use_spike=True, use_input=True)
+    naive = _diff_stats(libs, dom, d, mapq=0, dedup=False, use_spike=False, use_input=False)
+    libsize = _diff_stats(libs, dom, d, mapq=30, dedup=True, use_spike=False, use_input=True)
+    spike = {k: spike_total(v, np.ones(len(v.chrom), bool)) for k, v in libs.items()}
+    mapq0 = {k: round(float(np.mean(v.mapq < 30)), 4) for k, v in libs.items()}
+    return {**ref, "domains": summarize_domains(dom), "naive_library_size_no_input": naive,
+            "library_size_with_input": libsize, "spike_in_reads": spike, "low_mapq_fraction": mapq0}
+
+
+# ------------------------------------------------------------------ L3 dossier
+
+@solver("histone.L3.dossier", version="1")
+def dossier_stats(world_dir: Path, world) -> dict:
+    """Key statistics of the dossier, recomputed from its evidence table."""
+    from worlds.histone.dossier import summary
+
+    t = pd.read_csv(world_dir / "evidence" / "promoter_marks.csv")
+    t["h3k4me3_marked"] = t.h3k4me3_promoter_log2enr >= 2
+    t["h3k27me3_marked"] = t.h3k27me3_promoter_log2enr >= 0.58
+    return summary(t)

@@ -364,28 +364,34 @@ def downsample(d: HistoneData, rng: np.random.Generator, sample: str, n: int) ->
 @recipe("histone", "two_conditions")
 def two_conditions(d: HistoneData, rng: np.random.Generator, domain_scale: float = 1.0, frac_lost: float = 0.0,
                    frac_gained: float = 0.0, spike_fraction: float = 0.05, n_chip: int = 150_000, n_input: int = 80_000,
-                   treated_gain: dict | None = None, mapq0_artifact: dict | None = None) -> HistoneData:
+                   treated_gain: dict | None = None, mapq0_artifact: dict | None = None,
+                   treated_jackpots: dict | None = None, fe: float = 5.0,
+                   frip: float = 0.5) -> HistoneData:
     """H3K27me3 in control (DMSO) and treated (EZH2 inhibitor) cells, each with its own input, plus a
     Drosophila spike-in (ChIP-Rx style): a fixed amount of fly chromatin is added per cell before IP, so the
     spike-in share of ChIP reads is inversely proportional to the human H3K27me3 yield.
 
-    Model: control ChIP = the substrate's domains (FRiP 0.30). Treated ChIP domain fragments = control's x
+    Model: control ChIP = the substrate's domains re-drawn at fold enrichment LogNormal(log fe, 0.3) and FRiP
+    `frip` (defaults 5 and 0.5: a high-quality antibody, so changes are measurable). Treated ChIP domain fragments = control's x
     domain_scale (global change), with `frac_lost` of domains set to 0.15x and `frac_gained` to 2.5x. The human
     background (unenriched nucleosomes) yield is the same in both. Spike-in fragments in each ChIP =
     spike_fraction x (control human yield), i.e. the same absolute amount; both libraries are then sequenced to
     n_chip reads, so library-size normalisation rescales the treated sample to the same total.
     treated_gain: {chrom, start, end, gain} a copy-number gain present only in the treated cells (ChIP + input).
-    mapq0_artifact: {n_regions, reads_per_region} MAPQ-0 pile-ups (multi-mapping repeat reads) in the treated ChIP.
+    mapq0_artifact: {n_regions, reads_per_region} MAPQ-0 pile-ups (reads multi-mapping to a repeat family that
+    expanded in the treated subline, 3-6 kb blocks placed inside H3K27me3 domains) in the treated ChIP only.
+    treated_jackpots: {n_fragments, copies: [lo, hi]} the treated library was over-amplified (low input after the
+    treatment): n_fragments fragments inside domains each get Uniform(lo, hi) identical PCR copies.
     """
     L, ci = _lengths(d), _cidx(d)
     nd = len(d.domains)
+    d.domains = d.domains.assign(fe=np.exp(rng.normal(np.log(fe), 0.3, nd)))
     scale = np.full(nd, domain_scale)
     order = rng.permutation(nd)
     nl, ng = int(round(frac_lost * nd)), int(round(frac_gained * nd))
     scale[order[:nl]] *= 0.15
     scale[order[nl:nl + ng]] *= 2.5
     d.domains = d.domains.assign(treated_scale=scale)
-    frip = 0.30
     # human yield in units of "control ChIP reads": domains frip*scale_mean_weighted + background (1 - frip)
     L_dom = (d.domains.end - d.domains.start).to_numpy() * d.domains.fe.to_numpy()
     dom_yield_t = frip * (L_dom * scale).sum() / L_dom.sum()
@@ -421,23 +427,27 @@ def two_conditions(d: HistoneData, rng: np.random.Generator, domain_scale: float
         d.libs[f"{cond}_input"] = d.libs[f"{cond}_input"].concat(spi)
     if mapq0_artifact:
         lib = d.libs["treated_chip"]
-        # artefact pile-ups sit in background (outside domains), in repeat-like 3-6 kb blocks
         k, per = int(mapq0_artifact["n_regions"]), int(mapq0_artifact["reads_per_region"])
+        # artefact pile-ups: 3-6 kb blocks inside distinct H3K27me3 domains
         art = Reads.empty()
-        placed = 0
-        while placed < k:
-            c = int(rng.integers(len(L)))
-            s0 = int(rng.integers(50_000, L[c] - 50_000))
-            cname = d.chroms[c][0]
-            dd = d.domains[d.domains.chrom == cname]
-            if ((dd.start < s0 + 10_000) & (dd.end > s0 - 4_000)).any():
-                continue
-            w = int(rng.integers(3_000, 6_000))
-            r = _from_centres(rng, np.full(per, c), s0 + rng.random(per) * w, L)
+        hosts = d.domains.iloc[np.sort(rng.choice(nd, size=min(k, nd), replace=False))]
+        for _, h in hosts.iterrows():
+            w = int(min(rng.integers(3_000, 6_000), h.end - h.start))
+            s0 = int(rng.integers(h.start, h.end - w + 1))
+            r = _from_centres(rng, np.full(per, ci[h.chrom]), s0 + rng.random(per) * w, L)
             r.mapq[:] = 0
             art = art.concat(r)
-            placed += 1
         d.libs["treated_chip"] = lib.concat(art)
+    if treated_jackpots:
+        lib = d.libs["treated_chip"]
+        cen = lib.start + lib.flen / 2
+        in_dom = np.zeros(len(lib), bool)
+        for _, h in d.domains.iterrows():
+            in_dom |= (lib.chrom == ci[h.chrom]) & (cen >= h.start) & (cen < h.end)
+        cand = np.flatnonzero(in_dom)
+        pick = np.sort(rng.choice(cand, size=int(treated_jackpots["n_fragments"]), replace=False))
+        lo, hi = treated_jackpots["copies"]
+        d.libs["treated_chip"] = lib.concat(lib.take(np.repeat(pick, rng.integers(lo, hi, len(pick)))))
     d.files = {
         "alignments/control_H3K27me3_chip.bam": "control_chip",
         "alignments/control_input.bam": "control_input",
@@ -448,7 +458,8 @@ def two_conditions(d: HistoneData, rng: np.random.Generator, domain_scale: float
         "target_mark": "H3K27me3",
         "genome_build": d.build,
         "cell_type": d.cell_type,
-        "design": "control = DMSO 7 days; treated = EZH2 inhibitor 7 days; one ChIP + matched input per condition",
+        "design": "control = vehicle (DMSO) 7 days; treated = 7 days of a candidate chromatin-targeting compound; one "
+                  "H3K27me3 ChIP + matched input per condition",
         "assay": "ChIP-seq, single-end 50 bp; before IP a fixed amount of Drosophila S2 chromatin was added per "
                  "cell count (spike-in); reads were aligned to a combined hg38 + dm6 reference",
         "spike_in_contigs": [SPIKE_CONTIG],
