@@ -36,7 +36,7 @@ JUDGE_DRAWS = 3
 DEFAULT_REVIEWERS = ("local/smollm2", "local/smollm2", "local/smollm2")
 
 # Bounded strings keep a grammar-constrained answer inside a small model's reply cap, so it stays parseable.
-_TEXT = {"type": "string", "maxLength": 600}
+_TEXT = {"type": "string", "maxLength": 300}
 PRIOR_SCHEMA = {"type": "object", "required": ["expectation", "confidence", "reasoning"],
                 "properties": {"expectation": _TEXT, "confidence": {"type": "integer", "minimum": 0, "maximum": 100},
                                "reasoning": _TEXT}}
@@ -45,8 +45,8 @@ ELIGIBILITY_SCHEMA = {"type": "object", "required": ["conflicts", "reason"],
 REVIEW_SCHEMA = {"type": "object", "required": ["verdict", "critique"],
                  "properties": {"verdict": {"enum": ["reject", "accept"]}, "critique": _TEXT}}
 REBUTTAL_SCHEMA = {"type": "object", "required": ["response", "concessions", "revised_hypothesis"],
-                   "properties": {"response": _TEXT, "concessions": {"type": "array", "maxItems": 5, "items": {"type": "string", "maxLength": 200}},
-                                  "revised_hypothesis": {"type": ["string", "null"], "maxLength": 600}}}
+                   "properties": {"response": _TEXT, "concessions": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 100}},
+                                  "revised_hypothesis": {"type": ["string", "null"], "maxLength": 300}}}
 _AXIS = {"type": "integer", "minimum": 0, "maximum": 3}
 JUDGE_SCHEMA = {"type": "object", "required": ["D", *Q_AXES, "N", "abstention_justified", "reason"],
                 "properties": {"D": _AXIS, **{q: _AXIS for q in Q_AXES}, "N": _AXIS,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 import shutil
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -85,12 +86,11 @@ def test_malformed_reports_grade_noncompliant(ref):
 
 
 def test_prompt_and_schema_do_not_reveal_class():
+    """The prompt and schema are the family's (one text for every world), and use no class vocabulary."""
     for fid, fam in SUITE.families().items():
         text = (fam.prompt + yaml.safe_dump(fam.report_schema)).lower()
-        for ref in (r for r in REFS if r.world.family == fid):
-            if "_" in ref.world.name:  # identifiers only; a plain word such as "doublets" may be task vocabulary
-                assert ref.world.name.lower() not in text, f"{fid} names world {ref.world.name}"
-        for word in ("tool_trap", "stat_trap", "confound", "injected", "counterfactual", "native_cf"):
+        for word in ("tool_trap", "stat_trap", "confound", "injected", "counterfactual", "native_cf", "challenge world",
+                     "clean control", "boundary case"):
             assert word not in text, f"{fid} prompt/schema says {word!r}"
 
 
