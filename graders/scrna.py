@@ -12,17 +12,22 @@ scrna.L2.condition_de  condition DE by donor-level pseudobulk (sum of counts per
                      ~ [lane +] condition (lane only when it varies within a condition); DE = padj < 0.05 and
                      |log2FC| > 0.5 in either compartment. Also the naive cell-level Wilcoxon result, to document the trap.
 scrna.L3.dossier     the dossier's key statistics, read back from its tables.
+
+Scripted agents (end of file): each L1/L2 family has an oracle (the reference analysis above, its helpers inlined
+into the sandbox with inspect.getsource, plus data-driven diagnostics that name what it finds) and a naive agent
+(scanpy defaults: read_10x_mtx, normalize_total + log1p, rank_genes_groups Wilcoxon; nothing checked).
 """
 from __future__ import annotations
 
 import gzip
+import inspect
 import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from benchmark.registry import solver
+from benchmark.registry import naive, oracle, solver
 
 MTX_DIR = "filtered_feature_bc_matrix"
 LINEAGE_MARKERS = {
@@ -469,3 +474,318 @@ def l3_dossier(world_dir: Path, world) -> dict:
     out["min_auroc"] = {g: round(float(s["auroc"].min()), 4) for g, s in auc.groupby("gene", sort=True)}
     out["hardest_population"] = {g: str(s.sort_values("auroc")["versus"].iloc[0]) for g, s in auc.groupby("gene", sort=True)}
     return out
+
+
+# ---------------------------------------------------------------- scripted agents (oracle / naive)
+# Cells run in the sandbox's persistent kernel, with the world's public files in the working directory. They import
+# only the standard library and the sandbox's packages: the oracle's helpers are this module's plain functions,
+# inlined as source text.
+
+_HELPER_CONSTANTS = ("MTX_DIR", "LINEAGE_MARKERS", "LINEAGE_SCALE", "EXPECTED_LINEAGE", "MYELOID_LABELS",
+                     "DOUBLET_MYELOID_FRAC", "DOUBLET_B_FRAC", "DOUBLET_RATE_FINDING", "AMBIENT_FINDING", "OFFSET_GAIN",
+                     "MIN_CELLS")
+
+
+def _helpers_cell(*fns) -> str:
+    head = ["import gzip", "import json", "from pathlib import Path", "", "import numpy as np", "import pandas as pd", ""]
+    consts = [f"{k} = {globals()[k]!r}" for k in _HELPER_CONSTANTS]
+    body = "\n\n".join(inspect.getsource(f) for f in (_open, read_world, *fns))
+    return "\n".join(head + consts) + "\n\n\n" + body + "\nprint('reference helpers loaded')\n"
+
+
+_L1_ORACLE = r"""
+d = read_world('.')
+v = detect(d)
+print('barcodes', v['n_barcodes_in_matrix'], 'findings', v['findings'])
+ISSUES = {
+    'normalized_as_counts': ('blocking', 'Matrix is not raw counts: non-integer values (log1p of CP10k-normalised data) presented '
+        'as UMI counts', lambda v: f"fraction_integer_values={v['fraction_integer_values']}; recovered median library size "
+        f"{v.get('recovered_library_sizes_median', 0):.0f} from the smallest non-zero value per cell"),
+    'duplicate_barcodes': ('warning', 'Duplicated cell barcodes: the same barcode appears more than once (identical columns)',
+        lambda v: f"n_duplicate_barcodes={v['n_duplicate_barcodes']} extra copies; {v['n_unique_barcodes']} unique barcodes kept"),
+    'feature_misalignment': ('blocking', 'Feature table misaligned with the matrix rows: gene names shifted (offset) relative '
+        'to the counts', lambda v: f"lineage-marker/label consistency {v['label_marker_consistency']} as given; best re-alignment "
+        f"at feature_row_offset={v['feature_row_offset']}"),
+    'swapped_labels': ('warning', 'Swapped labels: two populations have their annotations exchanged (markers of each match the '
+        'other lineage)', lambda v: f"labels contradicting markers: {v['swapped_labels']}"),
+    'doublets': ('warning', 'Heterotypic doublets: barcodes co-express mutually exclusive myeloid (LYZ/CST3/S100A8) and B-cell '
+        '(CD79A/MS4A1) marker programmes', lambda v: f"n_doublets_flagged={v['n_doublets_flagged']} barcodes removed"),
+    'ambient_rna': ('warning', 'Ambient RNA (soup) contamination: myeloid-specific transcripts (LYZ, S100A8/9, CST3) in lymphoid '
+        'cells at a level tracking the pooled profile', lambda v: f"ambient_fraction={v['ambient_fraction']}; "
+        f"{v['lymphoid_cells_with_myeloid_transcripts']:.0%} of lymphoid cells carry myeloid transcripts"),
+}
+ACTIONS = {
+    'normalized_as_counts': 'recovered count-proportional values with expm1 and size factors from the smallest non-zero value per cell; count-based methods not applied to the matrix as given',
+    'duplicate_barcodes': 'kept the first copy of each duplicated barcode',
+    'feature_misalignment': 're-aligned the feature table to the matrix rows by the measured offset',
+    'swapped_labels': 'exchanged the two swapped labels back according to their marker lineages',
+    'doublets': 'flagged and removed barcodes co-expressing myeloid and B-cell markers',
+    'ambient_rna': 'estimated the ambient fraction from myeloid transcripts in lymphoid cells; recommend ambient correction (SoupX-style) before DE',
+}
+issues = [{'category': f, 'severity': ISSUES[f][0], 'description': ISSUES[f][1], 'evidence': ISSUES[f][2](v)} for f in v['findings']]
+report = {
+    'assessment': 'usable_with_caveats' if issues else 'usable',
+    'issues': issues,
+    'actions_taken': ['ran integrity checks: integer counts, barcode uniqueness, feature/marker alignment, label/marker '
+                      'consistency, exclusive-marker doublets, ambient myeloid signal in lymphoid cells']
+                     + [ACTIONS[f] for f in v['findings']],
+    'values': {'n_cells_kept': v['n_cells_kept'], 'n_doublets_flagged': v['n_doublets_flagged'],
+               'matrix_is_counts': v['matrix_is_counts'], 'n_duplicate_barcodes': v['n_duplicate_barcodes'],
+               'swapped_labels': v['swapped_labels'], 'feature_row_offset': v['feature_row_offset'],
+               'ambient_fraction': v['ambient_fraction'] if 'ambient_rna' in v['findings'] else 0.0},
+    'summary': ('Integrity problems found: ' + ', '.join(v['findings']) + '; corrected as listed.') if issues
+               else f"All integrity checks pass; {v['n_cells_kept']} cells kept.",
+}
+print(json.dumps(report))
+"""
+
+_L1_NAIVE = r"""
+import json
+import scanpy as sc
+import pandas as pd
+
+adata = sc.read_10x_mtx('filtered_feature_bc_matrix')
+cells = pd.read_csv('cells.csv')
+print(adata)
+report = {
+    'assessment': 'usable', 'issues': [], 'actions_taken': ['loaded the matrix with scanpy.read_10x_mtx'],
+    'values': {'n_cells_kept': int(adata.n_obs), 'n_doublets_flagged': 0, 'matrix_is_counts': True,
+               'n_duplicate_barcodes': 0, 'swapped_labels': [], 'feature_row_offset': 0, 'ambient_fraction': 0.0},
+    'summary': f'Loaded {adata.n_obs} cells x {adata.n_vars} genes; the data look fine.',
+}
+print(json.dumps(report))
+"""
+
+
+@oracle("scrna.L1.integrity", version="1")
+def l1_oracle(ref) -> list[str]:
+    return [_helpers_cell(lognorm, lineage_scores, lineage_calls, label_consistency, detect), _L1_ORACLE]
+
+
+@naive("scrna.L1.integrity", version="1")
+def l1_naive(ref) -> list[str]:
+    return [_L1_NAIVE]
+
+
+_MARKERS_ORACLE = r"""
+from scipy.stats import rankdata
+
+d = read_world('.')
+X, genes = d['X'], d['symbols']
+cells = _cells_aligned(d)
+labels = cells['cell_type'].to_numpy()
+lane = cells['sample'].to_numpy()
+target = d['meta']['task']['target_population']
+t = labels == target
+# markers: minimum pairwise AUROC against every other population, within lane (blocked), on log1p(CP10k)
+tab = marker_table(X, genes, labels, target, lane)
+spec = tab[tab['mean_target'] > tab['max_mean_other']]
+top = spec['gene'].head(10).tolist()
+markers = spec[spec['min_auroc'] >= 0.6]['gene'].tolist() or top[:1]
+print(spec.head(10).to_string())
+# hardest population: the one least separable from the target by any single gene (smallest best AUROC)
+ln = lognorm(X)
+others = [p for p in sorted(set(labels)) if p != target and (labels == p).sum() >= MIN_CELLS]
+best_auc = {}
+for p in others:
+    o = labels == p
+    r = rankdata(np.vstack([ln[t], ln[o]]), axis=0)
+    best_auc[p] = float(((r[:t.sum()].sum(0) - t.sum() * (t.sum() + 1) / 2) / (t.sum() * o.sum())).max())
+hardest = min(best_auc, key=lambda p: (best_auc[p], p))
+print('best single-gene AUROC per population', {p: round(a, 3) for p, a in sorted(best_auc.items(), key=lambda x: x[1])})
+issues = []
+# diagnostics: sequencing depth, lane/population confounding, specificity of one-vs-rest rankings
+tot = X.sum(1)
+depth = float(np.median(tot[t]) / np.median(tot[~t]))
+raw_top = one_vs_rest_top(X, genes, labels, target, normalise=False)
+if depth > 2 or depth < 0.5:
+    issues.append(f'sequencing depth differs: {target} cells have {depth:.2f}x the median total counts (library size, UMIs per '
+                  f'cell) of other cells; an unnormalised one-vs-rest test ranks depth-driven ubiquitous genes '
+                  f'({", ".join(g for g in raw_top if g not in top)}), so counts were library-size normalised first')
+lanes = sorted(set(lane))
+fr = {s: (float((t & (lane == s)).sum() / t.sum()), float((~t & (lane == s)).sum() / (~t).sum())) for s in lanes}
+worst = max(lanes, key=lambda s: (fr[s][0] - fr[s][1], s))  # the lane over-represented among target cells
+if fr[worst][0] - fr[worst][1] > 0.5 and len(lanes) == 2:
+    s1, s2 = lanes
+    m1, m2 = X[~t & (lane == s1)], X[~t & (lane == s2)]
+    cp1 = (m1 / m1.sum(1, keepdims=True)).mean(0) * 1e4
+    cp2 = (m2 / m2.sum(1, keepdims=True)).mean(0) * 1e4
+    lfc = np.log2(cp2 + 1) - np.log2(cp1 + 1)
+    lane_genes = sorted(genes[i] for i in np.flatnonzero(((cp1 + cp2) / 2 >= 5) & (np.abs(lfc) > 1)))
+    issues.append(f'population confounded with lane (batch): lane {worst} holds {fr[worst][0]:.0%} of {target} cells but only '
+                  f'{fr[worst][1]:.0%} of the other cells; genes differing between lanes among non-target cells '
+                  f'(stress/immediate-early: {", ".join(lane_genes)}) would pass as markers, so every comparison was made '
+                  f'within lane and combined (blocked on lane)')
+naive_top = one_vs_rest_top(X, genes, labels, target, normalise=True)
+spec_set = set(spec['gene'])
+nonspec = [g for g in naive_top if g not in spec_set]
+if len(nonspec) >= 3:
+    where = {}
+    for g in nonspec:
+        i = genes.index(g)
+        where[g] = max(others, key=lambda p: ln[labels == p, i].mean())
+    issues.append('one-vs-rest (vs pooled rest) top genes are not specific: ' + ', '.join(f'{g} (higher in {where[g]})' for g in nonspec)
+                  + f'; they are shared with another population, so markers were required to beat every population pairwise')
+report = {
+    'target_population': target,
+    'top_markers': top,
+    'marker_genes': markers,
+    'hardest_population': hardest,
+    'method': {'normalization': 'library-size normalisation to 10k counts per cell (CP10k), then log1p',
+               'test': 'AUROC (Wilcoxon effect size) against each other population; genes ranked by the minimum pairwise '
+                       'AUROC (scran findMarkers pval.type="all" logic)',
+               'comparison': 'pairwise against every other population (>= 5 cells), each within lane',
+               'covariates': 'lane (10x library/sample) as a blocking factor: AUROCs computed within each lane and combined'},
+    'issues_found': issues,
+    'analysis_usable': True,
+    'summary': f'{len(markers)} genes separate {target} from every other population (min pairwise AUROC >= 0.6); best: '
+               f'{", ".join(top[:5])}; hardest population to separate: {hardest}.',
+}
+print(json.dumps(report))
+"""
+
+_MARKERS_NAIVE = r"""
+import json
+import numpy as np
+import pandas as pd
+import scanpy as sc
+
+meta = json.load(open('meta.json'))
+target = meta['task']['target_population']
+adata = sc.read_10x_mtx('filtered_feature_bc_matrix')
+cells = pd.read_csv('cells.csv').set_index('barcode')
+adata.obs = adata.obs.join(cells)
+sc.pp.normalize_total(adata, target_sum=1e4)
+sc.pp.log1p(adata)
+sc.tl.rank_genes_groups(adata, 'cell_type', groups=[target], method='wilcoxon')
+df = sc.get.rank_genes_groups_df(adata, group=target)
+top = df['names'].head(10).tolist()
+markers = df[(df['pvals_adj'] < 0.05) & (df['logfoldchanges'] > 1)]['names'].tolist()
+means = pd.DataFrame(adata[:, top].X.toarray() if hasattr(adata.X, 'toarray') else adata[:, top].X,
+                     index=adata.obs_names).groupby(adata.obs['cell_type'].to_numpy()).mean().mean(1)
+hardest = means.drop(target).idxmax()
+print(df.head(10))
+report = {
+    'target_population': target, 'top_markers': top, 'marker_genes': markers, 'hardest_population': str(hardest),
+    'method': {'normalization': 'scanpy normalize_total (1e4) + log1p', 'test': 'wilcoxon (scanpy rank_genes_groups)',
+               'comparison': 'target vs rest', 'covariates': 'none'},
+    'issues_found': [], 'analysis_usable': True,
+    'summary': f'Top markers of {target}: {", ".join(top[:5])}.',
+}
+print(json.dumps(report))
+"""
+
+
+@oracle("scrna.L2.markers", version="1")
+def markers_oracle(ref) -> list[str]:
+    return [_helpers_cell(lognorm, _cells_aligned, marker_table, one_vs_rest_top), _MARKERS_ORACLE]
+
+
+@naive("scrna.L2.markers", version="1")
+def markers_naive(ref) -> list[str]:
+    return [_MARKERS_NAIVE]
+
+
+_DE_ORACLE = r"""
+d = read_world('.')
+X, genes = d['X'], d['symbols']
+cells = _cells_aligned(d)
+task = d['meta']['task']
+test, ref = task['test_condition'], task['reference_condition']
+# donor-level pseudobulk per compartment; one DESeq2 fit per compartment, lane as covariate where it is estimable
+pb, pmeta = pseudobulk(X, cells)
+pb.columns = genes
+print(pmeta.to_string())
+sig_parts, lfc_parts, designs = [], {}, {}
+for comp_name in ('lymphoid', 'myeloid'):
+    sel = (pmeta['compartment'] == comp_name).to_numpy()
+    m = pmeta[sel]
+    if m.groupby('condition').size().reindex([test, ref]).fillna(0).min() < 2:
+        continue
+    terms = ['lane'] if 'lane' in m and m.groupby('condition')['lane'].nunique().max() > 1 else []
+    design = '~' + ' + '.join(terms + ['condition'])
+    designs[comp_name] = design
+    res = run_deseq(pb[sel], m, design, ['condition', test, ref]).dropna(subset=['padj'])
+    s_ = res[(res['padj'] < 0.05) & (res['log2FoldChange'].abs() > 0.5)]
+    print(comp_name, design, len(s_), s_.sort_values('padj').head(10)[['log2FoldChange', 'padj']].round(4).to_dict('index'))
+    sig_parts.append(s_)
+    for g in s_.index:
+        lfc_parts.setdefault(g, {})[comp_name] = float(s_.loc[g, 'log2FoldChange'])
+de = sorted(set().union(*[set(s.index) for s in sig_parts])) if sig_parts else []
+up = sorted(g for g in de if np.mean(list(lfc_parts[g].values())) > 0)
+down = sorted(g for g in de if np.mean(list(lfc_parts[g].values())) < 0)
+issues = []
+# composition
+comp = cells.assign(myeloid=cells['cell_type'].isin(MYELOID_LABELS)).groupby('condition')['myeloid'].mean()
+if abs(comp[test] - comp[ref]) > 0.15:
+    issues.append(f'cell-type composition differs between conditions: myeloid fraction {comp[test]:.0%} in {test} vs '
+                  f'{comp[ref]:.0%} in {ref}; pooled-cell DE would report cell-type identity genes as condition effects, '
+                  f'so DE was tested within each compartment (myeloid, lymphoid)')
+# lane structure
+lanes = cells.groupby('lane')['condition'].agg(lambda s: sorted(set(s)))
+single = {ln_: c[0] for ln_, c in lanes.items() if len(c) == 1}
+if single:
+    donors = cells.groupby('lane')['donor'].agg(lambda s: sorted(set(s)))
+    issues.append('lane (batch) partially confounded with condition: ' + '; '.join(
+        f'lane {ln_} holds only {c} donors ({", ".join(donors[ln_])})' for ln_, c in single.items())
+        + '; lane was included as a covariate (design ' + ', '.join(f'{k}: {v}' for k, v in designs.items()) + ')')
+# pseudoreplication
+cl = cell_level_wilcoxon(X, genes, cells['condition'].to_numpy(), test)
+n_cell = int(((cl['padj'] < 0.05) & (cl['log2fc'].abs() > 0.25)).sum())
+if n_cell >= 3 * len(de) + 20:
+    issues.append(f'pseudoreplication: a cell-level Wilcoxon test treating cells as independent replicates calls {n_cell} '
+                  f'genes, the donor-level pseudobulk test {len(de)}; cells of one donor are not independent, so the donor '
+                  f'is the unit of replication ({cells["donor"].nunique()} donors)')
+report = {
+    'test_condition': test, 'reference_condition': ref,
+    'de_genes': de, 'n_de_genes': len(de), 'up_genes': up, 'down_genes': down,
+    'method': {'unit_of_replication': 'donor: pseudobulk (sum of UMI counts) per donor x compartment',
+               'test': 'pydeseq2 Wald test per compartment (myeloid, lymphoid), BH FDR 5%, |log2FC| > 0.5',
+               'normalization': 'DESeq2 median-of-ratios size factors on pseudobulk counts',
+               'covariates': 'compartment (separate fits); lane where it varies within a condition: '
+                             + ', '.join(f'{k}: {v}' for k, v in designs.items())},
+    'issues_found': issues,
+    'analysis_usable': True,
+    'summary': f'Donor-level pseudobulk DE within compartments: {len(de)} genes at FDR 5% ({len(up)} up, {len(down)} down in '
+               f'{test}): {", ".join(de[:10])}.',
+}
+print(json.dumps(report))
+"""
+
+_DE_NAIVE = r"""
+import json
+import pandas as pd
+import scanpy as sc
+
+meta = json.load(open('meta.json'))
+test, ref = meta['task']['test_condition'], meta['task']['reference_condition']
+adata = sc.read_10x_mtx('filtered_feature_bc_matrix')
+cells = pd.read_csv('cells.csv').set_index('barcode')
+adata.obs = adata.obs.join(cells)
+sc.pp.normalize_total(adata, target_sum=1e4)
+sc.pp.log1p(adata)
+sc.tl.rank_genes_groups(adata, 'condition', groups=[test], reference=ref, method='wilcoxon')
+df = sc.get.rank_genes_groups_df(adata, group=test)
+sig = df[df['pvals_adj'] < 0.05]
+print(sig.head(20))
+report = {
+    'test_condition': test, 'reference_condition': ref,
+    'de_genes': sig['names'].tolist(), 'n_de_genes': int(len(sig)),
+    'up_genes': sig[sig['logfoldchanges'] > 0]['names'].tolist(), 'down_genes': sig[sig['logfoldchanges'] < 0]['names'].tolist(),
+    'method': {'unit_of_replication': 'cell', 'test': 'wilcoxon (scanpy rank_genes_groups), BH-adjusted p < 0.05',
+               'normalization': 'normalize_total (1e4) + log1p', 'covariates': 'none'},
+    'issues_found': [], 'analysis_usable': True,
+    'summary': f'{len(sig)} genes differ between {test} and {ref}.',
+}
+print(json.dumps(report))
+"""
+
+
+@oracle("scrna.L2.condition_de", version="1")
+def condition_de_oracle(ref) -> list[str]:
+    return [_helpers_cell(lognorm, _bh, _cells_aligned, pseudobulk, run_deseq, cell_level_wilcoxon), _DE_ORACLE]
+
+
+@naive("scrna.L2.condition_de", version="1")
+def condition_de_naive(ref) -> list[str]:
+    return [_DE_NAIVE]
