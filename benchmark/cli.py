@@ -28,7 +28,7 @@ def _suite(args):
 
 def _select(args):
     suite = _suite(args)
-    ids = getattr(args, "ids", None) or None
+    ids = (getattr(args, "ids", None) or []) + (getattr(args, "more_ids", None) or []) or None
     refs = suite.select(ids, args.tracks, args.levels)
     if ids and not refs:
         raise BenchmarkError(f"no world matches {' '.join(ids)}; see `python -m benchmark worlds list`")
@@ -112,7 +112,7 @@ def cmd_worlds_check(args) -> int:
         from benchmark.validity import check_agents
 
         levels = [lv for lv in (args.levels or ["L1", "L2"]) if lv != "L3"]
-        agent_problems, results = check_agents(args.ids or None, args.tracks, levels, args.concurrency)
+        agent_problems, results = check_agents((args.ids or []) + (args.more_ids or []) or None, args.tracks, levels, args.concurrency)
         for p in agent_problems:
             print(p, file=sys.stderr)
         if agent_problems:
@@ -253,6 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     def selectors(sp, ids: bool = True):
         if ids:
             sp.add_argument("ids", nargs="*", help="world ids or glob patterns (e.g. 'histone.L2.*')")
+            sp.add_argument("--worlds", nargs="+", dest="more_ids", default=[], help="same as IDS, as `run` spells it")
         sp.add_argument("--tracks", nargs="+", help="only these tracks")
         sp.add_argument("--levels", nargs="+", choices=["L1", "L2", "L3"], help="only these levels")
         sp.add_argument("--root", help=argparse.SUPPRESS)
@@ -355,3 +356,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _console().print("[yellow]interrupted[/]; finished work is saved")
         return 130
+    except Exception as exc:  # noqa: BLE001 - a bug: still one sentence, the traceback on request
+        if os.environ.get("BENCHMARK_DEBUG"):
+            raise
+        _console().print(f"[bold red]error:[/] unexpected {type(exc).__name__}: {exc} (this is a bug in the benchmark; "
+                         "rerun with BENCHMARK_DEBUG=1 for the traceback and report it)", highlight=False, soft_wrap=True)
+        return 1

@@ -146,6 +146,7 @@ def append_ruling(path: Path, ruling: Ruling, campaign: str | None = None) -> Ru
     entries.append(ruling.model_dump(mode="json", exclude_none=True))
     data["entries"] = entries
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.check")
     tmp.write_text(text)
     try:
