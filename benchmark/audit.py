@@ -15,7 +15,7 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
     ("filesystem_search", re.compile(r"""os\.walk\(\s*['"]/['"]|glob\(\s*['"]/\*\*|\bfind\s+/(?:\s|$)|\bls\s+-R\s+/(?:\s|$)|rglob\(['"]\*['"]\).*Path\(['"]/['"]\)""")),
     ("answer_material", re.compile(r"golden|\.lock\.json|graders/|\bmanifest\.ya?ml|answer[_ ]key|/\.cache/worlds", re.IGNORECASE)),
     ("network", re.compile(r"\bimport\s+(?:socket|requests|httpx|urllib3|aiohttp)\b|urllib\.request|http\.client|\bcurl\s|\bwget\s|https?://", re.IGNORECASE)),
-    ("package_install", re.compile(r"\bpip3?\s+install\b|\bapt(?:-get)?\s+install\b|\bconda\s+install\b")),
+    ("package_install", re.compile(r"""\bpip3?['"]?\s*,?\s*['"]?install\b|\bapt(?:-get)?\s+install\b|\bconda\s+install\b|ensurepip""")),
 ]
 
 
