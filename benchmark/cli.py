@@ -343,6 +343,10 @@ def build_parser() -> argparse.ArgumentParser:
     from benchmark.leaderboard import add_leaderboard_parser
 
     add_leaderboard_parser(sub)
+
+    from benchmark.pivotal.cli import add_pivotal_parser
+
+    add_pivotal_parser(sub)
     return p
 
 

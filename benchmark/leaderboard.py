@@ -209,6 +209,14 @@ def render_markdown(data: dict) -> str:
                          _f(sh["mean"], 3), f"{sh['retained']}/{sh['partitions']}", str(len(m["tracks_used"]))])
         L += _md_table(["Measure", "W", "Null mean", "p", "p (BH)", "Split-half r", "Retained", "Tracks"], rows)
         L.append("")
+    if data.get("grounding"):  # optional section: evidence grounding runs (--grounding), absent otherwise
+        from benchmark.grounding.metrics import render_leaderboard_md
+
+        L += render_leaderboard_md(data["grounding"])
+    if data.get("pivotal"):  # optional section: pivotal-choice runs (--pivotal-runs), absent otherwise
+        from benchmark.pivotal.score import render_markdown as pivotal_markdown
+
+        L += [pivotal_markdown(data["pivotal"]).rstrip(), ""]
     return "\n".join(L) + "\n"
 
 
@@ -386,6 +394,14 @@ def cmd_leaderboard(args) -> int:
     data = build([Path(p) for p in args.runs], [Path(p) for p in args.ledgers] if args.ledgers is not None else None,
                  args.date, args.fallback, Path(args.pricing) if args.pricing else None, args.bootstrap,
                  args.permutations, args.seed)
+    if args.grounding:  # optional: evidence grounding runs, reported as their own table (accuracy beside EGA)
+        from benchmark.grounding.metrics import leaderboard_rows
+
+        data["grounding"] = leaderboard_rows([Path(p) for p in args.grounding], args.bootstrap, args.seed)
+    if getattr(args, "pivotal_runs", None):  # optional: pivotal-choice runs (benchmark.pivotal), their own table
+        from benchmark.pivotal.score import pivotal_section
+
+        data["pivotal"] = pivotal_section([Path(p) for p in args.pivotal_runs], args.pivotal_human, seed=args.seed)
     written = write(data, Path(args.out), args.format)
     if "md" in args.format:
         md = render_markdown(data)
@@ -408,4 +424,9 @@ def add_leaderboard_parser(sub) -> None:
     sp.add_argument("--permutations", type=int, default=10000, help="permutation draws for Kendall's W (default 10000)")
     sp.add_argument("--seed", type=int, default=20260824, help="seed of the bootstrap and permutation draws")
     sp.add_argument("--pricing", help="rate card folder (default pricing/)")
+    sp.add_argument("--grounding", nargs="+", metavar="DIR",
+                    help="evidence grounding run folders (`grounding run --out`): adds the accuracy-beside-EGA table")
+    sp.add_argument("--pivotal-runs", nargs="+", metavar="DIR",
+                    help="pivotal-choice run folders (`pivotal run --out`): adds the pivotal accuracy tables")
+    sp.add_argument("--pivotal-human", metavar="FILE", help="human-baseline JSON file for the pivotal table")
     sp.set_defaults(fn=cmd_leaderboard)

@@ -4,6 +4,13 @@ scripted/oracle  runs the family's reference solution inside the sandbox (run_py
                  report its last cell printed: it must score full marks (the world is solvable in the sandbox).
 scripted/naive   runs tool defaults without checking anything and reports what it got: it must fall into traps.
 scripted/first   picks the first option wherever one is offered (enum values, A/B choices): a position-bias control.
+scripted/recall  grounding items only: returns the item's key without reading the data (the prior-knowledge control).
+For grounding items (metadata task "grounding") scripted/oracle runs the item's reference statistic on the files in
+its sandbox (graders.grounding.oracle_cells) and reports "cannot determine" where the data cannot decide. As a
+grounding judge (task "grounding_judge") a scripted model grades like the evaluator it stands in for: the standard
+prompt by agreement with the reference, the grounding prompt by whether the executed analysis printed the answer.
+Pivotal cases (metadata task "pivotal"): oracle picks the corrected plan, naive the plan that proceeds without
+checking, first option A; the pivotal harness passes the labels in metadata to scripted agents only.
 Scripted agents are not language models: they report zero tokens.
 """
 from __future__ import annotations
@@ -16,7 +23,7 @@ import litellm
 from litellm import CustomLLM
 from litellm.llms.custom_llm import CustomLLMError
 
-SCRIPTED = ("oracle", "naive", "first")
+SCRIPTED = ("oracle", "naive", "first", "recall")
 
 
 def _response(model: str, content: str | None = None, code: str | None = None) -> litellm.ModelResponse:
@@ -64,9 +71,17 @@ class ScriptedLLM(CustomLLM):
         meta = (litellm_params or {}).get("metadata") or {}
         if name not in SCRIPTED:
             raise CustomLLMError(status_code=404, message=f"unknown scripted agent 'scripted/{name}'; known: {', '.join(SCRIPTED)}")
+        if meta.get("task") == "pivotal":  # pivotal-choice cases (benchmark.pivotal)
+            return _response(name, content=json.dumps(self._pivotal(name, meta)))
         if name == "first":
             return self._first(meta, messages, name)
         task = meta.get("task")
+        if task == "grounding_judge":
+            return self._grounding_judge(name, meta, messages)
+        if task == "grounding":
+            return self._grounding(name, meta, messages, optional_params)
+        if name == "recall":
+            raise CustomLLMError(status_code=501, message="scripted/recall answers grounding items only")
         if task in ("eligibility", "review", "judge", "verify"):  # a scripted model in a grading role
             return self._first(meta, messages, name)
         world_id = meta.get("world_id")
@@ -83,6 +98,63 @@ class ScriptedLLM(CustomLLM):
             return _response(name, content=json.dumps(self._l3_report(name, world_id)))
         report = last_json_line(last)
         return _response(name, content=report if report is not None else last or "no report")
+
+    @staticmethod
+    def _grounding(name: str, meta: dict, messages: list, optional_params: dict) -> litellm.ModelResponse:
+        from benchmark.grounding.build import agent_item
+        from benchmark.grounding.items import select
+        from graders.grounding import oracle_cells
+
+        found = select([meta.get("item") or ""]) if meta.get("item") else []
+        if len(found) != 1:
+            raise CustomLLMError(status_code=400, message=f"unknown grounding item {meta.get('item')!r}")
+        item = agent_item(found[0], bool(meta.get("anonymised")))
+        if name == "recall":
+            return _response(name, content=json.dumps({
+                "answer": item.key, "confidence": 95, "data_support": "supports",
+                "evidence": "Recalled from prior knowledge of the question; the data were not inspected."}))
+        if name != "oracle":
+            raise CustomLLMError(status_code=501, message=f"scripted/{name} has no behaviour for grounding items")
+        cells = oracle_cells(item.statistic, item.options, meta.get("insufficient_letter"))
+        done = [m for m in messages if m.get("role") == "tool"]
+        if len(done) < len(cells) and optional_params.get("tool_choice") != "none":
+            return _response(name, code=cells[len(done)])
+        last = str(done[-1].get("content", "")) if done else ""
+        report = last_json_line(last)
+        return _response(name, content=report if report is not None else last or "no report")
+
+    @staticmethod
+    def _grounding_judge(name: str, meta: dict, messages: list) -> litellm.ModelResponse:
+        """Scripted evaluator. standard: full marks iff the final answer equals the reference. grounding: reads the
+        executed analysis; full marks iff the analysis printed the final answer as its result and the agent claims
+        support, none without executed analysis or when the agent itself says the data cannot decide."""
+        import re
+
+        text = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")
+        ref = re.search(r"^REFERENCE ANSWER: (\S+)", text, re.M)
+        fin = re.search(r"^FINAL ANSWER \(JSON\): (.*)$", text, re.M)
+        ana = re.search(r"^EXECUTED ANALYSIS:\n(.*?)^END OF ANALYSIS", text, re.M | re.S)
+        try:
+            final = json.loads(fin.group(1)) if fin else {}
+        except ValueError:
+            final = {}
+        final = final if isinstance(final, dict) else {}
+        answer = final.get("answer")
+        matches = bool(ref and answer == ref.group(1))
+        analysis = ana.group(1).strip() if ana else ""
+        if meta.get("prompt_kind") == "grounding":
+            if not analysis or analysis == "(none)":
+                overall, support = 0, "no"
+            elif final.get("data_support") in ("does not support", "cannot determine"):
+                overall, support = 1, "no"
+            elif answer and f'"answer": "{answer}"' in analysis:
+                overall, support = 10, "yes"
+            else:
+                overall, support = 3, "partially"
+        else:
+            overall, support = (10 if matches else 0), "yes"
+        return _response(name, content=json.dumps({"matches_reference": matches, "analysis_quality": overall,
+                                                   "supported": support, "overall": overall}))
 
     @staticmethod
     def _cells(name: str, world_id: str) -> list[str]:
@@ -125,6 +197,19 @@ class ScriptedLLM(CustomLLM):
                     "next_experiment": w.rubric.novelty, "confidence": 60, "abstention_reason": ""}
         return {"hypothesis": w.prior.expected, "commitment": "commit", "evidence_cited": [], "mechanism": w.prior.expected,
                 "alternative_explanations": [], "next_experiment": "", "confidence": 95, "abstention_reason": ""}
+
+    @staticmethod
+    def _pivotal(name: str, meta: dict) -> dict[str, str]:
+        """oracle: the human-corrected plan; naive: the plan that proceeds without checking (the agent's own plan
+        when the case does not say); first: option A. The harness passes the labels to scripted agents only."""
+        if name == "first":
+            return {"choice": "A", "reason": "the first option"}
+        key = "corrected_label" if name == "oracle" else "proceed_label"
+        label = meta.get(key) or (meta.get("original_label") if name == "naive" else None)
+        if label not in ("A", "B"):
+            raise CustomLLMError(status_code=400, message=f"scripted/{name} needs metadata.{key} (set by the pivotal harness)")
+        why = "the corrected plan" if name == "oracle" else "proceed on the output without checking"
+        return {"choice": label, "reason": why}
 
     @staticmethod
     def _first(meta: dict, messages: list, name: str) -> litellm.ModelResponse:

@@ -1,0 +1,16 @@
+"""Pivotal-choice accuracy (SPEC R12, seed 002 "SciΠvot"): at a pivotal moment of a project, does a model choose
+the plan a careful principal investigator would pursue?
+
+A case is the project record before the decision, the original (agent's) plan and the corrected plan. The model
+sees both plans in both orders, with the record (condition `project`) or without it (`options-only`); choosing
+the corrected plan is correct, an unparsed answer is wrong. See benchmark/pivotal/README.md.
+
+    cases.py   the case format (pydantic) and the JSONL loader (errors name file, line and field)
+    build.py   the deterministic builder of the shipped case set from our own worlds
+    run.py     prompts, answer parsing, records, the resumable run store and the runner
+    score.py   accuracy averaged over orders, paired differences, case and project-cluster bootstrap intervals
+    cli.py     `python -m benchmark pivotal run|score|cases`
+"""
+from benchmark.pivotal.cases import DEFAULT_CASES, PivotalCase, load_cases
+
+__all__ = ["DEFAULT_CASES", "PivotalCase", "load_cases"]
