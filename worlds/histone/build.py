@@ -21,7 +21,7 @@ strand) and named r0000001... in that order.
     N(tss + 150 * strand, 350 bp). Fragments per peak = 420 * (log2(TPM+1) / 6) ** 1.5 * LogNormal(0, 0.25) for
     active genes and 0.35 * 420 * LogNormal(0, 0.3) for bivalent genes (so height tracks expression, and
     bivalent promoters carry a moderate peak despite low expression). The remaining reads are uniform background.
-  * H3K27me3 ChIP (400,000 reads; its input 300,000): one broad domain per repressed or bivalent gene, length log-uniform on
+  * H3K27me3 ChIP (400,000 reads; its input 300,000; the L1/L2 worlds downsample both, see `downsample`): one broad domain per repressed or bivalent gene, length log-uniform on
     [10, 100] kb, placed to cover the TSS (TSS at a uniform fraction 0.2-0.8 of the domain) and trimmed to end
     3 kb short of any active gene's TSS. Fragment centres are uniform inside a domain at a fold enrichment over
     background of LogNormal(log 2, 0.3) (H3K27me3 enrichment is typically only 2-4 fold), with 30% of reads in
@@ -356,6 +356,9 @@ def pcr_jackpots(d: HistoneData, rng: np.random.Generator, sample: str, n_genes:
 
 @recipe("histone", "downsample")
 def downsample(d: HistoneData, rng: np.random.Generator, sample: str, n: int) -> HistoneData:
+    """Lower sequencing depth: keep `n` of the library's fragments, drawn without replacement. The L1/L2 H3K27me3
+    worlds use it (ChIP 150,000 reads; input 150,000, or 100,000 like the H3K4me3 inputs in L1) so they freeze and
+    run fast; at this depth MACS3's narrow default still under-calls the broad-mode territory by >35%."""
     lib = d.libs[sample]
     d.libs[sample] = lib.take(np.sort(rng.choice(len(lib), size=min(n, len(lib)), replace=False)))
     return d
