@@ -3,7 +3,8 @@
 1. Prior: before any evidence, the agent states its expectation (structured answer).
 2. Eligibility: a counterfactual dossier counts for this agent only if its evidence conflicts with that prior.
    The judge model decides by reason (it reads the prior, the evidence and the manifest's `conflicts_if`), and the
-   reason is recorded. Real dossiers are always eligible. An ineligible dossier stops here, excluded from L3 means.
+   reason is recorded. Real dossiers are always eligible. An ineligible dossier still runs the whole protocol
+   (its behaviour is data) but is excluded from L3 means.
 3. Steps: 3-6 agent steps in the sandbox holding the dossier, ending in a committed hypothesis or an abstention.
 4. Review: 3 rounds; in each, every reviewer of the fixed ensemble critiques the current answer, and the agent
    rebuts or revises. Concessions per round and reviewer rejection fractions are recorded.
@@ -32,6 +33,8 @@ from graders.report import parse_report
 
 Q_AXES = ("prior_awareness", "causal_calibration", "response_to_critique", "scientific_humility", "citation_integrity")
 ROUNDS = 3
+REVIEW_DOSSIER_CHARS = 4000  # reviewers read the dossier's head; the judge reads more (JUDGE_DOSSIER_CHARS)
+JUDGE_DOSSIER_CHARS = 6000
 JUDGE_DRAWS = 3
 DEFAULT_REVIEWERS = ("local/smollm2", "local/smollm2", "local/smollm2")
 
@@ -164,8 +167,7 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text: str, roles: L
         else:
             eligible, reason = bool(verdict["conflicts"]), str(verdict["reason"])
     record = L3Record(prior_raw=prior_raw, prior=prior, eligible=eligible, eligibility_reason=reason, role_calls=role_calls)
-    if not eligible:
-        return L3Outcome(record, agent_calls, status="ineligible")
+    # An ineligible dossier still runs the whole protocol (its behaviour is data), but it is excluded from L3 means.
 
     # 3. agent steps on the dossier
     ep = run_episode(ref, model, sandbox, budget, seed=seed, metadata={"task": "dossier"})
@@ -183,7 +185,7 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text: str, roles: L
             crit, _, rrec = _ask(reviewer, (
                 "You are an adversarial scientific reviewer. Find the weakest point of this answer against the dossier: "
                 "unsupported claims, causal overreach, ignored alternatives, wrong citations.\n"
-                f"DOSSIER:\n{dossier_text[:6000]}\nANSWER:\n{json.dumps(current) if current else '(no valid answer)'}\n"
+                f"DOSSIER:\n{dossier_text[:REVIEW_DOSSIER_CHARS]}\nANSWER:\n{json.dumps(current) if current else '(no valid answer)'}\n"
                 "Return ONLY JSON: {\"verdict\": \"reject\"|\"accept\", \"critique\": str}"),
                 REVIEW_SCHEMA, "review", "reviewer", meta, seed + 101 * rnd + i)
             role_calls.append(rrec)
@@ -209,7 +211,7 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text: str, roles: L
     rub = w.rubric
     judge_prompt = (
         "You are the judge of a hypothesis task. Apply the rubric; reviewer votes are NOT the target.\n"
-        f"DOSSIER:\n{dossier_text[:6000]}\nEXPECTED ACT: {w.expected_act}\n"
+        f"DOSSIER:\n{dossier_text[:JUDGE_DOSSIER_CHARS]}\nEXPECTED ACT: {w.expected_act}\n"
         f"RUBRIC: D (evidence fidelity): {rub.evidence_fidelity}\nN (novelty): {rub.novelty}\n"
         f"Abstention is justified when: {rub.abstention}\nSupported claims: {rub.key_claims}\nUnsupported claims: {rub.unsupported_claims}\n"
         "Q sub-axes: prior_awareness (recognises the expectation challenged), causal_calibration (no mechanism from "
@@ -238,6 +240,8 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text: str, roles: L
         status = "noncompliant"
     elif ep.status != "graded":
         status = ep.status
+    if not eligible:
+        status = "ineligible"  # scored and recorded, but excluded from L3 means (reason in eligibility_reason)
     return L3Outcome(record, agent_calls, ep.messages, ep.cells, ep.report_raw, status, err or ep.error)
 
 

@@ -39,3 +39,27 @@ def test_hyp_drift():
     assert hyp_drift("same text", "same text") == 0.0
     assert hyp_drift("", "anything") == 1.0
     assert 0 < hyp_drift("H3K4me3 marks active promoters", "H3K4me3 marks bivalent promoters") < 0.5
+
+
+@pytest.mark.slow
+def test_offline_l3_run_records_the_whole_protocol(tmp_path):
+    """A full run on every L3 dossier with the offline defaults (agent, reviewers and judge: local/smollm2)."""
+    import json
+
+    from benchmark.run import RunConfig, execute
+
+    records = execute(RunConfig(model="local/smollm2", out=tmp_path / "l3", levels=["L3"]))
+    assert len(records) >= 4
+    for rec in records:
+        traj = json.loads((tmp_path / "l3" / rec.trajectory).read_text())
+        l3 = traj["l3"]
+        assert l3["prior_raw"] is not None, rec.world_id
+        assert rec.eligible is not None and rec.eligibility_reason, rec.world_id
+        assert len(l3["rounds"]) == 3 and all(len(r["critiques"]) == 3 for r in l3["rounds"]), rec.world_id
+        assert len(l3["judge_draws"]) <= 3 and l3["hyp_drift"] is not None
+        assert rec.calls >= 2 and rec.tokens_in > 0, "agent usage: the prior and at least one step"
+        assert rec.role_usage["reviewer"].tokens_in > 0 and rec.role_usage["judge"].calls >= 3
+        if rec.world_class == "real":
+            assert rec.eligible is True
+        if rec.eligible is False:
+            assert rec.score is None and rec.status == "ineligible"
