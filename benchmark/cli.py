@@ -347,6 +347,10 @@ def build_parser() -> argparse.ArgumentParser:
     from benchmark.pivotal.cli import add_pivotal_parser
 
     add_pivotal_parser(sub)
+
+    from benchmark.grounding.cli import add_grounding_parser
+
+    add_grounding_parser(sub)
     return p
 
 
