@@ -14,7 +14,8 @@ import yaml
 
 from benchmark.adjudicate import pending, rule, validate_ledgers
 from benchmark.errors import ManifestError
-from benchmark.ledger import load_ledger
+from benchmark.aggregate import apply_rulings
+from benchmark.ledger import effective_rulings, load_ledger
 from benchmark.loader import REPO_ROOT
 from benchmark.regrade import regrade
 from benchmark.run import RunConfig, execute
@@ -68,19 +69,22 @@ def test_verifier_disagreement_reaches_the_ledger(first_run, tmp_path):
     item = items[0]
     assert item.rubric and item.report and item.verifier_model == "scripted/first"
     ledger_path = tmp_path / "campaign.yaml"
-    value = "MISS" if item.discrepancy.component == "state" else "50" if item.discrepancy.component == "score" else "0.5"
+    value = "NOTICE-WRONG" if item.discrepancy.component == "state" else "50" if item.discrepancy.component == "score" else "0.5"
     r = rule(first_run, ledger_path, item.world_id, item.discrepancy.component, value, "Test Adjudicator",
              "the rubric's check is met by the report", replicate=item.replicate)
     assert r.id == 1 and r.run == "first"
     led = load_ledger(ledger_path)
     assert len(pending(first_run, ledgers=[led])) == len(items) - 1
     assert (first_run / "results.jsonl").read_bytes() == before, "rulings never mutate run records"
+    rec = next(x for x in RunStore(first_run).results() if x.world_id == item.world_id and x.replicate == item.replicate)
+    eff = apply_rulings(rec, "first", effective_rulings([led]))
+    assert eff.rulings == [1] and eff.score != rec.score, "the ruling changes the score used by the aggregate"
     assert validate_ledgers([ledger_path], [first_run.parent]) == []
     # a second, contradicting ruling without 'supersedes' is refused, and the file is left intact
     text = ledger_path.read_text()
     with pytest.raises(ManifestError, match="contradicts"):
         rule(first_run, ledger_path, item.world_id, item.discrepancy.component,
-             "NOTICE-WRONG" if item.discrepancy.component == "state" else "10" if item.discrepancy.component == "score" else "0.1",
+             "MISS" if item.discrepancy.component == "state" else "10" if item.discrepancy.component == "score" else "0.1",
              "Other", "disagree", replicate=item.replicate)
     assert ledger_path.read_text() == text
 
