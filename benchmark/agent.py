@@ -150,8 +150,7 @@ def run_episode(ref: WorldRef, model: str, sandbox: Sandbox, budget: int, seed: 
                     out = problem
                 else:
                     res = sandbox.run_python(code)
-                    cells.append(CellRecord(step=step, code=code, stdout=res.stdout, stderr=res.stderr, error=res.error,
-                                            truncated=res.truncated, wall_s=res.wall_s, violation=res.violation))
+                    cells.append(CellRecord(step=step, code=code, **res.model_dump(exclude={"violation"}), violation=res.violation))
                     out = res.as_text()
             messages.append({"role": "tool", "tool_call_id": tc["id"], "content": out})
     return Episode(messages, calls, cells, None, "budget_exhausted", "no report after the final nudge")

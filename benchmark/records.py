@@ -6,7 +6,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from graders.grade import Grade
-from sandbox.bwrap import Violation
+from sandbox.bwrap import CellResult, Violation
 
 Status = Literal["graded", "noncompliant", "model_error", "refused", "sandbox_error", "budget_exhausted", "ineligible"]
 Role = Literal["agent", "verifier", "reviewer", "judge"]
@@ -27,15 +27,11 @@ class CallRecord(BaseModel):
     error: str | None = None
 
 
-class CellRecord(BaseModel):
+class CellRecord(CellResult):
+    """A sandbox cell result with the step that ran it and its code."""
+
     step: int
     code: str
-    stdout: str = ""
-    stderr: str = ""
-    error: str | None = None
-    truncated: bool = False
-    wall_s: float = 0.0
-    violation: Violation | None = None
 
 
 class AuditFlag(BaseModel):

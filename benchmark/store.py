@@ -17,6 +17,22 @@ from benchmark.errors import BenchmarkError
 from benchmark.records import ResultRecord, Trajectory
 
 
+def init_run_dir(root: Path, config: dict, resume: bool, must_match: tuple[str, ...]) -> None:
+    """Create a run folder with its config.json, or, with `resume`, check the settings that must not change."""
+    cfg_path = Path(root) / "config.json"
+    if cfg_path.exists():
+        if not resume:
+            raise BenchmarkError(f"{root} already holds a run; pass --resume to continue it or choose another --out")
+        old = json.loads(cfg_path.read_text())
+        for key in must_match:
+            if old.get(key) != config.get(key):
+                raise BenchmarkError(f"{cfg_path}: field '{key}' is {old.get(key)!r} but this run asks for {config.get(key)!r}; "
+                                     "resume with the same settings or use another --out")
+    else:
+        Path(root).mkdir(parents=True, exist_ok=True)
+        _atomic_write(cfg_path, (json.dumps(config, indent=2, sort_keys=True) + "\n").encode())
+
+
 def result_key(world_id: str, replicate: int) -> str:
     return f"{world_id}__r{replicate}"
 
@@ -30,17 +46,7 @@ class RunStore:
         self._lock = threading.Lock()
 
     def init(self, config: dict, resume: bool) -> None:
-        cfg_path = self.root / "config.json"
-        if cfg_path.exists():
-            if not resume:
-                raise BenchmarkError(f"{self.root} already holds a run; pass --resume to continue it or choose another --out")
-            old = json.loads(cfg_path.read_text())
-            for key in ("model", "replicates", "seed"):
-                if old.get(key) != config.get(key):
-                    raise BenchmarkError(f"{cfg_path}: field '{key}' is {old.get(key)!r} but this run asks for {config.get(key)!r}; resume with the same settings or use another --out")
-        else:
-            self.root.mkdir(parents=True, exist_ok=True)
-            _atomic_write(cfg_path, (json.dumps(config, indent=2, sort_keys=True) + "\n").encode())
+        init_run_dir(self.root, config, resume, ("model", "replicates", "seed"))
         self.trajectories.mkdir(parents=True, exist_ok=True)
         self.artifacts.mkdir(parents=True, exist_ok=True)
 

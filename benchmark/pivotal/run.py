@@ -161,20 +161,9 @@ class PivotalStore:
     MUST_MATCH = ("model", "cases_sha256", "seed", "conditions", "efforts", "reconsider")
 
     def init(self, config: dict, resume: bool) -> None:
-        from benchmark.canonical import _atomic_write
+        from benchmark.store import init_run_dir
 
-        cfg_path = self.root / "config.json"
-        if cfg_path.exists():
-            if not resume:
-                raise BenchmarkError(f"{self.root} already holds a run; pass --resume to continue it or choose another --out")
-            old = json.loads(cfg_path.read_text())
-            for key in self.MUST_MATCH:
-                if old.get(key) != config.get(key):
-                    raise BenchmarkError(f"{cfg_path}: field '{key}' is {old.get(key)!r} but this run asks for "
-                                         f"{config.get(key)!r}; resume with the same settings or use another --out")
-        else:
-            self.root.mkdir(parents=True, exist_ok=True)
-            _atomic_write(cfg_path, (json.dumps(config, indent=2, sort_keys=True) + "\n").encode())
+        init_run_dir(self.root, config, resume, self.MUST_MATCH)
 
     def config(self) -> dict:
         p = self.root / "config.json"
