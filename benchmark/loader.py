@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from benchmark.errors import ManifestError
-from benchmark.manifest import FamilyManifest, L1World, L2World, L3World, Level, TrackManifest, World
+from benchmark.manifest import FamilyManifest, L1World, L2World, L3World, TrackManifest, World
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WORLDS_ROOT = REPO_ROOT / "worlds"

@@ -115,7 +115,6 @@ def fragment_length(lib: Lib, max_lag: int = 400) -> int:
     """Strand cross-correlation peak over 10-bp bins of the human contigs (lags 60..max_lag)."""
     best, best_lag = -np.inf, 200
     hl = lib.human_lengths()
-    names = [c for c, _ in lib.contigs]
     fw, rv = [], []
     for ci, (c, L) in enumerate(lib.contigs):
         if c not in hl:

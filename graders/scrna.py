@@ -321,7 +321,6 @@ def l2_markers(world_dir: Path, world) -> dict:
     lane_genes: list[str] = []
     if lane is not None and len(set(lane)) == 2:
         s1, s2 = sorted(set(lane))
-        ln = lognorm(X)
         nt = ~t
         m1, m2 = X[nt & (lane == s1)], X[nt & (lane == s2)]
         cp1 = (m1 / m1.sum(1, keepdims=True)).mean(0) * 1e4

@@ -1,7 +1,6 @@
 """Model providers through the real litellm path: the local LLM (real tokens) and the scripted agents."""
 import json
 
-import pytest
 
 from benchmark.agent import call_model
 from benchmark.models.scripted import first_option_value

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from benchmark.adjudicate import pending, rule, validate_ledgers
 from benchmark.errors import ManifestError

@@ -1,7 +1,6 @@
 """The real bubblewrap sandbox: what code inside can reach, and that each abuse is contained and recorded."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest

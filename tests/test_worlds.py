@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import gzip
-import re
 import shutil
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -11,7 +10,7 @@ import pytest
 import yaml
 
 from benchmark.errors import LockMismatch
-from benchmark.freeze import build_files, check_world, compare, ensure_built, read_golden, read_lock
+from benchmark.freeze import check_world, compare, ensure_built, read_golden, read_lock
 from benchmark.loader import REPO_ROOT, Suite
 from benchmark.manifest import L1World, L2World, L3World
 from benchmark.validate import validate_suite

@@ -36,7 +36,6 @@ CanonicalWriter (no @PG lines, no timestamps).
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 

@@ -12,7 +12,6 @@ from scipy.stats import spearmanr
 
 
 def _signal(d, chip_key: str, inp_key: str, half: int) -> np.ndarray:
-    out = []
     tot = {}
     for k in (chip_key, inp_key):
         lib = d.libs[k]
