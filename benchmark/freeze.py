@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -208,5 +208,3 @@ def ensure_built(ref: WorldRef, cache_root: Path = CACHE_ROOT) -> Path:
 def scratch_dir() -> tempfile.TemporaryDirectory:
     return tempfile.TemporaryDirectory(prefix="benchmark-check-")
 
-
-Progress = Callable[[str], None]
