@@ -89,8 +89,11 @@ class RunStore:
     def append(self, rec: ResultRecord) -> None:
         line = rec.model_dump_json(by_alias=True) + "\n"
         with self._lock:
-            needs_newline = self.results_path.exists() and self.results_path.stat().st_size > 0 and \
-                not self.results_path.read_bytes().endswith(b"\n")
+            needs_newline = False
+            if self.results_path.exists() and self.results_path.stat().st_size > 0:
+                with open(self.results_path, "rb") as tail:
+                    tail.seek(-1, os.SEEK_END)
+                    needs_newline = tail.read(1) != b"\n"
             with open(self.results_path, "ab") as fh:
                 if needs_newline:  # a previous kill cut a line: close it off so this record stands alone
                     fh.write(b"\n")

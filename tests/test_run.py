@@ -132,3 +132,14 @@ def test_kill_minus_nine_then_resume(tmp_path):
         rec = next(r for r in final if r.world_id == wid)
         assert (out / rec.trajectory).stat().st_mtime_ns == mtime, f"{wid} was re-run"
     assert all(r.tokens_in > 0 and r.tokens_out > 0 for r in final if r.status != "model_error"), "real token counts"
+
+
+def test_a_line_cut_by_a_kill_is_skipped_and_closed_off(first_run, tmp_path):
+    store = RunStore(tmp_path / "torn")
+    store.init({"model": "scripted/first", "replicates": 1, "seed": 0}, resume=False)
+    rec = RunStore(first_run).results()[0]
+    store.results_path.write_text(rec.model_dump_json(by_alias=True)[:40])  # a kill mid-write
+    assert store.results() == []
+    store.append(rec)
+    assert [r.world_id for r in store.results()] == [rec.world_id]
+    assert len(store.results_path.read_text().splitlines()) == 2
