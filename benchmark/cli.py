@@ -26,6 +26,20 @@ def _suite(args):
     return Suite(Path(args.root)) if getattr(args, "root", None) else Suite()
 
 
+def _world_ref(args, world_id: str):
+    suite = _suite(args)
+    if world_id not in suite.worlds:
+        raise BenchmarkError(f"no world '{world_id}'; see `python -m benchmark worlds list`")
+    return suite.worlds[world_id]
+
+
+def _read_text(path: str, what: str) -> str:
+    p = Path(path)
+    if not p.exists():
+        raise BenchmarkError(f"{what} {p} does not exist")
+    return p.read_text()
+
+
 def _select(args):
     suite = _suite(args)
     ids = (getattr(args, "ids", None) or []) + (getattr(args, "more_ids", None) or []) or None
@@ -127,14 +141,8 @@ def cmd_worlds_grade(args) -> int:
     from benchmark.freeze import read_golden
     from graders.grade import grade
 
-    suite = _suite(args)
-    if args.world not in suite.worlds:
-        raise BenchmarkError(f"no world '{args.world}'; see `python -m benchmark worlds list`")
-    ref = suite.worlds[args.world]
-    path = Path(args.report)
-    if not path.exists():
-        raise BenchmarkError(f"report file {path} does not exist")
-    g = grade(ref, read_golden(ref).values, path.read_text())
+    ref = _world_ref(args, args.world)
+    g = grade(ref, read_golden(ref).values, _read_text(args.report, "report file"))
     print(g.model_dump_json(indent=2))
     return 0
 
@@ -160,14 +168,10 @@ def cmd_sandbox_exec(args) -> int:
     from benchmark.freeze import ensure_built
     from sandbox.bwrap import Sandbox
 
-    suite = _suite(args)
-    if args.world not in suite.worlds:
-        raise BenchmarkError(f"no world '{args.world}'; see `python -m benchmark worlds list`")
-    code_path = Path(args.code_file)
-    if not code_path.exists():
-        raise BenchmarkError(f"code file {code_path} does not exist")
-    with Sandbox(ensure_built(suite.worlds[args.world]), label=args.world) as sb:
-        res = sb.run_python(code_path.read_text())
+    ref = _world_ref(args, args.world)
+    code = _read_text(args.code_file, "code file")
+    with Sandbox(ensure_built(ref), label=args.world) as sb:
+        res = sb.run_python(code)
     print(res.as_text())
     return 1 if res.error or res.violation else 0
 

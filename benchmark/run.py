@@ -90,12 +90,12 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
         status = "noncompliant"
     traj.status = status
     rel = store.save_trajectory(traj)
-    ok_calls = [c for c in calls if c.ok]
+    agent = _usage(calls, cfg.model)
     rec = ResultRecord(
         world_id=ref.id, track=ref.world.track, level=str(ref.world.level), family=ref.world.family,
         world_class=ref.world.world_class, model=cfg.model, replicate=replicate, seed=seed, status=status,
-        score=g.score, grade=g, tokens_in=sum(c.tokens_in for c in ok_calls), tokens_out=sum(c.tokens_out for c in ok_calls),
-        calls=len(ok_calls), failed_calls=len(calls) - len(ok_calls), retries=sum(len(c.retries) for c in calls),
+        score=g.score, grade=g, tokens_in=agent.tokens_in, tokens_out=agent.tokens_out,
+        calls=agent.calls, failed_calls=len(calls) - agent.calls, retries=sum(len(c.retries) for c in calls),
         code_cells=len(cells), wall_s=traj.wall_s, violations=[v.kind for v in violations],
         audit_flags=sorted({f.kind for f in traj.audit}), trajectory=rel, harness_version=HARNESS_VERSION,
         run_id=store.run_id(),
