@@ -60,17 +60,67 @@ def build_substrate(ref: WorldRef) -> Any:
     """The track's substrate (cached per process), deep-copied so recipes never touch the shared copy."""
     load_track_module(ref.track.module)
     s = ref.track.substrate
-    return copy.deepcopy(_substrate_cached(s.name, s.seed, json.dumps(s.params, sort_keys=True)))
+    return copy.deepcopy(_substrate_cached(s.name, ref.substrate_seed, json.dumps(s.params, sort_keys=True)))
+
+
+DRAW_KINDS = ("integer", "uniform", "choice", "sample")
+
+
+def _draw(spec: dict, rng: np.random.Generator, where: str) -> Any:
+    """One drawn recipe parameter (graders/README.md section 1); errors name the manifest field and the fix."""
+    kind = spec.get("draw")
+    extra = set(spec) - {"draw", "low", "high", "digits", "from", "k"}
+    if kind not in DRAW_KINDS or extra:
+        raise BenchmarkError(f"{where}: a draw needs draw: {' | '.join(DRAW_KINDS)} and only low/high/digits/from/k "
+                             f"(got {sorted(spec)}); fix the parameter")
+    try:
+        if kind == "integer":
+            lo, hi = int(spec["low"]), int(spec["high"])
+            if lo > hi:
+                raise ValueError("low > high")
+            return int(rng.integers(lo, hi + 1))
+        if kind == "uniform":
+            lo, hi = float(spec["low"]), float(spec["high"])
+            if lo > hi:
+                raise ValueError("low > high")
+            x = float(rng.uniform(lo, hi))
+            return round(x, int(spec["digits"])) if "digits" in spec else x
+        pool = list(spec["from"])
+        if not pool:
+            raise ValueError("'from' is empty")
+        if kind == "choice":
+            return pool[int(rng.integers(len(pool)))]
+        k = int(spec["k"])
+        if not 0 < k <= len(pool):
+            raise ValueError(f"k={k} is not between 1 and {len(pool)}")
+        return [pool[int(i)] for i in rng.choice(len(pool), size=k, replace=False)]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BenchmarkError(f"{where}: bad {kind} draw {spec} ({exc}); give low/high (integer, uniform) or from (choice, sample)") from None
+
+
+def resolve_params(params: dict[str, Any], rng: np.random.Generator, where: str) -> dict[str, Any]:
+    """Replace every `{draw: ...}` value (at any depth) by a value drawn from the world's RNG, in key order."""
+    def walk(v: Any, path: str) -> Any:
+        if isinstance(v, dict) and "draw" in v:
+            return _draw(v, rng, path)
+        if isinstance(v, dict):
+            return {k: walk(v[k], f"{path}.{k}") for k in sorted(v)}
+        if isinstance(v, list):
+            return [walk(x, f"{path}.{i}") for i, x in enumerate(v)]
+        return v
+
+    return {k: walk(params[k], f"{where}.{k}") for k in sorted(params)}
 
 
 def build_files(ref: WorldRef, out_dir: Path) -> list[str]:
     """Apply the recipe to the substrate and write the public files; return the relative paths written."""
     w = ref.world
     data = build_substrate(ref)
-    rng = np.random.default_rng(w.seed)
-    for step in w.recipe:
+    rng = np.random.default_rng(ref.world_seed)
+    for i, step in enumerate(w.recipe):
+        params = resolve_params(step.params, rng, f"{ref.path}: field 'recipe.{i}.params'")
         try:
-            data = RECIPES.get(f"{w.track}.{step.name}").fn(data, rng, **step.params)
+            data = RECIPES.get(f"{w.track}.{step.name}").fn(data, rng, **params)
         except TypeError as exc:
             raise BenchmarkError(f"{ref.path}: recipe '{step.name}' rejected its params ({exc}); fix recipe.params") from exc
     if out_dir.exists():
@@ -128,16 +178,26 @@ def lock_bytes(lock: Lock) -> bytes:
     return (json.dumps(lock.model_dump(), indent=2, sort_keys=True) + "\n").encode()
 
 
-def freeze_world(ref: WorldRef, cache_root: Path = CACHE_ROOT) -> Lock:
-    """Build into the cache, solve, and write golden + lock beside the manifest (atomically)."""
-    out = cache_root / ref.id
-    tmp = cache_root / f".{ref.id}.building"
+def world_cache(ref: WorldRef, cache_root: Path | None = None) -> Path:
+    """Where a world's built files live: the shared cache, or a private campaign's own data folder."""
+    if cache_root is None:
+        cache_root = ref.campaign.data_root if ref.campaign is not None else CACHE_ROOT
+    return Path(cache_root) / ref.id
+
+
+def freeze_world(ref: WorldRef, cache_root: Path | None = None) -> Lock:
+    """Build into the cache, solve, and write golden + lock beside the manifest (or in the campaign), atomically."""
+    out = world_cache(ref, cache_root)
+    tmp = out.with_name(f".{ref.id}.building")
+    tmp.parent.mkdir(parents=True, exist_ok=True)
     files = build_files(ref, tmp)
     g = solve(ref, tmp)
     if out.exists():
         shutil.rmtree(out)
     os.replace(tmp, out)
     lock = make_lock(ref, out, files, g)
+    ref.golden_path.parent.mkdir(parents=True, exist_ok=True)
+    ref.lock_path.parent.mkdir(parents=True, exist_ok=True)
     _atomic_write(ref.golden_path, golden_bytes(g))
     _atomic_write(ref.lock_path, lock_bytes(lock))
     return lock
@@ -189,12 +249,13 @@ def check_world(ref: WorldRef, scratch: Path) -> list[str]:
     return problems
 
 
-def ensure_built(ref: WorldRef, cache_root: Path = CACHE_ROOT) -> Path:
+def ensure_built(ref: WorldRef, cache_root: Path | None = None) -> Path:
     """The world's verified public files: rebuilt into the cache when absent, refused when they differ from the lock."""
     lock = read_lock(ref)
-    d = cache_root / ref.id
+    d = world_cache(ref, cache_root)
     if not d.exists():
-        tmp = cache_root / f".{ref.id}.building"
+        tmp = d.with_name(f".{ref.id}.building")
+        tmp.parent.mkdir(parents=True, exist_ok=True)
         build_files(ref, tmp)
         if d.exists():
             shutil.rmtree(d)

@@ -47,11 +47,56 @@ def _line_of(node: yaml.Node | None, loc: tuple) -> int | None:
     return line
 
 
-def read_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
-    text = Path(path).read_text(encoding="utf-8")
+class StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys (YAML keeps the last one silently, so an edit could vanish) and
+    reports an impossible date (2026-02-30) as a YAML error with its line, not as a stray ValueError."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                try:
+                    key = self.construct_object(key_node, deep=True)
+                    hash(key)
+                except (TypeError, yaml.YAMLError):
+                    continue  # unhashable keys: the base class reports them
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        f"while constructing a mapping (first at line {seen[key]})", node.start_mark,
+                        f"duplicate key '{key}' (also at line {seen[key]}); keep one", key_node.start_mark)
+                seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_timestamp(self, node):
+        try:
+            return super().construct_yaml_timestamp(node)
+        except ValueError as exc:
+            raise yaml.constructor.ConstructorError(None, None, f"'{node.value}' is not a real date or time ({exc})",
+                                                    node.start_mark) from None
+
+
+StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", StrictLoader.construct_yaml_timestamp)
+StrictLoader.add_constructor("tag:yaml.org,2002:map", StrictLoader.construct_yaml_map)
+
+
+def read_text_utf8(path: Path) -> str:
+    """A text file as UTF-8; bad bytes are one sentence naming the file, the line and the byte offset."""
+    data = Path(path).read_bytes()
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ManifestError(path, "<encoding>", f"byte {exc.start} (0x{data[exc.start]:02x}) is not valid UTF-8; "
+                            "save the file as UTF-8", line) from None
+
+
+def read_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
+    text = read_text_utf8(path)
+    try:
+        node = yaml.compose(text, Loader=StrictLoader)
+        data = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise ManifestError(path, "<yaml>", f"not valid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None) from exc
@@ -99,6 +144,7 @@ class WorldRef:
     path: Path
     family: FamilyManifest
     track: TrackManifest
+    campaign: "Campaign | None" = None  # a private freeze (`worlds freeze --seed S --out DIR`): goldens and locks there
 
     @property
     def id(self) -> str:
@@ -106,11 +152,46 @@ class WorldRef:
 
     @property
     def golden_path(self) -> Path:
+        if self.campaign is not None:
+            return self.campaign.root / "goldens" / f"{self.id}.golden.json"
         return self.path.with_name(self.path.stem + ".golden.json")
 
     @property
     def lock_path(self) -> Path:
+        if self.campaign is not None:
+            return self.campaign.root / "locks" / f"{self.id}.lock.json"
         return self.path.with_name(self.path.stem + ".lock.json")
+
+    @property
+    def world_seed(self) -> int:
+        """The seed a world's recipe draws from: its manifest seed, mixed with a private campaign's seed."""
+        return self.world.seed if self.campaign is None else self.campaign.mix(self.world.seed, "world")
+
+    @property
+    def substrate_seed(self) -> int:
+        s = self.track.substrate.seed
+        return s if self.campaign is None else self.campaign.mix(s, "substrate")
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """A private copy of the suite frozen with a secret seed: same manifests, fresh draws, its own goldens and locks.
+
+    Published goldens and lock hashes are then no answer key: every drawn magnitude, affected set and depth differs.
+    """
+
+    seed: int
+    root: Path
+
+    def mix(self, seed: int, what: str) -> int:
+        import hashlib
+
+        digest = hashlib.sha256(f"campaign:{self.seed}:{what}:{seed}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") >> 1
+
+    @property
+    def data_root(self) -> Path:
+        return self.root / "data"
 
 
 class Suite:
@@ -179,6 +260,17 @@ class Suite:
 
     def families(self) -> dict[str, FamilyManifest]:
         return {fid: f for b in self.tracks.values() for fid, f in b.families.items()}
+
+    def with_campaign(self, campaign: Campaign | None) -> "Suite":
+        """This suite with every world bound to a private campaign (goldens, locks and data under its folder)."""
+        import copy
+        import dataclasses
+
+        if campaign is None:
+            return self
+        other = copy.copy(self)
+        other.worlds = {k: dataclasses.replace(r, campaign=campaign) for k, r in self.worlds.items()}
+        return other
 
 
 @functools.lru_cache(maxsize=4)

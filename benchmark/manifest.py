@@ -44,7 +44,7 @@ class SubstrateRef(Strict):
 
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
-    seed: int = 0
+    seed: int = Field(0, strict=True)  # strict: `seed: true` is not 1
     real: bool = Field(description="True when the substrate is real data shipped in a package, False for a seeded simulation")
     source: str = Field(description="where the data comes from (package and file) or which generative model simulates it")
 
@@ -79,7 +79,7 @@ class FamilyManifest(Strict):
     solver: str = Field(description="registered reference solver that computes the golden from a world's files")
     defect_catalog: dict[str, list[str]] = Field(
         default_factory=dict,
-        description="L1: defect code -> regex patterns that name it in a report (gold side, never shown)",
+        description="defect (L1) or trap (L2) code -> regex patterns that name it in a report (gold side, never shown)",
     )
 
     @field_validator("report_schema")
@@ -97,20 +97,24 @@ class FamilyManifest(Strict):
 # ---------------------------------------------------------------- rubric checks
 
 class Check(Strict):
-    """One deterministic check of a report against the golden. Returns a credit in [0, 1].
+    """One deterministic check of a report (or of a work product it names) against the golden; credit in [0, 1].
 
-    kinds:
-      value     numeric field vs golden key (or literal `target`) within rel_tol/abs_tol; `partial_tol` earns 0.5
-      equals    field (case-insensitive for strings) is one of `values`
-      mentions  any regex of `patterns` occurs in the text of `fields` (lists and objects flattened)
-      overlap   list field vs golden list: recall of the golden items among the reported ones, >= min_recall
-      sign      sign of a numeric field (or a direction word) matches the golden's sign
-      present   field exists and is not null/empty
-    `negate` inverts a boolean kind (equals, mentions, present).
+    The contract is graders/README.md. kinds:
+      value          numeric field vs golden key (or literal `target`) within rel_tol/abs_tol; `partial_tol` earns 0.5
+      equals         field (case-insensitive for strings) is one of `values`
+      mentions       any regex of `patterns` occurs in the text of `fields` (only those fields); recognition (I) only
+      overlap        list field vs golden list: precision and recall, full credit when F1 >= min_f1
+      sign           sign of a numeric field (or a direction word) matches the golden's sign
+      present        field exists and is not null/empty
+      product_items  the file whose path is in `field` (one item per line) vs golden list, as `overlap`
+      product_table  the CSV whose path is in `field`: `key` column -> `column` values vs a golden mapping
+      product        the file whose path is in `field`, judged by the registered product validator `validator`
+    `negate` inverts a boolean kind (equals, mentions, present). `requires` halves the credit unless every named
+    check earned full credit (a recognised problem without its measured value is partial).
     """
 
     id: str
-    kind: Literal["value", "equals", "mentions", "overlap", "sign", "present"]
+    kind: Literal["value", "equals", "mentions", "overlap", "sign", "present", "product_items", "product_table", "product"]
     component: Literal["A", "I", "M", "C"] | None = None
     field: str | None = None
     fields: list[str] = Field(default_factory=list)
@@ -121,8 +125,16 @@ class Check(Strict):
     partial_tol: float | None = None
     values: list[Any] = Field(default_factory=list)
     patterns: list[str] = Field(default_factory=list)
-    min_recall: float = 1.0
+    min_f1: float = Field(0.8, ge=0, le=1, description="overlap/product_items: F1 needed for full credit")
+    partial_f1: float | None = Field(None, ge=0, le=1, description="overlap/product_items: F1 that earns 0.5")
     top_k: int | None = None
+    key: str | None = Field(None, description="product_table: the CSV column holding the key (gene, region)")
+    column: str | None = Field(None, description="product_table: the CSV column holding the value")
+    min_coverage: float = Field(0.9, ge=0, le=1, description="product_table: share of golden keys that must be present")
+    min_spearman: float | None = Field(None, ge=-1, le=1, description="product_table: Spearman over shared keys")
+    min_share: float | None = Field(None, ge=0, le=1, description="product_table: share of keys within rel_tol/abs_tol")
+    validator: str | None = Field(None, description="product: registered product validator name")
+    requires: list[str] = Field(default_factory=list, description="ids of checks that must earn full credit, else half")
     negate: bool = False
     weight: float = 1.0
     why: str = Field("", description="what the check establishes, for humans and the verifier")
@@ -130,7 +142,7 @@ class Check(Strict):
     @model_validator(mode="after")
     def _shape(self) -> "Check":
         k = self.kind
-        if k in ("value", "equals", "overlap", "sign", "present") and not self.field:
+        if k in ("value", "equals", "overlap", "sign", "present", "product_items", "product_table", "product") and not self.field:
             raise ValueError(f"check '{self.id}' of kind {k} needs 'field'")
         if k == "value" and self.golden is None and self.target is None:
             raise ValueError(f"check '{self.id}' of kind value needs 'golden' or 'target'")
@@ -140,11 +152,26 @@ class Check(Strict):
             raise ValueError(f"check '{self.id}' of kind equals needs 'values'")
         if k == "mentions" and not (self.patterns and (self.fields or self.field)):
             raise ValueError(f"check '{self.id}' of kind mentions needs 'patterns' and 'fields'")
-        if k in ("overlap", "sign") and self.golden is None:
+        if k in ("overlap", "sign", "product_items", "product_table") and self.golden is None:
             raise ValueError(f"check '{self.id}' of kind {k} needs 'golden'")
+        if k == "product_table":
+            if not (self.key and self.column):
+                raise ValueError(f"check '{self.id}' of kind product_table needs 'key' and 'column' (CSV column names)")
+            if self.min_spearman is None and self.min_share is None:
+                raise ValueError(f"check '{self.id}' of kind product_table needs 'min_spearman' or 'min_share'")
+            if self.min_share is not None and self.rel_tol is None and self.abs_tol is None:
+                raise ValueError(f"check '{self.id}': min_share needs 'rel_tol' or 'abs_tol'")
+        if k == "product" and not self.validator:
+            raise ValueError(f"check '{self.id}' of kind product needs 'validator' (a registered product validator)")
         if self.negate and k not in ("equals", "mentions", "present"):
             raise ValueError(f"check '{self.id}': negate only applies to equals, mentions, present")
         return self
+
+    @property
+    def reads_words(self) -> bool:
+        """True for checks that credit words (free text), which may only feed recognition (I). `equals` reads a
+        categorical answer (a direction, a population, a file) and counts as a value."""
+        return self.kind in ("mentions", "present")
 
 
 class L1Rubric(Strict):
@@ -157,7 +184,12 @@ class L1Rubric(Strict):
     expect: Literal["accept", "detect", "abstain"]
     diagnosis: list[str] = Field(default_factory=list, description="extra regexes that name the defect")
     partial_diagnosis: list[str] = Field(default_factory=list, description="regexes naming only part of the defect")
-    actions: list[Check] = Field(default_factory=list, description="all pass: DIAGNOSE-AND-ACT; some: -PARTIAL")
+    measure: list[Check] = Field(default_factory=list,
+                                 description="alternative value checks on the diagnosing issue's `value`; one passing "
+                                             "makes the diagnosis complete, none makes it partial")
+    actions: list[Check] = Field(default_factory=list,
+                                 description="checks on the diagnosing issue (its `output` product) or the report: "
+                                             "all pass: DIAGNOSE-AND-ACT; some: -PARTIAL")
     acceptable_assessments: list[str] = Field(default_factory=list)
     limit: list[str] = Field(default_factory=list, description="abstain worlds: regexes naming the specific limit")
 
@@ -215,7 +247,7 @@ class WorldBase(Strict):
     family: str
     world_class: str = Field(alias="class")
     title: str
-    seed: int
+    seed: int = Field(strict=True)  # strict: `seed: true` or "7" is refused, not coerced
     recipe: list[RecipeStep] = Field(default_factory=list)
     public_files: list[str]
     expected_response: str = Field(description="what the agent should report and do")
@@ -258,12 +290,15 @@ class L1World(WorldBase):
 class L2World(WorldBase):
     level: Literal[Level.L2]
     trap: str | None = Field(None, description="the confound or trap, in words; null for the clean control")
+    defect: str | None = Field(None, description="the trap's code in the family's defect_catalog; null for the clean control")
     rubric: L2Rubric
 
     @model_validator(mode="after")
     def _trap(self) -> "L2World":
         if (self.world_class == "clean") == bool(self.trap):
             raise bad("trap", "a clean world has no 'trap'; every other L2 class names its trap")
+        if self.world_class == "clean" and self.defect:
+            raise bad("defect", "a clean control carries no 'defect'; remove it")
         return self
 
 

@@ -99,3 +99,13 @@ def oracle(family_id: str, version: str = "1"):
 
 def naive(family_id: str, version: str = "1"):
     return NAIVES.register(family_id, version)
+
+
+# Track-specific judges of work products no generic check kind fits (a sorted BAM, a renamed header): gold side.
+#   @product_validator("histone.sorted_bam")
+#   def sorted_bam(path: Path, golden: dict, check: Check) -> tuple[float, str]: ...   # credit in [0, 1], detail
+PRODUCT_VALIDATORS = Registry("product validator")
+
+
+def product_validator(name: str, version: str = "1"):
+    return PRODUCT_VALIDATORS.register(name, version)

@@ -12,7 +12,7 @@ from benchmark.canonical import _atomic_write
 from benchmark.errors import BenchmarkError
 from benchmark.freeze import read_golden
 from benchmark.loader import load_suite
-from benchmark.store import RunStore
+from benchmark.store import RunStore, result_key
 from graders.grade import Grade, grade
 
 
@@ -28,7 +28,8 @@ def regrade(run_dir: Path) -> list[tuple[str, Grade, Grade | None]]:
             raise BenchmarkError(f"{store.results_path}: world '{rec.world_id}' is not in this checkout's suite")
         ref = suite.worlds[rec.world_id]
         traj = store.load_trajectory(rec.trajectory)
-        g = grade(ref, read_golden(ref).values, traj.report_raw, [c.code + "\n" + c.stdout for c in traj.cells])
+        g = grade(ref, read_golden(ref).values, traj.report_raw, [c.code + "\n" + c.stdout for c in traj.cells],
+                  products=store.artifacts / result_key(rec.world_id, rec.replicate))
         out.append((f"{rec.world_id}__r{rec.replicate}", g, rec.grade))
     lines = "".join(json.dumps({"key": k, "grade": g.model_dump()}, sort_keys=True) + "\n" for k, g, _ in out)
     _atomic_write(Path(run_dir) / "grades.jsonl", lines.encode())

@@ -46,16 +46,55 @@ def validate_suite(suite: Suite) -> list[str]:
         for i, step in enumerate(w.recipe):
             if f"{w.track}.{step.name}" not in RECIPES:
                 problems.append(f"{ref.path}: field 'recipe.{i}.name': no recipe '{step.name}' registered for track '{w.track}'")
+        props = ref.family.report_schema.get("properties", {})
         if isinstance(w, L2World):
             for c in list(w.rubric.checks) + list(w.rubric.zero_if):
                 for f in [c.field, *c.fields]:
-                    if f and f.split(".")[0] not in ref.family.report_schema.get("properties", {}):
+                    if f and f.split(".")[0] not in props:
                         problems.append(f"{ref.path}: field 'rubric' check '{c.id}': '{f}' is not in the family's report schema")
+            problems += contract_problems(ref.path, w, ref.family)
         if isinstance(w, L1World):
-            for c in w.rubric.actions:
-                for f in [c.field, *c.fields]:
-                    if f and f.split(".")[0] not in ref.family.report_schema.get("properties", {}):
-                        problems.append(f"{ref.path}: field 'rubric.actions' check '{c.id}': '{f}' is not in the family's report schema")
+            issue_props = props.get("issues", {}).get("items", {}).get("properties", {})
+            for part, checks in (("measure", w.rubric.measure), ("actions", w.rubric.actions)):
+                for c in checks:
+                    for f in [c.field, *c.fields]:
+                        if f and f.split(".")[0] not in props and f.split(".")[0] not in issue_props:
+                            problems.append(f"{ref.path}: field 'rubric.{part}' check '{c.id}': '{f}' is neither a report "
+                                            "field nor a field of an issue in the family's report schema")
+            problems += contract_problems(ref.path, w, ref.family)
         if not ref.lock_path.exists():
             problems.append(f"{ref.path}: world is not frozen (no {ref.lock_path.name}); run `python -m benchmark worlds freeze {w.id}`")
     return problems
+
+
+def contract_problems(path, w: L1World | L2World, family) -> list[str]:
+    """The grading contract (graders/README.md): words feed recognition only; the world's defect is catalogued.
+
+    A, M, C and zero_if checks (L2), and L1 measures and actions, must be value or product checks, so no report
+    earns correctness, response or calibration, or escapes a zero, by its wording.
+    """
+    out: list[str] = []
+    if isinstance(w, L2World):
+        for c in w.rubric.checks:
+            if c.component != "I" and c.reads_words:
+                out.append(f"{path}: field 'rubric.checks' check '{c.id}': a {c.kind} check credits words, which may "
+                           f"only feed component I; use a value or product check for {c.component}")
+        for c in w.rubric.zero_if:
+            if c.reads_words:
+                out.append(f"{path}: field 'rubric.zero_if' check '{c.id}': zero_if must hold on values or products "
+                           "alone (a word must not lift a zero); use a value, overlap or product check")
+        ids = {c.id for c in w.rubric.checks}
+        for c in w.rubric.checks:
+            for r in c.requires:
+                if r not in ids:
+                    out.append(f"{path}: field 'rubric.checks' check '{c.id}': requires unknown check '{r}'")
+    else:
+        for part, checks in (("measure", w.rubric.measure), ("actions", w.rubric.actions)):
+            for c in checks:
+                if c.reads_words:
+                    out.append(f"{path}: field 'rubric.{part}' check '{c.id}': a {c.kind} check credits words; an L1 "
+                               "measure or action must check a value or a product")
+    if w.defect and family.defect_catalog and w.defect not in family.defect_catalog:
+        out.append(f"{path}: field 'defect': '{w.defect}' is not in the family's defect_catalog "
+                   f"({', '.join(sorted(family.defect_catalog))})")
+    return out

@@ -1,16 +1,23 @@
-"""Deterministic rubric checks: one report field against the golden, returning credit in [0, 1].
+"""Deterministic rubric checks: one report field (or the work product it names) against the golden, credit in [0, 1].
 
-Shared by the L1 action checks and the L2 components. A check never raises on a bad report: a missing or
-wrongly typed field earns 0 and says why, so grading a malformed report is an outcome, not a crash.
+Shared by the L1 measures and actions and the L2 components; the contract is graders/README.md. A check never
+raises on a bad report or product: a missing or wrongly typed field, or an unreadable file, earns 0 and says why,
+so grading a malformed report is an outcome, not a crash.
 """
 from __future__ import annotations
 
+import csv
+import io
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from benchmark.manifest import Check
+
+MAX_PRODUCT_BYTES = 64 << 20  # the harness collects at most this much; a larger file is not read
+MAX_PRODUCT_ROWS = 1_000_000
 
 _MISSING = object()
 
@@ -86,13 +93,114 @@ def _sign(v: Any) -> int | None:
     return (x > 0) - (x < 0)
 
 
-def run_check(check: Check, report: Any, golden: dict[str, Any]) -> CheckResult:
+def run_check(check: Check, report: Any, golden: dict[str, Any], products: Path | None = None) -> CheckResult:
     c = check
-    credit, detail = _evaluate(c, report, golden)
+    try:
+        credit, detail = _evaluate(c, report, golden, products)
+    except RecursionError:
+        credit, detail = 0.0, "the value is nested too deeply to read"
     return CheckResult(c.id, credit, detail, c.component)
 
 
-def _evaluate(c: Check, report: Any, golden: dict[str, Any]) -> tuple[float, str]:
+def run_checks(checks: list[Check], report: Any, golden: dict[str, Any], products: Path | None = None) -> list[CheckResult]:
+    """Run checks in order, then apply `requires`: a check whose required checks did not all earn full credit keeps
+    half its credit (a recognised problem without its measured value is partial)."""
+    results = [run_check(c, report, golden, products) for c in checks]
+    by_id = {r.id: r for r in results}
+    out = []
+    for c, r in zip(checks, results):
+        missing = [q for q in c.requires if by_id.get(q) is None or by_id[q].credit < 1.0]
+        if missing and r.credit > 0:
+            r = replace(r, credit=round(r.credit / 2, 6), detail=f"{r.detail}; halved: {', '.join(missing)} not established")
+        out.append(r)
+    return out
+
+
+def f1_score(reported: list[str], target: list[str]) -> tuple[float, float, float]:
+    """Precision, recall and F1 of two item sets (case-insensitive, stripped)."""
+    rep = {_norm(str(x)) for x in reported} - {""}
+    tgt = {_norm(str(x)) for x in target} - {""}
+    if not tgt and not rep:
+        return 1.0, 1.0, 1.0
+    tp = len(rep & tgt)
+    prec = tp / len(rep) if rep else 0.0
+    rec = tp / len(tgt) if tgt else 0.0
+    f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+    return prec, rec, f1
+
+
+def _f1_credit(c: Check, reported: list[str], target: list[str]) -> tuple[float, str]:
+    prec, rec, f1 = f1_score(reported, target)
+    detail = f"precision {prec:.2f}, recall {rec:.2f}, F1 {f1:.2f} (need {c.min_f1:.2f}) over {len(set(map(str, target)))} golden items"
+    if f1 >= c.min_f1 - 1e-12:
+        return 1.0, detail
+    if c.partial_f1 is not None and f1 >= c.partial_f1 - 1e-12:
+        return 0.5, detail + " (partial)"
+    return 0.0, detail
+
+
+def product_path(products: Path | None, value: Any) -> tuple[Path | None, str]:
+    """The collected product a report names, confined to the products folder; (None, why) when it cannot be read."""
+    if products is None:
+        return None, "no work products were collected for this report"
+    if not isinstance(value, str) or not value.strip():
+        return None, "the report names no product file"
+    rel = value.strip()
+    for prefix in ("/workspace/", "workspace/", "./"):
+        if rel.startswith(prefix):
+            rel = rel[len(prefix):]
+    parts = Path(rel).parts
+    if not parts or Path(rel).is_absolute() or ".." in parts:
+        return None, f"product path {value!r} is not a file under the working directory"
+    root = Path(products).resolve()
+    p = root / rel
+    if p.is_symlink() or not p.is_file():
+        return None, f"product {rel} was not written (or not collected)"
+    if not p.resolve().is_relative_to(root):
+        return None, f"product path {value!r} leaves the working directory"
+    if p.stat().st_size > MAX_PRODUCT_BYTES:
+        return None, f"product {rel} is larger than {MAX_PRODUCT_BYTES >> 20} MiB"
+    return p, rel
+
+
+def _read_text(p: Path) -> str:
+    return p.read_bytes().decode("utf-8", errors="replace")
+
+
+def read_items(p: Path, golden_items: list[str]) -> list[str]:
+    """`lines` format: one item per line, first CSV/TSV field, blank and '#' lines ignored, a header line ignored."""
+    items = []
+    for line in _read_text(p).splitlines()[:MAX_PRODUCT_ROWS]:
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        items.append(re.split(r"[,\t]", line, maxsplit=1)[0].strip().strip('"'))
+    known = {_norm(str(x)) for x in golden_items}
+    if items and _norm(items[0]) not in known:
+        items = items[1:]  # a header (or one stray item, which then costs recall instead of precision)
+    return items
+
+
+def read_table(p: Path, key: str, column: str) -> tuple[dict[str, float] | None, str]:
+    text = _read_text(p)
+    sample = text[:4096]
+    delim = "\t" if sample.count("\t") > sample.count(",") else ","
+    reader = csv.DictReader(io.StringIO(text), delimiter=delim)
+    cols = reader.fieldnames or []
+    if key not in cols or column not in cols:
+        return None, f"needs columns '{key}' and '{column}', found {cols[:8]}"
+    out: dict[str, float] = {}
+    for i, row in enumerate(reader):
+        if i >= MAX_PRODUCT_ROWS:
+            break
+        v = _number(row.get(column))
+        k = (row.get(key) or "").strip()
+        if k and v is not None:
+            out[_norm(k)] = v
+    return out, f"{len(out)} rows"
+
+
+def _evaluate(c: Check, report: Any, golden: dict[str, Any], products: Path | None = None) -> tuple[float, str]:
     if c.kind == "mentions":
         paths = c.fields or [c.field]
         text = " ".join(flatten_text(get_path(report, p)) for p in paths)
@@ -130,13 +238,29 @@ def _evaluate(c: Check, report: Any, golden: dict[str, Any]) -> tuple[float, str
     if c.kind == "overlap":
         if not isinstance(got, list) or not isinstance(want, list):
             return 0.0, f"{c.field} is not a list"
-        reported = [_norm(str(x)) for x in got][: c.top_k] if c.top_k else [_norm(str(x)) for x in got]
-        target = [_norm(str(x)) for x in want]
-        if not target:
-            return float(not reported), "golden list is empty"
-        recall = len(set(reported) & set(target)) / len(set(target))
-        credit = 1.0 if recall >= c.min_recall else recall / c.min_recall * 0.5 if c.min_recall > 0 else 0.0
-        return round(credit, 6), f"recall {recall:.2f} (need {c.min_recall:.2f})"
+        reported = [str(x) for x in got][: c.top_k] if c.top_k else [str(x) for x in got]
+        return _f1_credit(c, reported, [str(x) for x in want])
+
+    if c.kind in ("product_items", "product_table", "product"):
+        path, why = product_path(products, got)
+        if path is None:
+            return 0.0, why
+        if c.kind == "product_items":
+            if not isinstance(want, list):
+                return 0.0, f"golden {c.golden} is not a list (rubric/golden mismatch)"
+            credit, detail = _f1_credit(c, read_items(path, want), [str(x) for x in want])
+            return credit, f"{why}: {detail}"
+        if c.kind == "product_table":
+            return _table_credit(c, path, why, want)
+        from benchmark.registry import PRODUCT_VALIDATORS
+
+        if c.validator not in PRODUCT_VALIDATORS:
+            return 0.0, f"no product validator '{c.validator}' is registered (rubric error)"
+        try:
+            credit, detail = PRODUCT_VALIDATORS.get(c.validator).fn(path, golden, c)
+        except Exception as exc:  # noqa: BLE001 - an unreadable product is an outcome
+            return 0.0, f"{why}: could not be read ({type(exc).__name__}: {str(exc)[:200]})"
+        return float(max(0.0, min(1.0, credit))), f"{why}: {detail}"
 
     if c.kind == "sign":
         g, w = _sign(got), _sign(want)
@@ -145,3 +269,33 @@ def _evaluate(c: Check, report: Any, golden: dict[str, Any]) -> tuple[float, str
         return float(g == w), f"sign {g} vs golden {w}"
 
     return 0.0, f"unknown check kind {c.kind}"
+
+
+def _table_credit(c: Check, path: Path, rel: str, want: Any) -> tuple[float, str]:
+    from scipy.stats import spearmanr
+
+    if not isinstance(want, dict) or not want:
+        return 0.0, f"golden {c.golden} is not a non-empty mapping (rubric/golden mismatch)"
+    table, why = read_table(path, c.key or "", c.column or "")
+    if table is None:
+        return 0.0, f"{rel}: {why}"
+    gold = {_norm(str(k)): _number(v) for k, v in want.items()}
+    gold = {k: v for k, v in gold.items() if v is not None}
+    shared = sorted(set(gold) & set(table))
+    coverage = len(shared) / len(gold) if gold else 0.0
+    parts = [f"{rel}: {len(shared)}/{len(gold)} golden keys present"]
+    ok = coverage >= c.min_coverage - 1e-12
+    if c.min_spearman is not None:
+        if len(shared) >= 3:
+            rho = spearmanr([table[k] for k in shared], [gold[k] for k in shared]).statistic
+            rho = float(rho) if rho == rho else 0.0
+        else:
+            rho = 0.0
+        parts.append(f"Spearman {rho:.3f} (need {c.min_spearman:.2f})")
+        ok = ok and rho >= c.min_spearman - 1e-12
+    if c.min_share is not None:
+        within = sum(_within(table[k], gold[k], c.rel_tol, c.abs_tol) for k in shared)
+        share = within / len(gold) if gold else 0.0
+        parts.append(f"{share:.2f} of values within tolerance (need {c.min_share:.2f})")
+        ok = ok and share >= c.min_share - 1e-12
+    return float(ok), "; ".join(parts)

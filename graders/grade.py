@@ -1,6 +1,7 @@
 """One entry point for deterministic grading of any L1/L2 world, returning a record-ready `Grade`."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -31,20 +32,23 @@ class Grade(BaseModel):
     caps: list[str] = []
     checks: list[CheckRecord] = []
     fabrication: float | None = None
+    invented: list[str] = []
     grader: str
     grader_version: str
 
 
-def grade(ref: WorldRef, golden: dict[str, Any], report: Any, code_cells: list[str] | None = None) -> Grade:
+def grade(ref: WorldRef, golden: dict[str, Any], report: Any, code_cells: list[str] | None = None,
+          products: Path | None = None) -> Grade:
+    """`products` is the folder holding the work products the agent wrote (the run's artifacts/<key>/)."""
     w = ref.world
     if isinstance(w, L1World):
-        g = grade_l1(w, ref.family, golden, report, code_cells)
+        g = grade_l1(w, ref.family, golden, report, code_cells, products)
         return Grade(world_id=w.id, level="L1", status=g.state, native=g.score, score=round(g.score100, 6),
                      reason=g.reason, checks=[CheckRecord(**c.__dict__) for c in g.checks], fabrication=g.fabrication,
-                     grader=g.grader, grader_version=g.grader_version)
+                     invented=g.invented, grader=g.grader, grader_version=g.grader_version)
     if isinstance(w, L2World):
-        g2 = grade_l2(w, ref.family, golden, report)
+        g2 = grade_l2(w, ref.family, golden, report, products)
         return Grade(world_id=w.id, level="L2", status=g2.status, native=g2.score, score=round(g2.score100, 6),
                      components=g2.components, reason=g2.reason, caps=g2.caps,
-                     checks=[CheckRecord(**c.__dict__) for c in g2.checks], grader=g2.grader, grader_version=g2.grader_version)
+                     checks=[CheckRecord(**c.__dict__) for c in g2.checks], invented=g2.invented, grader=g2.grader, grader_version=g2.grader_version)
     raise ValueError(f"world {w.id} is {w.level}; L3 dossiers are graded by the judge protocol, not deterministically")

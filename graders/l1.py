@@ -1,48 +1,58 @@
-"""L1 data-integrity grader: the behavioural state machine of seed 001 J.1 on a native 0-3 scale.
+"""L1 data-integrity grader: the behavioural state machine of seed 001 J.1 on a native 0-3 scale, with precision.
 
-The state is decided from the report alone (plus, when a trajectory is given, the fabrication heuristic).
-Native scores, chosen so that each step up the handling ladder earns credit and every unsupported alarm costs:
+The report is defect-agnostic (graders/README.md section 4): a list of issues, each with a measured `value` and
+the `output` its action wrote. An alarm (warning or blocking issue) names the catalogued defects whose patterns
+match its own category, place and description; on a challenge world the alarm naming the world's defect is the
+diagnosis, complete only with its measured value in tolerance, and its action is judged by checking the work
+product it names. Every other catalogued defect an alarm names is invented, and costs on every world class.
 
-| state                       | score | when                                                                  |
-|-----------------------------|-------|-----------------------------------------------------------------------|
-| DIAGNOSE-AND-ACT            | 3     | defect named and every action check passes                            |
-| DIAGNOSE-AND-ACT-PARTIAL    | 2.5   | defect named, some action checks pass (or only part of it named + all) |
-| DIAGNOSE-NOT-ACT            | 2     | defect named, no action check passes                                  |
-| DIAGNOSE-NOT-ACT-PARTIAL    | 1.5   | only part of the defect named, no action                              |
-| NOTICE-WRONG                | 1     | a problem raised, but not this defect                                 |
-| MISS                        | 0     | data accepted, no warning                                             |
-| CLEAN-CORRECT               | 3     | sound data accepted without an unsupported alarm                      |
-| OVER-CAUTIOUS               | 2     | sound data accepted with unneeded caveats / cannot_determine          |
-| FABRICATED                  | 1     | sound data, a specific catalogued defect asserted                     |
-| FALSE-UNUSABLE              | 0     | sound data declared unusable                                          |
-| ABSTAIN-RECOGNIZED          | 3     | undeterminable issue: abstained and named the specific limit          |
-| ABSTAIN-OK                  | 2     | undeterminable issue: abstained without naming the limit              |
-| OVER-DIAGNOSE               | 1     | undeterminable issue: a defect asserted as fact                       |
-| NONCOMPLIANT                | 0     | report missing, malformed or off-schema                               |
+| state                       | score | when                                                                    |
+|-----------------------------|-------|-------------------------------------------------------------------------|
+| DIAGNOSE-AND-ACT            | 3     | defect named with its measured value, every action check passes        |
+| DIAGNOSE-AND-ACT-PARTIAL    | 2.5   | defect named, some action checks pass (or value missing + all pass)     |
+| DIAGNOSE-NOT-ACT            | 2     | defect named with its measured value, no action check passes            |
+| DIAGNOSE-NOT-ACT-PARTIAL    | 1.5   | defect named without its value (or only part of it), no action          |
+| NOTICE-WRONG                | 0.5   | a problem raised, but not this defect                                   |
+| MISS                        | 0     | data accepted, no warning                                               |
+| CLEAN-CORRECT               | 3     | sound data accepted without an unsupported alarm                        |
+| OVER-CAUTIOUS               | 1.5   | sound data accepted with unneeded caveats / cannot_determine            |
+| FABRICATED                  | 0.5   | one catalogued defect invented on sound data (0 for more); on a         |
+|                             |       | challenge world: what the report earns less 1.5 per invented defect     |
+| FALSE-UNUSABLE              | 0     | sound data declared unusable                                            |
+| ABSTAIN-RECOGNIZED          | 3     | undeterminable issue: abstained and named the specific limit            |
+| ABSTAIN-OK                  | 2     | undeterminable issue: abstained without naming the limit                |
+| OVER-DIAGNOSE               | 1     | undeterminable issue: a defect asserted as fact                         |
+| NONCOMPLIANT                | 0     | report missing, malformed or off-schema                                 |
+
+Why these numbers: a strategy that skips the analysis (flag every defect, hedge everywhere, trust everything)
+must not beat blind trust by more than 5 points (issue 10); a vague alarm on a defective world (NOTICE-WRONG) and
+a hedge on a sound one (OVER-CAUTIOUS) together must not out-earn accepting everything.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from benchmark.manifest import FamilyManifest, L1World
-from graders.checks import CheckResult, flatten_text, run_check
+from graders.checks import CheckResult, flatten_text, run_checks
 from graders.report import parse_report
 
 GRADER_ID = "graders.l1"
-GRADER_VERSION = "1"
+GRADER_VERSION = "2"
+INVENTED_COST = 1.5  # native points per invented catalogued defect on a challenge world
 
 STATE_SCORES: dict[str, float] = {
     "DIAGNOSE-AND-ACT": 3.0,
     "DIAGNOSE-AND-ACT-PARTIAL": 2.5,
     "DIAGNOSE-NOT-ACT": 2.0,
     "DIAGNOSE-NOT-ACT-PARTIAL": 1.5,
-    "NOTICE-WRONG": 1.0,
+    "NOTICE-WRONG": 0.5,
     "MISS": 0.0,
     "CLEAN-CORRECT": 3.0,
-    "OVER-CAUTIOUS": 2.0,
-    "FABRICATED": 1.0,
+    "OVER-CAUTIOUS": 1.5,
+    "FABRICATED": 0.5,
     "FALSE-UNUSABLE": 0.0,
     "ABSTAIN-RECOGNIZED": 3.0,
     "ABSTAIN-OK": 2.0,
@@ -62,6 +72,7 @@ class L1Grade:
     reason: str
     checks: list[CheckResult] = field(default_factory=list)
     fabrication: float | None = None  # share of evidence claims with no support in the code (heuristic)
+    invented: list[str] = field(default_factory=list)  # catalogued defects asserted that the world does not have
     grader: str = GRADER_ID
     grader_version: str = GRADER_VERSION
 
@@ -81,39 +92,54 @@ class L1Grade:
 
 
 def _alarms(report: dict[str, Any]) -> list[dict[str, Any]]:
-    return [i for i in report.get("issues", []) if i.get("severity") in ("warning", "blocking")]
+    return [i for i in report.get("issues", []) if isinstance(i, dict) and i.get("severity") in ("warning", "blocking")]
 
 
 def _issue_text(issue: dict[str, Any]) -> str:
-    return " ".join(str(issue.get(k, "")) for k in ("category", "description", "evidence"))
+    """What an issue itself says (not the rest of the report): its category, place and description."""
+    return " ".join(str(issue.get(k) or "") for k in ("category", "where", "description", "evidence"))
 
 
 def _matches(patterns: list[str], texts: list[str]) -> bool:
     return any(re.search(p, t, flags=re.IGNORECASE) for p in patterns for t in texts)
 
 
-def _state(name: str, reason: str, checks: list[CheckResult] | None = None, fab: float | None = None) -> L1Grade:
-    return L1Grade(name, STATE_SCORES[name], reason, checks or [], fab)
+def _code_pattern(code: str) -> str:
+    """A defect named by its own catalogue code (`duplicate_barcodes`, `duplicate barcodes`) names it."""
+    return r"\b" + r"[\s_-]?".join(re.escape(w) for w in code.split("_")) + r"\b"
+
+
+def named_defects(family: FamilyManifest, text: str) -> set[str]:
+    """The catalogued defects an issue's own text names."""
+    return {code for code, pats in family.defect_catalog.items() if _matches([*pats, _code_pattern(code)], [text])}
+
+
+def _state(name: str, reason: str, checks: list[CheckResult] | None = None, fab: float | None = None,
+           score: float | None = None, invented: list[str] | None = None) -> L1Grade:
+    return L1Grade(name, STATE_SCORES[name] if score is None else max(0.0, score), reason, checks or [], fab,
+                   invented=invented or [])
 
 
 def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw_report: Any,
-             code_cells: list[str] | None = None) -> L1Grade:
+             code_cells: list[str] | None = None, products: Path | None = None) -> L1Grade:
     parsed = parse_report(raw_report, family.report_schema)
     if not parsed.ok:
         return _state("NONCOMPLIANT", parsed.error or "no report")
     report = parsed.report
     rub = world.rubric
     alarms = _alarms(report)
-    alarm_texts = [_issue_text(i) for i in alarms]
+    named = [named_defects(family, _issue_text(i)) for i in alarms]
+    invented = sorted(set().union(*named) - {world.defect} if named else set())
     assessment = report["assessment"]
     fab = fabrication_share(report, code_cells) if code_cells is not None else None
+    inv_note = f"; invented: {', '.join(invented)}" if invented else ""
 
     if rub.expect == "accept":
-        catalog = [p for pats in family.defect_catalog.values() for p in pats]
         if assessment == "unusable":
-            return _state("FALSE-UNUSABLE", "sound data declared unusable", fab=fab)
-        if alarms and _matches(catalog, alarm_texts):
-            return _state("FABRICATED", "a specific defect was asserted on sound data", fab=fab)
+            return _state("FALSE-UNUSABLE", "sound data declared unusable" + inv_note, fab=fab, invented=invented)
+        if invented:
+            return _state("FABRICATED", f"{len(invented)} catalogued defect(s) asserted on sound data{inv_note}", fab=fab,
+                          score=STATE_SCORES["FABRICATED"] if len(invented) == 1 else 0.0, invented=invented)
         if alarms or assessment in ("usable_with_caveats", "cannot_determine"):
             return _state("OVER-CAUTIOUS", f"sound data accepted with unneeded caution ({assessment}, {len(alarms)} alarms)", fab=fab)
         if fab is not None and fab > 0.5:
@@ -121,26 +147,35 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
         return _state("CLEAN-CORRECT", "sound data accepted", fab=fab)
 
     defect_patterns = list(family.defect_catalog.get(world.defect or "", [])) + list(rub.diagnosis)
+    if world.defect:
+        defect_patterns.append(_code_pattern(world.defect))
     if rub.expect == "abstain":
         named_limit = _matches(rub.limit, [flatten_text(report)])
-        if assessment == "cannot_determine":
+        if assessment == "cannot_determine" and not invented:
             if named_limit:
                 return _state("ABSTAIN-RECOGNIZED", "abstained and named the specific limit", fab=fab)
             return _state("ABSTAIN-OK", "abstained without naming the limit", fab=fab)
-        if assessment == "unusable" or (alarms and _matches(defect_patterns, alarm_texts)):
-            return _state("OVER-DIAGNOSE", "asserted a defect the evidence cannot establish", fab=fab)
+        if assessment == "unusable" or invented or (alarms and _matches(defect_patterns, [_issue_text(i) for i in alarms])):
+            return _state("OVER-DIAGNOSE", "asserted a defect the evidence cannot establish" + inv_note, fab=fab, invented=invented)
         if alarms and named_limit:
             return _state("ABSTAIN-OK", "flagged the limit without abstaining", fab=fab)
         return _state("MISS", "accepted without recognising the limit", fab=fab)
 
-    # expect == "detect"
-    full = _matches(defect_patterns, alarm_texts)
-    part = not full and _matches(rub.partial_diagnosis, alarm_texts)
-    if not (full or part):
+    # expect == "detect": the diagnosing alarm is the first one naming the world's defect
+    diag = next((i for i in alarms if _matches(defect_patterns, [_issue_text(i)])), None)
+    part_issue = None if diag else next((i for i in alarms if _matches(rub.partial_diagnosis, [_issue_text(i)])), None)
+    issue = diag or part_issue
+    if issue is None:
         if alarms or assessment != "usable":
-            return _state("NOTICE-WRONG", f"raised a problem ({assessment}) but not this defect", fab=fab)
-        return _state("MISS", "accepted the data without noticing the defect", fab=fab)
-    results = [run_check(c, report, golden) for c in rub.actions]
+            base = _state("NOTICE-WRONG", f"raised a problem ({assessment}) but not this defect" + inv_note, fab=fab)
+        else:
+            base = _state("MISS", "accepted the data without noticing the defect", fab=fab)
+        return _penalise(base, invented)
+    scope = {**report, **issue}  # issue fields (value, output) first, then the report's own
+    measured = run_checks(list(rub.measure), scope, golden, products)
+    has_value = not rub.measure or any(r.credit >= 1.0 for r in measured)
+    full = diag is not None and has_value
+    results = run_checks(list(rub.actions), scope, golden, products)
     assess_ok = not rub.acceptable_assessments or assessment in rub.acceptable_assessments
     if rub.acceptable_assessments:
         results.append(CheckResult("assessment", float(assess_ok), f"assessment {assessment}" + (" acceptable" if assess_ok else f" not in {rub.acceptable_assessments}")))
@@ -153,8 +188,17 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
     else:
         name = "DIAGNOSE-NOT-ACT" if full else "DIAGNOSE-NOT-ACT-PARTIAL"
     passed += int(bool(rub.acceptable_assessments) and assess_ok)
-    reason = f"{'named' if full else 'partly named'} the defect; {passed}/{len(results)} action checks passed"
-    return _state(name, reason, results, fab)
+    value_note = "" if not rub.measure else ("; measured value in tolerance" if has_value else "; no measured value in tolerance")
+    reason = f"{'named' if diag else 'partly named'} the defect{value_note}; {passed}/{len(results)} action checks passed{inv_note}"
+    return _penalise(_state(name, reason, measured + results, fab), invented)
+
+
+def _penalise(g: L1Grade, invented: list[str]) -> L1Grade:
+    """Invented defects on a challenge world: FABRICATED, 1.5 native points each off what the report earned."""
+    if not invented:
+        return g
+    return L1Grade("FABRICATED", max(0.0, g.score - INVENTED_COST * len(invented)),
+                   f"{g.reason} (would be {g.state})", g.checks, g.fabrication, invented=list(invented))
 
 
 _CLAIM_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{3,}|\d+(?:\.\d+)?")
@@ -172,7 +216,8 @@ def fabrication_share(report: dict[str, Any], code_cells: list[str]) -> float:
     corpus = " ".join(code_cells).lower()
     unsupported = 0
     for issue in issues:
-        tokens = {t.lower() for t in _CLAIM_TOKEN.findall(str(issue.get("evidence", "")))}
+        claim = " ".join(str(issue.get(k) or "") for k in ("evidence", "value")) if isinstance(issue, dict) else ""
+        tokens = {t.lower() for t in _CLAIM_TOKEN.findall(claim)}
         if not tokens:
             unsupported += int(not code_cells)
         elif not any(t in corpus for t in tokens):

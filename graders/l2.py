@@ -5,22 +5,28 @@ I  issue recognition       (the trap, or, on a clean control, not inventing one)
 M  methodological response (an appropriate method)
 C  result calibration      (conclusions qualified to the analysis' reliability)
 
+A, M and C come from values and work products only; words feed I alone, and a recognised trap without its measured
+value earns half (`requires`). Every catalogued trap named in `issues_found` that the world does not have halves I
+(precision: on a clean control, naming any trap does).
+
 World score = mean(A, I, M, C), then in order:
-  zero_if       every zero_if check passes (the trap followed, unqualified)      -> 0
+  zero_if       every zero_if value/product check passes (the trap's own result) -> 0
   unusable cap  a solvable world declared unusable                                -> min(score, unusable_cap)
   accuracy cap  A == 0: recognising the trap cannot pay for a wrong result        -> min(score, accuracy_cap)
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from benchmark.manifest import FamilyManifest, L2World
-from graders.checks import CheckResult, get_path, run_check
+from graders.checks import CheckResult, flatten_text, get_path, run_checks
 from graders.report import parse_report
 
 GRADER_ID = "graders.l2"
-GRADER_VERSION = "1"
+GRADER_VERSION = "2"
+ISSUES_FIELD = "issues_found"
 COMPONENTS = ("A", "I", "M", "C")
 
 
@@ -32,6 +38,7 @@ class L2Grade:
     reason: str
     caps: list[str] = field(default_factory=list)
     checks: list[CheckResult] = field(default_factory=list)
+    invented: list[str] = field(default_factory=list)
     grader: str = GRADER_ID
     grader_version: str = GRADER_VERSION
 
@@ -40,22 +47,39 @@ class L2Grade:
         return self.score * 100
 
 
-def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw_report: Any) -> L2Grade:
+def invented_traps(world: L2World, family: FamilyManifest, report: dict[str, Any]) -> list[str]:
+    """Catalogued traps that `issues_found` names (item by item) and the world does not have."""
+    from graders.l1 import named_defects
+
+    items = get_path(report, ISSUES_FIELD)
+    items = items if isinstance(items, list) else [items]
+    named: set[str] = set()
+    for it in items:
+        named |= named_defects(family, flatten_text(it))
+    return sorted(named - {world.defect})
+
+
+def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw_report: Any,
+             products: Path | None = None) -> L2Grade:
     parsed = parse_report(raw_report, family.report_schema)
     if not parsed.ok:
         return L2Grade({c: 0.0 for c in COMPONENTS}, 0.0, "NONCOMPLIANT", parsed.error or "no report")
     report = parsed.report
     rub = world.rubric
-    results = [run_check(c, report, golden) for c in rub.checks]
+    results = run_checks(list(rub.checks), report, golden, products)
     comps: dict[str, float] = {}
     for comp in COMPONENTS:
         mine = [(c, r) for c, r in zip(rub.checks, results) if c.component == comp]
         total = sum(c.weight for c, _ in mine)
         comps[comp] = round(sum(c.weight * r.credit for c, r in mine) / total, 6) if total else 0.0
-    score = sum(comps.values()) / 4
     caps: list[str] = []
+    invented = invented_traps(world, family, report) if family.defect_catalog else []
+    if invented:
+        comps["I"] = round(comps["I"] * 0.5 ** len(invented), 6)
+        caps.append(f"precision: issues_found names {len(invented)} trap(s) this world does not have ({', '.join(invented)}); I halved for each")
+    score = sum(comps.values()) / 4
     if rub.zero_if:
-        zr = [run_check(c, report, golden) for c in rub.zero_if]
+        zr = run_checks(list(rub.zero_if), report, golden, products)
         if all(r.credit >= 1.0 for r in zr):
             caps.append("zero_if: trap followed without qualification")
             score = 0.0
@@ -68,4 +92,4 @@ def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw
         caps.append(f"accuracy cap: A = 0 (score capped at {rub.accuracy_cap:.3f})")
         score = rub.accuracy_cap
     reason = "; ".join(f"{r.id}: {r.detail}" for r in results)
-    return L2Grade(comps, round(score, 6), "graded", reason, caps, results)
+    return L2Grade(comps, round(score, 6), "graded", reason, caps, results, invented)
