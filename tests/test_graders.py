@@ -1,54 +1,113 @@
-"""The L1 state machine and the L2 components/caps on hand-made worlds and reports (seed 001 J.1, I.3)."""
+"""The grading contract (graders/README.md) on hand-made worlds, reports and work products (seed 001 J.1, I.3).
+
+Each test pins one way a report could earn marks without the analysis: words instead of values, a list padded with
+every candidate, an invented defect beside the right one, a product path that leaves the workspace.
+"""
 import json
+import os
 
 import pytest
 
+from benchmark.manifest import Check
+from benchmark.validate import contract_problems
+from graders.checks import f1_score, run_check, run_checks
 from graders.l1 import STATE_SCORES, fabrication_share, grade_l1
 from graders.l2 import grade_l2
 from tests.helpers import issue, l1_family, l1_report, l1_world, l2_family, l2_world
 
-ACT = [{"id": "kept", "kind": "value", "field": "values.n_cells_kept", "golden": "n_kept", "rel_tol": 0.02},
-       {"id": "dups", "kind": "value", "field": "values.n_duplicates", "golden": "n_dup", "abs_tol": 0}]
-GOLD = {"n_kept": 650, "n_dup": 50}
+DUPS = ["AAAC-1", "AAAG-1", "CCCT-1", "GGGA-1", "TTTA-1"]
+GOLD = {"n_dup": 5, "dup_fraction": 5 / 640, "dup_barcodes": DUPS, "all_barcodes": DUPS + [f"X{i}-1" for i in range(60)]}
+MEASURE = [{"id": "n", "kind": "value", "field": "value", "golden": "n_dup", "rel_tol": 0.2},
+           {"id": "frac", "kind": "value", "field": "value", "golden": "dup_fraction", "rel_tol": 0.2}]
+ACT = [{"id": "flagged", "kind": "product_items", "field": "output", "golden": "dup_barcodes", "min_f1": 0.8}]
 
 
-@pytest.mark.parametrize("report,state", [
-    (l1_report("usable"), "MISS"),
-    (l1_report("unusable", [issue("ambient RNA contamination")]), "NOTICE-WRONG"),
-    (l1_report("usable_with_caveats", [issue("duplicated barcodes found")]), "DIAGNOSE-NOT-ACT"),
-    (l1_report("usable_with_caveats", [issue("duplicated barcodes found")], {"n_cells_kept": 650}), "DIAGNOSE-AND-ACT-PARTIAL"),
-    (l1_report("usable_with_caveats", [issue("duplicated barcodes found")], {"n_cells_kept": 651, "n_duplicates": 50}), "DIAGNOSE-AND-ACT"),
-    (l1_report("usable_with_caveats", [issue("barcode collision", "info")]), "NOTICE-WRONG"),
-    ("not json at all", "NONCOMPLIANT"),
-    ({"assessment": "usable"}, "NONCOMPLIANT"),
-    (None, "NONCOMPLIANT"),
+def _world(**kw):
+    return l1_world(measure=MEASURE, actions=ACT, **kw)
+
+
+@pytest.fixture
+def products(tmp_path):
+    d = tmp_path / "artifacts"
+    d.mkdir()
+    (d / "dups.txt").write_text("barcode\n" + "\n".join(DUPS) + "\n")
+    (d / "everything.txt").write_text("\n".join(GOLD["all_barcodes"]) + "\n")
+    return d
+
+
+def dup(value=None, output=None, severity="blocking", text="duplicated barcodes found"):
+    return issue(text, severity, value=value, output=output)
+
+
+@pytest.mark.parametrize("issues,state", [
+    ([], "MISS"),
+    ([issue("the library looks shallow", "warning")], "NOTICE-WRONG"),
+    ([dup()], "DIAGNOSE-NOT-ACT-PARTIAL"),                                   # named, but no measured value
+    ([dup(value=17)], "DIAGNOSE-NOT-ACT-PARTIAL"),                           # a value that is not the measured one
+    ([dup(value=5)], "DIAGNOSE-NOT-ACT"),
+    ([dup(value=0.0079)], "DIAGNOSE-NOT-ACT"),                               # the fraction is as good as the count
+    ([dup(value=5, output="everything.txt")], "DIAGNOSE-NOT-ACT"),          # every barcode flagged: recall 1, precision 0.08
+    ([dup(output="dups.txt")], "DIAGNOSE-AND-ACT-PARTIAL"),                  # acted, value missing
+    ([dup(value=5, output="dups.txt")], "DIAGNOSE-AND-ACT"),
+    ([dup(value=5, output="/workspace/dups.txt")], "DIAGNOSE-AND-ACT"),     # the sandbox's absolute path is accepted
 ])
-def test_l1_detect_states(report, state):
-    g = grade_l1(l1_world(actions=ACT), l1_family(), GOLD, report)
+def test_l1_detect_states_need_values_and_products(issues, state, products):
+    g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable_with_caveats" if issues else "usable", issues), products=products)
     assert g.state == state, g.reason
     assert g.score == STATE_SCORES[state]
 
 
-def test_l1_partial_diagnosis_and_assessment_gate():
-    w = l1_world(actions=ACT, partial_diagnosis=[r"barcode"], acceptable_assessments=["usable_with_caveats"])
-    part = grade_l1(w, l1_family(), GOLD, l1_report("usable_with_caveats", [issue("odd barcode counts")]))
-    assert part.state == "DIAGNOSE-NOT-ACT-PARTIAL"
-    # the right numbers but declaring the recoverable data unusable is not the appropriate action
-    g = grade_l1(w, l1_family(), GOLD, l1_report("unusable", [issue("duplicated barcodes")], {"n_cells_kept": 650, "n_duplicates": 50}))
-    assert g.state == "DIAGNOSE-AND-ACT-PARTIAL"
+def test_l1_invented_defect_costs_on_a_challenge_world(products):
+    good = l1_report("usable_with_caveats", [dup(value=5, output="dups.txt")])
+    plus_one = l1_report("usable_with_caveats", [dup(value=5, output="dups.txt"), issue("ambient RNA contamination", "warning")])
+    g0 = grade_l1(_world(), l1_family(), GOLD, good, products=products)
+    g1 = grade_l1(_world(), l1_family(), GOLD, plus_one, products=products)
+    assert g0.score == 3.0 and g1.score < g0.score
+    assert g1.state == "FABRICATED" and g1.invented == ["ambient_rna"]
 
 
-@pytest.mark.parametrize("report,state", [
-    (l1_report("usable"), "CLEAN-CORRECT"),
-    (l1_report("usable", [issue("low depth", "info")]), "CLEAN-CORRECT"),
-    (l1_report("usable_with_caveats", [issue("some cells have high counts", "warning")]), "OVER-CAUTIOUS"),
-    (l1_report("cannot_determine"), "OVER-CAUTIOUS"),
-    (l1_report("usable_with_caveats", [issue("ambient RNA contamination in T cells", "warning")]), "FABRICATED"),
-    (l1_report("unusable", [issue("something off")]), "FALSE-UNUSABLE"),
+def test_l1_hedged_issue_naming_two_defects_is_an_invention(products):
+    hedge = l1_report("usable_with_caveats", [dup(value=5, output="dups.txt", text="duplicated barcodes or ambient soup")])
+    assert grade_l1(_world(), l1_family(), GOLD, hedge, products=products).state == "FABRICATED"
+
+
+def test_l1_flag_everything_scores_nothing(products):
+    every = l1_report("unusable", [issue("duplicated barcodes", "warning"), issue("ambient RNA", "warning"),
+                                   issue("soup", "warning")])
+    assert grade_l1(_world(), l1_family(), GOLD, every, products=products).score == 0.0
+
+
+def test_l1_a_defect_named_by_its_code_is_named(products):
+    g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable_with_caveats", [dup(5, "dups.txt", text="duplicated_barcodes")]),
+                 products=products)
+    assert g.state == "DIAGNOSE-AND-ACT"
+
+
+@pytest.mark.parametrize("path", ["../../../etc/passwd", "/etc/passwd", "link.txt", "missing.txt", ""])
+def test_l1_products_outside_the_workspace_are_not_read(path, products):
+    (products / "link.txt").symlink_to(products / "dups.txt")
+    g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable_with_caveats", [dup(5, path)]), products=products)
+    assert g.state == "DIAGNOSE-NOT-ACT", g.reason
+
+
+def test_l1_assessment_gate():
+    w = l1_world(measure=MEASURE, acceptable_assessments=["usable_with_caveats"])
+    g = grade_l1(w, l1_family(), GOLD, l1_report("unusable", [dup(value=5)]))
+    assert g.state == "DIAGNOSE-NOT-ACT"
+
+
+@pytest.mark.parametrize("report,state,score", [
+    (l1_report("usable"), "CLEAN-CORRECT", 3.0),
+    (l1_report("usable", [issue("low depth", "info")]), "CLEAN-CORRECT", 3.0),
+    (l1_report("usable_with_caveats", [issue("some cells have high counts", "warning")]), "OVER-CAUTIOUS", 1.5),
+    (l1_report("cannot_determine"), "OVER-CAUTIOUS", 1.5),
+    (l1_report("usable_with_caveats", [issue("ambient RNA contamination in T cells", "warning")]), "FABRICATED", 0.5),
+    (l1_report("usable_with_caveats", [issue("ambient RNA", "warning"), issue("duplicated barcodes", "warning")]), "FABRICATED", 0.0),
+    (l1_report("unusable", [issue("something off")]), "FALSE-UNUSABLE", 0.0),
 ])
-def test_l1_accept_states(report, state):
+def test_l1_accept_states(report, state, score):
     g = grade_l1(l1_world("clean", "accept", None), l1_family(), {}, report)
-    assert g.state == state, g.reason
+    assert (g.state, g.score) == (state, score), g.reason
 
 
 @pytest.mark.parametrize("report,state", [
@@ -62,45 +121,128 @@ def test_l1_abstain_states(report, state):
     assert grade_l1(w, l1_family(), {}, report).state == state
 
 
+@pytest.mark.parametrize("bad", ["not json at all", {"assessment": "usable"}, None,
+                                 {"assessment": "usable", "issues": [], "summary": "s", "values": {"n": 1}}])
+def test_l1_malformed_is_noncompliant(bad):
+    assert grade_l1(_world(), l1_family(), GOLD, bad).state == "NONCOMPLIANT"
+
+
 def test_fabrication_heuristic_reads_code():
     rep = l1_report("usable_with_caveats", [issue("dups", evidence="n_dup = 50 barcodes")])
     assert fabrication_share(rep, ["df.barcode.duplicated().sum()  # n_dup"]) == 0.0
     assert fabrication_share(rep, ["print('hello')"]) == 1.0
 
 
-def _l2(total, mode, issues, usable=True, caveats=""):
-    return {"total_mb": total, "peak_mode": mode, "issues_found": issues, "analysis_usable": usable, "caveats": caveats}
+# ---------------------------------------------------------------- checks
+
+def test_overlap_scores_precision_and_recall():
+    c = Check(id="o", kind="overlap", field="labels", golden="swapped", min_f1=0.8)
+    gold = {"swapped": ["CD14+ Monocyte", "CD19+ B"]}
+    assert run_check(c, {"labels": ["CD19+ B", "CD14+ Monocyte"]}, gold).credit == 1.0
+    every = ["CD14+ Monocyte", "CD19+ B", "CD56+ NK", "Dendritic", "CD8+ Cytotoxic T", "CD4+/CD25 T Reg"]
+    assert run_check(c, {"labels": every}, gold).credit == 0.0  # listing every label is not finding the swap
+    assert f1_score(every, gold["swapped"])[1] == 1.0
+
+
+def test_mentions_reads_only_its_field():
+    c = Check(id="m", kind="mentions", component="I", fields=["issues_found"], patterns=["pseudo.?replic"])
+    assert run_check(c, {"issues_found": [], "summary": "pseudoreplication"}, {}).credit == 0.0
+    assert run_check(c, {"issues_found": ["pseudoreplication of cells"]}, {}).credit == 1.0
+
+
+def test_requires_halves_a_recognition_without_its_value():
+    checks = [Check(id="n", kind="value", component="A", field="n", golden="n", abs_tol=2),
+              Check(id="named", kind="mentions", component="I", fields=["issues_found"], patterns=["donor"], requires=["n"])]
+    with_value = run_checks(checks, {"n": 1, "issues_found": ["donor effect"]}, {"n": 0})
+    words_only = run_checks(checks, {"n": 120, "issues_found": ["donor effect"]}, {"n": 0})
+    assert [r.credit for r in with_value] == [1.0, 1.0]
+    assert [r.credit for r in words_only] == [0.0, 0.5]
+
+
+def test_product_table_spearman_and_share(tmp_path):
+    gold = {"sig": {f"G{i}": float(i) for i in range(50)}}
+    (tmp_path / "good.csv").write_text("gene_id,promoter_signal\n" + "".join(f"G{i},{i * 2 + 1}\n" for i in range(50)))
+    (tmp_path / "shuffled.csv").write_text("gene_id,promoter_signal\n" + "".join(f"G{i},{(i * 37) % 50}\n" for i in range(50)))
+    (tmp_path / "wrongcols.csv").write_text("gene,x\n" + "".join(f"G{i},{i}\n" for i in range(50)))
+    c = Check(id="t", kind="product_table", field="output_path", golden="sig", key="gene_id", column="promoter_signal",
+              min_spearman=0.9)
+    assert run_check(c, {"output_path": "good.csv"}, gold, tmp_path).credit == 1.0
+    assert run_check(c, {"output_path": "shuffled.csv"}, gold, tmp_path).credit == 0.0
+    bad = run_check(c, {"output_path": "wrongcols.csv"}, gold, tmp_path)
+    assert bad.credit == 0.0 and "gene_id" in bad.detail
+    share = Check(id="s", kind="product_table", field="output_path", golden="sig", key="gene_id", column="promoter_signal",
+                  min_share=0.9, rel_tol=0.05, abs_tol=0.01)
+    assert run_check(share, {"output_path": "good.csv"}, gold, tmp_path).credit == 0.0  # ranks right, values not
+
+
+def test_product_check_never_raises_on_a_hostile_file(tmp_path):
+    (tmp_path / "bin.csv").write_bytes(os.urandom(4096))
+    c = Check(id="t", kind="product_items", field="p", golden="g", min_f1=0.5)
+    assert run_check(c, {"p": "bin.csv"}, {"g": ["a"]}, tmp_path).credit == 0.0
+    assert run_check(c, {"p": "bin.csv"}, {"g": ["a"]}, None).detail.startswith("no work products")
+
+
+# ---------------------------------------------------------------- L2
+
+GOLD2 = {"total_mb": 6.4, "n_domains": 1900, "narrow_total_mb": 3.4}
+
+
+def _l2(total, mode, issues, usable=True, n=1900):
+    return {"total_mb": total, "peak_mode": mode, "issues_found": issues, "analysis_usable": usable, "n_domains": n}
 
 
 def test_l2_full_marks_and_components():
-    g = grade_l2(l2_world(), l2_family(), {"total_mb": 6.4}, _l2(6.43, "broad", ["narrow default fragments domains"], caveats="domain calls"))
+    g = grade_l2(l2_world(), l2_family(), GOLD2, _l2(6.43, "broad", ["narrow default fragments domains"]))
     assert g.components == {"A": 1.0, "I": 1.0, "M": 1.0, "C": 1.0} and g.score == 1.0
 
 
-def test_l2_narrow_unqualified_scores_zero():
-    g = grade_l2(l2_world(), l2_family(), {"total_mb": 6.4}, _l2(3.4, "narrow", []))
+def test_l2_trap_result_scores_zero_whatever_the_words():
+    g = grade_l2(l2_world(), l2_family(), GOLD2, _l2(3.4, "narrow", ["narrow default fragments broad domains"], n=5000))
     assert g.score == 0.0 and any("zero_if" in c for c in g.caps)
 
 
 def test_l2_accuracy_cap_like_seed_opus_case():
     # broad mode + pitfall named but 28.21 Mb against 6.4: A = 0 -> world score 0.5 at most (seed 001 I.3)
-    g = grade_l2(l2_world(), l2_family(), {"total_mb": 6.4}, _l2(28.21, "broad", ["narrow mode fragments"], caveats="domain"))
+    g = grade_l2(l2_world(), l2_family(), GOLD2, _l2(28.21, "broad", ["narrow mode fragments"]))
     assert g.components["A"] == 0.0 and g.score == 0.5
 
 
 def test_l2_unusable_cap():
-    g = grade_l2(l2_world(), l2_family(), {"total_mb": 6.4}, _l2(6.4, "broad", ["narrow fragments"], usable=False, caveats="domain"))
+    g = grade_l2(l2_world(), l2_family(), GOLD2, _l2(6.4, "broad", ["narrow fragments"], usable=False))
     assert g.score == pytest.approx(1 / 3)
+
+
+def test_l2_invented_traps_halve_recognition():
+    fam = l2_family(defect_catalog={"narrow_default": ["narrow", "fragment"], "jackpots": ["jackpot", "PCR dup"],
+                                    "amplified": ["amplif"]})
+    good = grade_l2(l2_world(), fam, GOLD2, _l2(6.4, "broad", ["narrow default fragments domains"]))
+    padded = grade_l2(l2_world(), fam, GOLD2, _l2(6.4, "broad", ["narrow default fragments domains", "PCR jackpots",
+                                                                 "amplified input region"]))
+    assert good.components["I"] == 1.0 and padded.components["I"] == 0.25 and padded.score < good.score
+    assert padded.invented == ["amplified", "jackpots"]
 
 
 def test_l2_malformed_is_noncompliant_not_an_exception():
     for bad in ("{", json.dumps({"total_mb": "x"}), json.dumps([1, 2]), None):
-        g = grade_l2(l2_world(), l2_family(), {"total_mb": 6.4}, bad)
+        g = grade_l2(l2_world(), l2_family(), GOLD2, bad)
         assert g.status == "NONCOMPLIANT" and g.score == 0.0
 
 
 def test_l2_rubric_needs_every_component():
     with pytest.raises(Exception, match="no[n]e for C"):
-        l2_world(checks=[{"id": "a", "kind": "present", "component": "A", "field": "total_mb"},
+        l2_world(checks=[{"id": "a", "kind": "value", "component": "A", "field": "total_mb", "golden": "total_mb", "rel_tol": 1},
                          {"id": "i", "kind": "present", "component": "I", "field": "total_mb"},
-                         {"id": "m", "kind": "present", "component": "M", "field": "total_mb"}])
+                         {"id": "m", "kind": "value", "component": "M", "field": "total_mb", "golden": "total_mb", "rel_tol": 1}])
+
+
+def test_contract_lint_refuses_words_outside_recognition(tmp_path):
+    w = l2_world(checks=[
+        {"id": "a", "kind": "value", "component": "A", "field": "total_mb", "golden": "total_mb", "rel_tol": 0.3},
+        {"id": "i", "kind": "mentions", "component": "I", "fields": ["issues_found"], "patterns": ["narrow"]},
+        {"id": "m", "kind": "mentions", "component": "M", "fields": ["peak_mode"], "patterns": ["broad"]},
+        {"id": "c", "kind": "value", "component": "C", "field": "n_domains", "golden": "n_domains", "rel_tol": 0.3}],
+        zero_if=[{"id": "z", "kind": "mentions", "fields": ["issues_found"], "patterns": ["narrow"], "negate": True}])
+    problems = contract_problems(tmp_path / "w.yaml", w, l2_family())
+    assert any("check 'm'" in p and "component I" in p for p in problems)
+    assert any("zero_if" in p and "check 'z'" in p for p in problems)
+    assert contract_problems(tmp_path / "w.yaml", l2_world(), l2_family()) == []
