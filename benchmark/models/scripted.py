@@ -5,6 +5,8 @@ scripted/oracle  runs the family's reference solution inside the sandbox (run_py
 scripted/naive   runs tool defaults without checking anything and reports what it got: it must fall into traps.
 scripted/first   picks the first option wherever one is offered (enum values, A/B choices): a position-bias control.
 scripted/recall  grounding items only: returns the item's key without reading the data (the prior-knowledge control).
+scripted/all_clear, flag_all, keyword, constant, metadata  gaming agents (benchmark.gaming): strategies that skip the
+                 analysis, run as permanent validity checks (`worlds check --agents`).
 For grounding items (metadata task "grounding") scripted/oracle runs the item's reference statistic on the files in
 its sandbox (graders.grounding.oracle_cells) and reports "cannot determine" where the data cannot decide. As a
 grounding judge (task "grounding_judge") a scripted model grades like the evaluator it stands in for: the standard
@@ -23,7 +25,9 @@ import litellm
 from litellm import CustomLLM
 from litellm.llms.custom_llm import CustomLLMError
 
-SCRIPTED = ("oracle", "naive", "first", "recall")
+from benchmark.gaming import GAMING
+
+SCRIPTED = ("oracle", "naive", "first", "recall", *GAMING)
 
 
 def _response(model: str, content: str | None = None, code: str | None = None) -> litellm.ModelResponse:
@@ -89,6 +93,8 @@ class ScriptedLLM(CustomLLM):
             raise CustomLLMError(status_code=400, message="scripted agents need metadata.world_id (set by the harness)")
         if task in ("prior", "rebuttal"):
             return _response(name, content=json.dumps(self._l3_answer(task, world_id)))
+        if name in GAMING:
+            return self._gaming(name, world_id, messages, optional_params)
         cells = self._cells(name, world_id)
         done = [m for m in messages if m.get("role") == "tool"]
         if len(done) < len(cells) and optional_params.get("tool_choice") != "none":
@@ -155,6 +161,27 @@ class ScriptedLLM(CustomLLM):
             overall, support = (10 if matches else 0), "yes"
         return _response(name, content=json.dumps({"matches_reference": matches, "analysis_quality": overall,
                                                    "supported": support, "overall": overall}))
+
+    @classmethod
+    def _gaming(cls, name: str, world_id: str, messages: list, optional_params: dict) -> litellm.ModelResponse:
+        from benchmark import gaming
+        from benchmark.loader import load_suite
+
+        ref = load_suite().worlds.get(world_id)
+        if ref is None or ref.world.level == "L3":
+            raise CustomLLMError(status_code=501, message=f"scripted/{name} plays L1/L2 worlds only, not {world_id!r}")
+        naive_cells = cls._cells("naive", world_id)
+        cells = gaming.cells(name, ref, naive_cells)
+        done = [m for m in messages if m.get("role") == "tool"]
+        if len(done) < len(cells) and optional_params.get("tool_choice") != "none":
+            return _response(name, code=cells[len(done)])
+        replay = gaming.naive_replay(world_id)
+        if replay is not None:
+            naive = replay[0]
+        else:
+            last = last_json_line(str(done[-1].get("content", ""))) if done else None
+            naive = json.loads(last) if last else None
+        return _response(name, content=json.dumps(gaming.report(name, ref, naive if isinstance(naive, dict) else None)))
 
     @staticmethod
     def _cells(name: str, world_id: str) -> list[str]:
