@@ -1,0 +1,212 @@
+"""Sealed substrates (issue 10 item 5): no dataset is readable in the sandbox outside /workspace.
+
+Package-shipped data files are masked inside every sandbox: scanpy's datasets (PBMC68k is the scRNA track's
+substrate: an agent that can read it recovers every recipe by diffing), pybedtools' and anndata's test data, and
+anything else under the visible Python roots that looks like a data set. Masking is by bubblewrap mounts over the
+paths (`--ro-bind /dev/null FILE`, a read-only empty tmpfs over a folder), so the packages still import.
+
+What is masked (`masked_paths`):
+  * every file under the Python roots whose name ends in a data extension (`DATA_SUFFIXES`);
+  * every test-data folder (`data`/`testdata`/`test_data` below a `test`/`tests` folder, or named `testdata`/
+    `test_data`) as a whole;
+  * gold-side packages that a non-editable install would put in site-packages (`graders`, `worlds`, `benchmark`,
+    `sandbox`, `ledgers`, `pricing`) and the editable-install hooks (`__editable__*`, `.pth` files naming the repo);
+  * every substrate source a track names (`substrate.source` in `worlds/*/track.yaml`, a path such as
+    `scanpy/datasets/10x_pbmc68k_reduced.h5ad` inside a package) and whatever `register_sealed` added.
+
+`seal_problems(limits)` proves it on the real sandbox (called by `worlds check`).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Callable, Iterable
+
+DATA_SUFFIXES = (".h5ad", ".h5", ".hdf5", ".loom", ".zarr", ".bam", ".cram", ".sam", ".bai", ".bed", ".bed.gz",
+                 ".bedgraph", ".bedgraph.gz", ".narrowpeak", ".broadpeak", ".mtx", ".mtx.gz", ".vcf", ".vcf.gz",
+                 ".bcf", ".fa", ".fa.gz", ".fasta", ".fasta.gz", ".fq", ".fq.gz", ".fastq", ".fastq.gz", ".bw",
+                 ".bigwig", ".bb", ".bigbed", ".gtf", ".gtf.gz", ".gff", ".gff.gz", ".gff3", ".csv.gz", ".tsv.gz",
+                 ".rds", ".rda", ".bam.bai", ".tbi", ".csi")
+TEST_DATA_DIRS = {"data", "testdata", "test_data", "test-data", "_data", "example_data"}
+TEST_DIRS = {"test", "tests", "testing"}
+GOLD_PACKAGES = ("graders", "worlds", "benchmark", "sandbox", "ledgers", "pricing")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+_registry: list[Callable[[], Iterable[Path]] | Path] = []
+
+
+def register_sealed(item: Path | str | Callable[[], Iterable[Path]]) -> None:
+    """Registry hook: a track (or a test) adds a file or folder, or a function returning some, to mask."""
+    _registry.append(item if callable(item) else Path(item))
+    masked_paths.cache_clear()
+
+
+def python_roots() -> list[Path]:
+    """The venv and its base interpreter, resolved: the trees the sandbox shows (read-only) besides /usr."""
+    return sorted({Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()})
+
+
+def _site_dirs() -> list[Path]:
+    out = []
+    for root in python_roots():
+        out += [p for p in root.glob("lib*/python3*/site-packages") if p.is_dir()]
+        out += [p for p in root.glob("lib*/python3*/dist-packages") if p.is_dir()]
+    return sorted(set(out))
+
+
+def _is_data(name: str) -> bool:
+    low = name.lower()
+    return low.endswith(DATA_SUFFIXES)
+
+
+def substrate_sources() -> list[Path]:
+    """Files named as substrate sources in `worlds/*/track.yaml` (`substrate.source`: `pkg/...` inside a package)."""
+    import yaml
+
+    found: list[Path] = []
+    for track in sorted((REPO_ROOT / "worlds").glob("*/track.yaml")):
+        try:
+            doc = yaml.safe_load(track.read_text(encoding="utf-8")) or {}
+        except Exception:  # noqa: BLE001 - a broken track.yaml is the loader's error to report, not the seal's
+            continue
+        text = str((doc.get("substrate") or {}).get("source") or "")
+        for token in re.findall(r"[A-Za-z0-9_.\-]+(?:/[A-Za-z0-9_.\-]+)+", text):
+            for site in _site_dirs():
+                p = site / token
+                if p.is_file():
+                    found.append(p)
+    return sorted(set(found))
+
+
+def _walk(top: Path, masked: set[Path]) -> None:
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        d = Path(dirpath)
+        keep = []
+        for name in dirnames:
+            sub = d / name
+            low = name.lower()
+            if (low in TEST_DATA_DIRS and d.name.lower() in TEST_DIRS) or low in ("testdata", "test_data", "test-data"):
+                masked.add(sub)
+            elif not sub.is_symlink():
+                keep.append(name)
+        dirnames[:] = keep
+        for name in filenames:
+            if _is_data(name):
+                masked.add(d / name)
+
+
+@functools.lru_cache(maxsize=1)
+def masked_paths() -> tuple[Path, ...]:
+    """Every host path to mask in the sandbox (files and folders, resolved, none inside another). Cached per process."""
+    masked: set[Path] = set()
+    for site in _site_dirs():
+        _walk(site, masked)
+        for name in GOLD_PACKAGES:
+            if (site / name).is_dir():
+                masked.add(site / name)
+        for p in site.iterdir():
+            if p.name.startswith("__editable__"):
+                masked.add(p)
+            elif p.suffix == ".pth" and p.is_file():
+                try:
+                    if str(REPO_ROOT) in p.read_text(errors="replace"):
+                        masked.add(p)
+                except OSError:
+                    pass
+    masked.update(substrate_sources())
+    for item in _registry:
+        masked.update(Path(p) for p in (item() if callable(item) else [item]))
+    resolved = sorted({p.resolve() for p in masked if p.exists() and not p.is_symlink()})
+    out: list[Path] = []
+    for p in resolved:  # drop paths inside an already masked folder
+        if not any(p != q and q in p.parents for q in out):
+            out.append(p)
+    return tuple(out)
+
+
+def _sha256(p: Path) -> str:
+    h = hashlib.sha256()
+    with open(p, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+_PROBE = r'''
+import hashlib, importlib, json, os, sys
+want = json.loads(WANT)
+suffixes = tuple(want["suffixes"])
+sizes = {int(k): v for k, v in want["sources"].items()}
+problems = []
+for top in want["tops"]:
+    for dirpath, dirnames, filenames in os.walk(top):
+        if dirpath.startswith(("/proc", "/sys", "/dev", "/workspace", "/tmp")):
+            dirnames[:] = []
+            continue
+        for name in filenames:
+            p = os.path.join(dirpath, name)
+            try:
+                if os.path.islink(p) or not os.path.isfile(p):
+                    continue
+                size = os.path.getsize(p)
+                if size == 0:
+                    continue
+                if name.lower().endswith(suffixes):
+                    with open(p, "rb") as fh:
+                        if fh.read(1):
+                            problems.append(f"readable data file {p} ({size} bytes)")
+                            continue
+                if size in sizes:
+                    h = hashlib.sha256(open(p, "rb").read()).hexdigest()
+                    if h in sizes[size]:
+                        problems.append(f"substrate source readable as {p}")
+            except OSError:
+                pass
+for mod in want["gold"]:
+    try:
+        importlib.import_module(mod)
+        problems.append(f"gold-side module {mod!r} is importable")
+    except Exception:
+        pass
+for mod in ("scanpy", "pybedtools", "anndata"):
+    try:
+        importlib.import_module(mod)
+    except Exception as exc:
+        problems.append(f"{mod} no longer imports with the masks: {type(exc).__name__}: {exc}")
+print("SEAL" + json.dumps(problems))
+'''
+
+
+def seal_problems(limits=None) -> list[str]:
+    """Start a real sandbox and list what breaks the seal; [] means sealed.
+
+    Reports every non-empty readable file outside /workspace with a data extension (under the Python roots, /usr
+    and /etc), every file whose sha256 equals a substrate source's, every importable gold-side module (`graders`,
+    `worlds`, `benchmark`), and a masked package (scanpy, pybedtools, anndata) that no longer imports.
+    `limits` is a `sandbox.bwrap.Limits` (defaults if None). Raises BenchmarkError only if no sandbox starts.
+    """
+    import tempfile
+
+    from sandbox.bwrap import Limits, Sandbox
+
+    sources: dict[int, list[str]] = {}
+    for p in substrate_sources():
+        sources.setdefault(p.stat().st_size, []).append(_sha256(p))
+    want = {"suffixes": list(DATA_SUFFIXES), "sources": sources, "gold": ["graders", "worlds", "benchmark"],
+            "tops": ["/"]}
+    code = "WANT = " + repr(json.dumps(want)) + "\n" + _PROBE
+    with tempfile.TemporaryDirectory(prefix="seal-probe-") as tmp:
+        world = Path(tmp) / "world"
+        world.mkdir()
+        lim = limits or Limits()
+        with Sandbox(world, lim, label="seal probe") as sb:
+            res = sb.run_python(code)
+    out = [ln for ln in res.stdout.splitlines() if ln.startswith("SEAL")]
+    if not out:
+        return [f"the seal probe did not finish in the sandbox: {res.as_text()[:2000]}"]
+    return json.loads(out[-1][4:])
