@@ -69,10 +69,11 @@ DRAW_KINDS = ("integer", "uniform", "choice", "sample")
 def _draw(spec: dict, rng: np.random.Generator, where: str) -> Any:
     """One drawn recipe parameter (graders/README.md section 1); errors name the manifest field and the fix."""
     kind = spec.get("draw")
-    extra = set(spec) - {"draw", "low", "high", "digits", "from", "k"}
-    if kind not in DRAW_KINDS or extra:
-        raise BenchmarkError(f"{where}: a draw needs draw: {' | '.join(DRAW_KINDS)} and only low/high/digits/from/k "
-                             f"(got {sorted(spec)}); fix the parameter")
+    if kind not in DRAW_KINDS:
+        raise BenchmarkError(f"{where}: unknown draw {kind!r}; use draw: {' | '.join(DRAW_KINDS)}")
+    extra = sorted(set(spec) - {"draw", "low", "high", "digits", "from", "k"})
+    if extra:
+        raise BenchmarkError(f"{where}: a draw takes only low/high/digits/from/k, not {', '.join(extra)}; remove them")
     try:
         if kind == "integer":
             lo, hi = int(spec["low"]), int(spec["high"])
@@ -95,21 +96,23 @@ def _draw(spec: dict, rng: np.random.Generator, where: str) -> Any:
             raise ValueError(f"k={k} is not between 1 and {len(pool)}")
         return [pool[int(i)] for i in rng.choice(len(pool), size=k, replace=False)]
     except (KeyError, TypeError, ValueError) as exc:
-        raise BenchmarkError(f"{where}: bad {kind} draw {spec} ({exc}); give low/high (integer, uniform) or from (choice, sample)") from None
+        missing = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise BenchmarkError(f"{where}: bad {kind} draw ({missing}); give low and high (integer, uniform) "
+                             "or from (and k for sample)") from None
 
 
-def resolve_params(params: dict[str, Any], rng: np.random.Generator, where: str) -> dict[str, Any]:
+def resolve_params(params: dict[str, Any], rng: np.random.Generator, path: str, field: str = "params") -> dict[str, Any]:
     """Replace every `{draw: ...}` value (at any depth) by a value drawn from the world's RNG, in key order."""
-    def walk(v: Any, path: str) -> Any:
+    def walk(v: Any, at: str) -> Any:
         if isinstance(v, dict) and "draw" in v:
-            return _draw(v, rng, path)
+            return _draw(v, rng, f"{path}: field '{at}'")
         if isinstance(v, dict):
-            return {k: walk(v[k], f"{path}.{k}") for k in sorted(v)}
+            return {k: walk(v[k], f"{at}.{k}") for k in sorted(v)}
         if isinstance(v, list):
-            return [walk(x, f"{path}.{i}") for i, x in enumerate(v)]
+            return [walk(x, f"{at}.{i}") for i, x in enumerate(v)]
         return v
 
-    return {k: walk(params[k], f"{where}.{k}") for k in sorted(params)}
+    return {k: walk(params[k], f"{field}.{k}") for k in sorted(params)}
 
 
 def build_files(ref: WorldRef, out_dir: Path) -> list[str]:
@@ -118,7 +121,7 @@ def build_files(ref: WorldRef, out_dir: Path) -> list[str]:
     data = build_substrate(ref)
     rng = np.random.default_rng(ref.world_seed)
     for i, step in enumerate(w.recipe):
-        params = resolve_params(step.params, rng, f"{ref.path}: field 'recipe.{i}.params'")
+        params = resolve_params(step.params, rng, str(ref.path), f"recipe.{i}.params")
         try:
             data = RECIPES.get(f"{w.track}.{step.name}").fn(data, rng, **params)
         except TypeError as exc:

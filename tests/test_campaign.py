@@ -1,0 +1,78 @@
+"""Instances drawn from the seed, and private campaigns (issue 10 item 4): published goldens are no answer key."""
+import json
+
+import numpy as np
+import pytest
+
+from benchmark.campaign import campaign_suite, load_campaign, start_campaign
+from benchmark.errors import BenchmarkError
+from benchmark.freeze import freeze_world, read_golden, read_lock, resolve_params
+from benchmark.loader import load_suite
+
+PARAMS = {"n": {"draw": "integer", "low": 20, "high": 60}, "rho": {"draw": "uniform", "low": 0.05, "high": 0.3, "digits": 3},
+          "pair": {"draw": "sample", "from": ["A", "B", "C", "D"], "k": 2}, "lit": 7,
+          "nested": {"mark": {"draw": "choice", "from": ["H3K4me3", "H3K27me3"]}}}
+
+
+def test_draws_are_deterministic_in_the_seed_and_differ_across_seeds():
+    a = resolve_params(PARAMS, np.random.default_rng(1), "w.yaml")
+    b = resolve_params(PARAMS, np.random.default_rng(1), "w.yaml")
+    assert a["nested"]["mark"] in ("H3K4me3", "H3K27me3")
+    assert a == b and a["lit"] == 7 and 20 <= a["n"] <= 60 and 0.05 <= a["rho"] <= 0.3 and len(set(a["pair"])) == 2
+    draws = [resolve_params(PARAMS, np.random.default_rng(s), "w.yaml") for s in range(20)]
+    assert len({json.dumps(d, sort_keys=True) for d in draws}) == 20
+
+
+@pytest.mark.parametrize("spec,needle", [
+    ({"draw": "gauss", "low": 0, "high": 1}, "unknown draw 'gauss'"),
+    ({"draw": "integer", "low": 5, "high": 1}, "low > high"),
+    ({"draw": "sample", "from": ["a"], "k": 2}, "k=2"),
+    ({"draw": "integer", "low": 1}, "missing 'high'"),
+    ({"draw": "integer", "low": 1, "high": 2, "typo": 3}, "not typo"),
+])
+def test_bad_draws_name_the_field(spec, needle):
+    with pytest.raises(BenchmarkError) as exc:
+        resolve_params({"n": spec}, np.random.default_rng(0), "worlds/x.yaml", "recipe.0.params")
+    assert "worlds/x.yaml: field 'recipe.0.params.n'" in str(exc.value) and needle in str(exc.value)
+
+
+def test_campaign_needs_its_file(tmp_path):
+    with pytest.raises(BenchmarkError, match="not a frozen campaign"):
+        load_campaign(tmp_path)
+    (tmp_path / "campaign.json").write_text('{"seed": true, "worlds": []}')
+    with pytest.raises(BenchmarkError, match="campaign.json: field 'seed'"):
+        load_campaign(tmp_path)
+
+
+def test_campaign_refuses_another_seed_in_the_same_folder(tmp_path):
+    refs = load_suite().select(["histone.L1.integrity.clean"])
+    start_campaign(tmp_path, 11, refs)
+    with pytest.raises(BenchmarkError, match="another seed"):
+        start_campaign(tmp_path, 12, refs)
+
+
+def _drawn(ref) -> bool:
+    return "draw" in json.dumps([s.params for s in ref.world.recipe])
+
+
+@pytest.mark.slow
+def test_private_campaign_changes_every_file_and_drawn_value_and_stays_solvable(tmp_path):
+    """A freeze with another seed changes every data file and the goldens that depend on the draw; oracle still 100."""
+    from benchmark.validity import check_agents
+
+    refs = [r for r in load_suite().select(levels=["L1", "L2"])]
+    bound = start_campaign(tmp_path / "camp", 424242, refs)
+    for ref in bound:
+        freeze_world(ref)
+    suite = campaign_suite(load_suite(), tmp_path / "camp")
+    same_files, same_goldens = [], []
+    for ref in refs:
+        mine, pub = read_lock(suite.worlds[ref.id]), read_lock(ref)
+        same_files += [f"{ref.id}:{f}" for f, h in mine.files.items() if pub.files.get(f) == h]
+        if _drawn(ref) and read_golden(suite.worlds[ref.id]).values == read_golden(ref).values:
+            same_goldens.append(ref.id)
+    assert same_files == [] and same_goldens == []
+    problems, results = check_agents(None, None, ["L1", "L2"], concurrency=2, out=tmp_path / "agents",
+                                     suite=tmp_path / "camp", agents=("oracle",))
+    assert problems == [], problems
+    assert len(results["oracle"]) == len(refs)
