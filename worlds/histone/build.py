@@ -266,6 +266,32 @@ def select_mark(d: HistoneData, rng: np.random.Generator, mark: str, claimed_mar
     return d
 
 
+@recipe("histone", "resequence")
+def resequence(d: HistoneData, rng: np.random.Generator, chip_reads: int, input_reads: int,
+               expression_noise: float = 0.15) -> HistoneData:
+    """A fresh delivery from the same cells: the published mark's ChIP and input libraries are re-drawn from the
+    substrate's truth (peaks or domains, same generative model as the substrate) at `chip_reads` and `input_reads`
+    fragments, drawn independently per world so that depth says nothing about a file's role; gene_expression is
+    re-measured as TPM x LogNormal(0, expression_noise) (a replicate RNA-seq), rounded to 3 decimals. The world's
+    files therefore differ from every other world's even when no defect is injected."""
+    mark = next(iter(d.files.values())).rsplit("_", 1)[0]
+    L, ci = _lengths(d), _cidx(d)
+    if mark == "H3K4me3":
+        d.libs[f"{mark}_chip"] = h3k4me3_reads(rng, d.peaks, ci, L, int(chip_reads))
+    else:
+        d.libs[f"{mark}_chip"] = h3k27me3_reads(rng, d.domains, ci, L, int(chip_reads))
+    d.libs[f"{mark}_input"] = uniform_reads(rng, L, int(input_reads))
+    _remeasure_expression(d, rng, expression_noise)
+    return d
+
+
+def _remeasure_expression(d: HistoneData, rng: np.random.Generator, noise: float) -> None:
+    g = d.genes.copy()
+    g["gene_expression"] = np.round(g["gene_expression"].to_numpy() * np.exp(rng.normal(0, noise, len(g))), 3)
+    d.genes = g
+    d.meta = {**d.meta, "sequencing_run": f"run-{int(rng.integers(100000, 999999))}"}
+
+
 @recipe("histone", "swap_chip_input")
 def swap_chip_input(d: HistoneData, rng: np.random.Generator) -> HistoneData:
     """The file named ChIP holds the input library and vice versa (a sample-sheet swap)."""
@@ -293,10 +319,17 @@ def rename_contigs(d: HistoneData, rng: np.random.Generator, style: str = "ensem
 
 
 @recipe("histone", "shift_gene_build")
-def shift_gene_build(d: HistoneData, rng: np.random.Generator, offsets: dict[str, int], label: str = "GRCh37/hg19") -> HistoneData:
+def shift_gene_build(d: HistoneData, rng: np.random.Generator, offsets: dict[str, int] | None = None,
+                     label: str = "GRCh37/hg19", min_abs: int = 0, **contig_offsets: int) -> HistoneData:
     """genes.csv carries coordinates of another assembly: every coordinate on a contig is offset by a constant
-    (a first-order model of a liftover difference; real hg19->hg38 offsets vary along a chromosome)."""
-    d.gene_offsets = dict(offsets)
+    (a first-order model of a liftover difference; real hg19->hg38 offsets vary along a chromosome). Offsets come
+    from `offsets` or from one parameter per contig (e.g. chr19: 61230, drawn per world); an offset x with
+    |x| < min_abs is moved out to x + sign(x) * min_abs (x = 0 -> +min_abs) so that every contig is visibly shifted."""
+    off = dict(offsets or {})
+    for c, x in contig_offsets.items():
+        x = int(x)
+        off[c] = x + (1 if x >= 0 else -1) * int(min_abs) if abs(x) < min_abs else x
+    d.gene_offsets = off
     return d
 
 
@@ -318,11 +351,15 @@ def unsorted_bam(d: HistoneData, rng: np.random.Generator, sample_role: str = "i
 
 
 @recipe("histone", "copy_number_gain")
-def copy_number_gain(d: HistoneData, rng: np.random.Generator, chrom: str, start: int, end: int, gain: float,
-                     samples: list[str]) -> HistoneData:
-    """A genomic amplification with copy ratio `gain` in the cells: every library made from them (ChIP and input)
-    gets (gain - 1) extra fragments per fragment in the region (integer part + Bernoulli remainder), each a copy
-    with its centre jittered by N(0, 150 bp) so the copies are distinct molecules."""
+def copy_number_gain(d: HistoneData, rng: np.random.Generator, chrom: str, start: int, gain: float,
+                     samples: list[str], end: int | None = None, length: int | None = None) -> HistoneData:
+    """A genomic amplification with copy ratio `gain` in the cells: every library in `samples` (those made from the
+    amplified cells) gets (gain - 1) extra fragments per fragment in [start, end) (end = start + length when
+    `length` is given), integer part + Bernoulli remainder, each a copy with its centre jittered by N(0, 150 bp)
+    so the copies are distinct molecules. Listing only the ChIP models an input prepared from cells without the
+    gain (another passage or the parental line)."""
+    end = int(end) if end is not None else int(start) + int(length)
+    start = int(start)
     ci = _cidx(d)[chrom]
     L = _lengths(d)
     for s in samples:
@@ -368,7 +405,8 @@ def two_conditions(d: HistoneData, rng: np.random.Generator, domain_scale: float
                    frac_gained: float = 0.0, spike_fraction: float = 0.05, n_chip: int = 150_000, n_input: int = 80_000,
                    treated_gain: dict | None = None, mapq0_artifact: dict | None = None,
                    treated_jackpots: dict | None = None, fe: float = 5.0,
-                   frip: float = 0.5) -> HistoneData:
+                   frip: float = 0.5, n_chip_treated: int | None = None, n_input_treated: int | None = None,
+                   expression_noise: float = 0.15) -> HistoneData:
     """H3K27me3 in control (DMSO) and treated (EZH2 inhibitor) cells, each with its own input, plus a
     Drosophila spike-in (ChIP-Rx style): a fixed amount of fly chromatin is added per cell before IP, so the
     spike-in share of ChIP reads is inversely proportional to the human H3K27me3 yield.
@@ -378,7 +416,9 @@ def two_conditions(d: HistoneData, rng: np.random.Generator, domain_scale: float
     domain_scale (global change), with `frac_lost` of domains set to 0.15x and `frac_gained` to 2.5x. The human
     background (unenriched nucleosomes) yield is the same in both. Spike-in fragments in each ChIP =
     spike_fraction x (control human yield), i.e. the same absolute amount; both libraries are then sequenced to
-    n_chip reads, so library-size normalisation rescales the treated sample to the same total.
+    n_chip reads (the treated ChIP to n_chip_treated and its input to n_input_treated when given; the L2 worlds draw
+    all four depths independently), so library-size normalisation rescales the treated sample to the same total.
+    gene_expression is re-measured as in `resequence` (TPM x LogNormal(0, expression_noise)).
     treated_gain: {chrom, start, end, gain} a copy-number gain present only in the treated cells (ChIP + input).
     mapq0_artifact: {n_regions, reads_per_region} MAPQ-0 pile-ups (reads multi-mapping to a repeat family that
     expanded in the treated subline, 3-6 kb blocks placed inside H3K27me3 domains) in the treated ChIP only.
@@ -401,7 +441,10 @@ def two_conditions(d: HistoneData, rng: np.random.Generator, domain_scale: float
     sp_c = spike_fraction * human_c
     sp_t = spike_fraction * human_c
     libs = {}
+    depth = {"control": (int(n_chip), int(n_input)),
+             "treated": (int(n_chip_treated or n_chip), int(n_input_treated or n_input))}
     for cond, human, sp, sc in (("control", human_c, sp_c, None), ("treated", human_t, sp_t, scale)):
+        n_chip, n_input = depth[cond]
         tot = human + sp
         n_spike = int(round(n_chip * sp / tot))
         n_human = n_chip - n_spike
@@ -413,7 +456,8 @@ def two_conditions(d: HistoneData, rng: np.random.Generator, domain_scale: float
         libs[f"{cond}_chip"] = chip
         libs[f"{cond}_input"] = uniform_reads(rng, L, n_input)
         libs[f"{cond}_spike_n"] = n_spike
-    d.libs = {k: v for k, v in libs.items() if not k.endswith("_spike_n")}
+        libs[f"{cond}_input_n"] = n_input
+    d.libs = {k: v for k, v in libs.items() if not k.endswith("_n")}
     if treated_gain:
         copy_number_gain(d, rng, samples=["treated_chip", "treated_input"], **treated_gain)
     # spike-in contig (index len(chroms)); inputs carry the same small spike share (fly chromatin in the input)
@@ -424,7 +468,7 @@ def two_conditions(d: HistoneData, rng: np.random.Generator, domain_scale: float
         n_sp = libs[f"{cond}_spike_n"]
         sp = _from_centres(rng, np.full(n_sp, spike_idx), 200 + rng.random(n_sp) * (SPIKE_LEN - 400), Ls)
         d.libs[f"{cond}_chip"] = d.libs[f"{cond}_chip"].concat(sp)
-        n_spi = int(round(0.05 * n_input))
+        n_spi = int(round(0.05 * libs[f"{cond}_input_n"]))
         spi = _from_centres(rng, np.full(n_spi, spike_idx), 200 + rng.random(n_spi) * (SPIKE_LEN - 400), Ls)
         d.libs[f"{cond}_input"] = d.libs[f"{cond}_input"].concat(spi)
     if mapq0_artifact:
@@ -473,6 +517,7 @@ def two_conditions(d: HistoneData, rng: np.random.Generator, domain_scale: float
         "gene_expression_units": "TPM in control cells",
         "library_fragment_size_bp": FRAG_MEAN,
     }
+    _remeasure_expression(d, rng, expression_noise)
     return d
 
 
