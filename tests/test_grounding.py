@@ -200,28 +200,35 @@ def test_insufficient_option_and_anonymised_oracle(tmp_path):
 
 
 def test_metrics_on_hand_made_records():
-    def rec(item, cond, ans, flag=False, rep=0):
+    def rec(item, cond, ans, flag=False, rep=0, status="graded"):
         return GroundingRecord(key=f"{item}.{cond}__r{rep}", item=item, family="marker", condition=cond, anonymised=False,
-                               insufficient_option=False, model="m", replicate=rep, seed=rep, status="graded", answer=ans,
+                               insufficient_option=False, model="m", replicate=rep, seed=rep, status=status, answer=ans,
                                flag=flag, key_answer="A", flip_answer="B", supported=None, key_match=float(ans == "A"))
     recs = []
-    # i1 derived, i2 elimination, i3 rm-only, i4 recalled, i5 wrong on E; two replicates of i1 that disagree on E
+    # i1 derived, i2 elimination, i3 rm-only, i4 recalled, i5 wrong on E; a second replicate of i1 that disagrees on E
     for item, (e, rm, fl, flag) in {"i1": ("A", "C", "B", False), "i2": ("A", "A", "B", False),
                                     "i3": ("A", "A", "A", True), "i4": ("A", "A", "A", False),
                                     "i5": ("C", "C", "B", False)}.items():
         recs += [rec(item, "original", e), rec(item, "null", e), rec(item, "withdrawal", rm, flag), rec(item, "flip", fl)]
-    recs += [rec("i1", "original", "D", rep=1)]
-    m = agent_metrics(recs, bootstrap=100)["metrics"]
+    recs += [rec("i1", "original", "D", rep=1), rec("i1", "null", "D", rep=1), rec("i1", "withdrawal", "C", rep=1),
+             rec("i1", "flip", "B", rep=1)]
+    # i6: the withdrawal run died without an answer: not "reacting", so the incomplete replicate is left out
+    recs += [rec("i6", "original", "A"), rec("i6", "null", "A"), rec("i6", "withdrawal", None, status="model_error"),
+             rec("i6", "flip", "B")]
+    out = agent_metrics(recs, bootstrap=100)
+    m = out["metrics"]
+    assert out["units"] == 6 and out["incomplete_units"] == 1
     assert m["accuracy"]["value"] == pytest.approx(4 / 6)
     routes = sum(m[k]["value"] for k in ("derived", "elimination", "rm_only", "recalled", "other"))
-    assert routes == pytest.approx(m["accuracy"]["value"] * 6 / 5)  # routes are over complete units (5)
-    assert m["EGA"]["value"] == m["derived"]["value"] == pytest.approx(1 / 5)
-    assert m["EGA_strict"]["value"] == 0.0 and m["R_rm_flag"]["value"] == pytest.approx(1 / 5)
+    assert routes == pytest.approx(m["accuracy"]["value"])
+    assert m["EGA"]["value"] == m["derived"]["value"] == pytest.approx(1 / 6)  # 2/7 if i6's dead run counted as reacting
+    assert m["R_rm"]["value"] == pytest.approx(3 / 6)
+    assert m["EGA_strict"]["value"] == 0.0 and m["R_rm_flag"]["value"] == pytest.approx(1 / 6)
     assert m["I_rep"]["value"] == 0.0 and m["I_rep"]["n"] == 1
     lo, hi = m["accuracy"]["ci95"]
     assert 0 <= lo <= m["accuracy"]["value"] <= hi <= 1
     ev = evaluator_stress([({}, recs, [])])["key_match"]
-    assert ev["AUC_flip"] == 0.0 and ev["B_flip"] == pytest.approx(2 / 5)
+    assert ev["AUC_flip"] == 0.0 and ev["B_flip"] == pytest.approx(2 / 7)
 
 
 def test_our_graders_separate_paired_reports():

@@ -1,13 +1,77 @@
-"""SPEC R15 in the real sandbox: scripted/oracle solves every L1/L2 world; scripted/naive falls into every trap
-and passes every clean control. This is `python -m benchmark worlds check --agents` as a test."""
+"""Issue 10 / SPEC R15 in the real sandbox: only real analysis earns marks.
+
+This is `python -m benchmark worlds check --agents` as a test: scripted/oracle solves every L1/L2 world, the naive
+agent falls into every trap and passes every clean control, and no gaming agent (all_clear, flag_all, keyword,
+constant, metadata) beats blind trust. On the same runs: the oracle's report of one world, pasted onto all its
+family's worlds, averages <= 35; adding one invented defect to an oracle report lowers its score.
+"""
+import json
+import statistics
+
 import pytest
 
-from benchmark.validity import check_agents
+from benchmark.freeze import read_golden
+from benchmark.loader import load_suite
+from benchmark.store import RunStore, result_key
+from benchmark.validity import AGENTS, agent_table, check_agents, render_table
+from graders.grade import grade
+
+
+@pytest.fixture(scope="module")
+def agents(tmp_path_factory):
+    out = tmp_path_factory.mktemp("agents")
+    problems, results = check_agents(None, None, ["L1", "L2"], concurrency=2, out=out)
+    return out, problems, results
 
 
 @pytest.mark.slow
-def test_oracle_solves_and_naive_falls_in(tmp_path):
-    problems, results = check_agents(None, None, ["L1", "L2"], concurrency=2, out=tmp_path)
-    assert problems == []
+def test_oracle_naive_and_gaming_agents(agents):
+    out, problems, results = agents
+    assert problems == [], "\n".join(problems)
+    assert set(results) == set(AGENTS)
     assert len(results["oracle"]) == len(results["naive"]) >= 34
     assert all(r.status == "graded" for r in results["oracle"]), [r.world_id for r in results["oracle"] if r.status != "graded"]
+    table = agent_table(results)
+    assert {lv for _, lv in table} == {"L1", "L2"}
+    from rich.console import Console
+
+    Console(width=200).print(render_table(results))  # the table `worlds check --agents` prints
+
+
+def _oracle(out, world_id):
+    store = RunStore(out / "oracle")
+    rec = next(r for r in store.results() if r.world_id == world_id)
+    traj = store.load_trajectory(rec.trajectory)
+    return traj.report_raw, store.artifacts / result_key(world_id, 0), [c.code + "\n" + c.stdout for c in traj.cells]
+
+
+@pytest.mark.slow
+def test_one_worlds_report_pasted_onto_its_family_scores_at_most_35(agents):
+    out, _, _ = agents
+    suite = load_suite()
+    fams: dict[str, list] = {}
+    for ref in suite.select(levels=["L1", "L2"]):
+        fams.setdefault(ref.family.id, []).append(ref)
+    worst = {}
+    for fid, refs in fams.items():
+        for src in refs:
+            report, products, _ = _oracle(out, src.id)
+            pasted = [grade(dst, read_golden(dst).values, report, products=products).score for dst in refs]
+            worst[(fid, src.id)] = statistics.fmean(pasted)
+    over = {k: round(v, 1) for k, v in worst.items() if v > 35}
+    assert over == {}, over
+
+
+@pytest.mark.slow
+def test_an_invented_defect_lowers_the_oracles_score(agents):
+    out, _, _ = agents
+    suite = load_suite()
+    for ref in suite.select(levels=["L1"]):
+        report, products, cells = _oracle(out, ref.id)
+        doc = json.loads(report)
+        other = next(c for c in sorted(ref.family.defect_catalog) if c != ref.world.defect)
+        doc["issues"].append({"category": other.replace("_", " "), "severity": "warning", "where": "all files",
+                              "description": f"{other.replace('_', ' ')} found", "value": None, "action": "none", "output": None})
+        base = grade(ref, read_golden(ref).values, report, cells, products).score
+        worse = grade(ref, read_golden(ref).values, json.dumps(doc), cells, products).score
+        assert base == pytest.approx(100.0) and worse < base, (ref.id, base, worse)

@@ -14,6 +14,9 @@ insufficient-data option), c* the key and c' the flip's supported answer.
   routes (Eq. 4)    correct units split by reacts (R_rm condition) x flip outcome: derived (reacts, follows c'),
                     elimination (persists, follows), rm_only (reacts, keeps c*), recalled (persists, keeps c*),
                     other (flip to a third option or no answer); they sum to accuracy, derived = EGA.
+Only complete replicates count: a (item, replicate) unit enters the metrics when every condition of the run has an
+answer (an option or an explicit flag); a withdrawal run that errored or went unparsed is not "reacting", so such
+units are left out and counted as `incomplete_units`.
 Intervals: 95% percentile bootstrap resampling items (each item's replicates and conditions stay together).
 Transform consistency (seed 000) applies to synthetic problems with exactly transforming ground truth; these items
 have none, so it is not reported.
@@ -63,6 +66,28 @@ def _units(records) -> dict[str, dict[int, dict[str, Any]]]:
     return out
 
 
+def answered(r) -> bool:
+    """A run that gave an answer: an option, or an explicit "the data do not support one". An error, a refusal or
+    an unparsed reply is no answer, and must not count as reacting to a withdrawal or ignoring a flip."""
+    return r.status == "graded" and (r.answer is not None or bool(r.flag))
+
+
+def complete_units(records) -> tuple[dict[str, dict[int, dict[str, Any]]], int]:
+    """Only replicates answered under every condition the run asked (seed 000's metrics pair conditions within a
+    replicate); returns those units and how many incomplete ones were left out."""
+    units = _units(records)
+    conditions = {r.condition for r in records}
+    kept: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
+    dropped = 0
+    for item, reps in units.items():
+        for rep, u in reps.items():
+            if set(u) == conditions and all(answered(r) for r in u.values()):
+                kept[item][rep] = u
+            else:
+                dropped += 1
+    return kept, dropped
+
+
 def _unit_values(u: dict[str, Any]) -> dict[str, float | None]:
     """Per-unit indicators of every agent metric (None where the unit lacks the conditions it needs)."""
     E, N0, B, C, ND = (u.get(c) for c in ("original", "null", "withdrawal", "flip", "nodata"))
@@ -96,7 +121,7 @@ def _unit_values(u: dict[str, Any]) -> dict[str, float | None]:
 
 def _item_sums(records) -> tuple[list[str], dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Per item and metric: numerator and denominator (units, or replicate pairs for I_rep)."""
-    units = _units(records)
+    units, _ = complete_units(records)
     items = sorted(units)
     num = {k: np.zeros(len(items)) for k in AGENT_METRICS}
     den = {k: np.zeros(len(items)) for k in AGENT_METRICS}
@@ -120,7 +145,9 @@ def agent_metrics(records, bootstrap: int = 1000, seed: int = 0) -> dict[str, An
     n = len(items)
     rng = np.random.default_rng(seed)
     w = rng.multinomial(n, np.full(n, 1.0 / n), size=bootstrap).astype(float) if n and bootstrap else np.zeros((0, n))
-    out: dict[str, Any] = {"items": n, "units": int(sum(len(v) for v in _units(records).values())), "metrics": {}}
+    kept, dropped = complete_units(records)
+    out: dict[str, Any] = {"items": n, "units": int(sum(len(v) for v in kept.values())), "incomplete_units": dropped,
+                           "metrics": {}}
     draws: dict[str, np.ndarray] = {}
     for k in AGENT_METRICS:
         if k == "evidence_gain":
