@@ -62,18 +62,51 @@ def test_l1_solver_sees_exactly_the_defect(ref):
     assert findings == ([ref.world.defect] if ref.world.defect else []), findings
 
 
+def write_products(spec: dict | None, golden: dict, dest: Path) -> Path:
+    """Work products a hand-written report names: `products` gives literal file contents; `products_golden` builds
+    a file from a golden key (a list: one item per line; a mapping: a CSV with the given `header`)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name, text in ((spec or {}).get("products") or {}).items():
+        (dest / name).write_text(text)
+    for name, src in ((spec or {}).get("products_golden") or {}).items():
+        want = golden[src["golden"]]
+        if isinstance(want, list):
+            (dest / name).write_text("".join(f"{x}\n" for x in want))
+        else:
+            (dest / name).write_text(src["header"] + "\n" + "".join(f"{k},{v}\n" for k, v in want.items()))
+    return dest
+
+
 @pytest.mark.parametrize("ref", GRADED, ids=lambda r: r.id)
-def test_hand_written_reports(ref):
+def test_hand_written_reports(ref, tmp_path):
     path = REPORTS / ref.world.track / f"{ref.id}.yaml"
     assert path.exists(), f"write a correct and a wrong report in {path}"
     doc = yaml.safe_load(path.read_text())
     golden = read_golden(ref).values
-    good = grade(ref, golden, doc["correct"])
+    products = write_products(doc, golden, tmp_path / "products")
+    good = grade(ref, golden, doc["correct"], products=products)
     assert good.score == pytest.approx(100.0), good.reason
     assert doc["wrong"], "at least one trap-following or defect-missing report"
     for bad in doc["wrong"]:
-        g = grade(ref, golden, bad)
+        g = grade(ref, golden, bad, products=products)
         assert g.score < 100.0 - 1e-9, f"a wrong report earned full marks: {g.reason}"
+
+
+@pytest.mark.parametrize("track", LIFE_TRACKS)
+def test_no_two_worlds_ship_a_byte_identical_file(track):
+    """A hash lookup must not give a world's golden: every data file of every world is its own (issue 10 item 4)."""
+    seen: dict[str, str] = {}
+    clashes = []
+    for ref in REFS:
+        if ref.world.track != track or isinstance(ref.world, L3World):
+            continue
+        for f, h in read_lock(ref).files.items():
+            if f.endswith((".bai", "meta.json")):
+                continue  # an index follows its BAM; meta.json describes the layout (no data)
+            if h in seen:
+                clashes.append(f"{ref.id}:{f} == {seen[h]}")
+            seen.setdefault(h, f"{ref.id}:{f}")
+    assert clashes == []
 
 
 @pytest.mark.parametrize("ref", GRADED, ids=lambda r: r.id)
