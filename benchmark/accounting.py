@@ -23,19 +23,20 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from benchmark.errors import BenchmarkError, ManifestError
-from benchmark.loader import REPO_ROOT, read_yaml, validate
+from benchmark.loader import REPO_ROOT, _line_of, read_yaml, validate
 
 PRICING_ROOT = REPO_ROOT / "pricing"
 
 
 class LongContext(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     threshold_tokens: int = Field(gt=0, description="input tokens above which the multipliers apply")
     input_multiplier: float = Field(ge=1)
@@ -45,7 +46,7 @@ class LongContext(BaseModel):
 class PeakBand(BaseModel):
     """A time-of-day window with its own rates (e.g. a provider's peak band)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str
     start: dt.time
@@ -64,7 +65,7 @@ class PeakBand(BaseModel):
 
 
 class ModelPrice(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     input: float = Field(ge=0, description="price per million input tokens, in `currency`")
     output: float = Field(ge=0, description="price per million output tokens, in `currency`")
@@ -77,7 +78,7 @@ class ModelPrice(BaseModel):
 
 
 class RateCard(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     date: dt.date
     source: str = Field(min_length=1)
@@ -93,6 +94,18 @@ class RateCard(BaseModel):
         for cur, rate in v.items():
             if not rate > 0:
                 raise ValueError(f"the conversion rate of {cur} must be positive")
+        return v
+
+    @field_validator("models")
+    @classmethod
+    def _no_catch_all(cls, v: dict[str, "ModelPrice"]) -> dict[str, "ModelPrice"]:
+        """A glob may widen a model name within one provider (`scripted/*`), never across providers (`*`, `*/x`):
+        a catch-all would price every unknown model, e.g. at $0, instead of reporting it unpriced."""
+        for key in v:
+            provider = key.split("/", 1)[0]
+            if any(c in provider for c in "*?[") or "/" not in key and any(c in key for c in "*?["):
+                raise ValueError(f"'{key}' is a catch-all pattern that would price unknown models; "
+                                 "name the model, or glob within one provider such as 'scripted/*'")
         return v
 
     @model_validator(mode="after")
@@ -143,15 +156,34 @@ class CardFile:
     card: RateCard
 
 
+_DATED = re.compile(r"^(\d{4}-\d{2}-\d{2})")
+
+
 def load_card(path: Path) -> RateCard:
+    """Validate one card; a file named for a date (pricing/<date>.yaml) must carry that date."""
     data, node = read_yaml(path)
-    return validate(RateCard, data, path, node)
+    card = validate(RateCard, data, path, node)
+    m = _DATED.match(Path(path).stem)
+    if m:
+        try:
+            named = dt.date.fromisoformat(m.group(1))
+        except ValueError:
+            raise ManifestError(path, "<file name>", f"'{m.group(1)}' in the file name is not a real date; "
+                                "name the card <date>.yaml after its date field", None) from None
+        if named != card.date:
+            raise ManifestError(path, "date", f"{card.date} does not match the file name's date {named}; "
+                                "rename the file or correct the date", _line_of(node, ("date",)))
+    return card
 
 
 def load_cards(root: Path | None = None) -> list[CardFile]:
     root = Path(root) if root is not None else PRICING_ROOT
     files = sorted(root.glob("*.yaml")) + sorted(root.glob("*.yml"))
     out = [CardFile(p, load_card(p)) for p in files]
+    for cf in out:  # in the pricing folder the file name says which card is in force when: it must be its date
+        if not _DATED.match(cf.path.stem):
+            raise ManifestError(cf.path, "<file name>", f"a rate card in {root} is named after its date; rename it "
+                                f"{cf.card.date.isoformat()}.yaml")
     seen: dict[dt.date, Path] = {}
     for cf in out:
         if cf.card.date in seen:

@@ -5,8 +5,11 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from benchmark.errors import BenchmarkError, ManifestError
-from benchmark.ledger import LEDGER_ROOT, Ledger, Ruling, append_ruling, effective_rulings, ledger_paths, load_ledger
+from benchmark.ledger import (LEDGER_ROOT, Ledger, Ruling, append_ruling, cross_file_contradictions, effective_rulings,
+                              ledger_paths, load_ledger)
 from benchmark.loader import _line_of, load_suite, read_yaml
 from benchmark.store import RunStore, result_key
 from benchmark.verify import Discrepancy, load_verifications
@@ -69,11 +72,34 @@ def rule(run_dir: Path, ledger_path: Path, world: str, component: str, ruling: s
     disc = next((d for v in ver for d in v.discrepancies if d.component == component), None)
     det = disc.deterministic if disc else (rec.grade.status if component == "state" else rec.score if component == "score"
                                            else (rec.grade.components or {}).get(component, 0.0) if rec.grade else 0.0)
-    value: float | str = ruling if component == "state" else float(ruling)
-    r = Ruling(id=1, run=store.run_id(), model=rec.model, world=world, replicate=replicate, component=component,
-               deterministic=det, verifier=disc.verifier if disc else None,
-               verifier_reason=ver[-1].reason if ver else "", ruling=value, adjudicator=adjudicator,
-               date=date or dt.date.today(), rationale=rationale, supersedes=supersedes)
+    if component == "state":
+        value: float | str = ruling
+    else:
+        try:
+            value = float(ruling)
+        except ValueError:
+            raise BenchmarkError(f"--ruling '{ruling}' is not a number; a '{component}' ruling is "
+                                 f"{'0-100' if component == 'score' else '0-1'}") from None
+    try:
+        r = Ruling(id=1, run=store.run_id(), model=rec.model, world=world, replicate=replicate, component=component,
+                   deterministic=det, verifier=disc.verifier if disc else None,
+                   verifier_reason=ver[-1].reason if ver else "", ruling=value, adjudicator=adjudicator,
+                   date=date or dt.date.today(), rationale=rationale, supersedes=supersedes)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        msg = err["msg"].removeprefix("Value error, ")
+        msg = msg.split("@", 2)[-1] if msg.startswith("@") else msg
+        where = ".".join(str(x) for x in err["loc"]) or "ruling"
+        raise BenchmarkError(f"the ruling cannot be recorded: field '{where}': {msg}; nothing was written to {ledger_path}") from None
+    for other in sorted(Path(ledger_path).parent.glob("*.yaml")):  # the same key ruled differently in another file
+        if other.resolve() == Path(ledger_path).resolve():
+            continue
+        led = load_ledger(other)
+        for i, e in enumerate(led.entries if isinstance(led, Ledger) else []):
+            if e.key() == r.key() and e.ruling != r.ruling and not any(x.supersedes == e.id for x in led.entries):
+                raise BenchmarkError(f"{led.where(i)}: ruling {e.id} already rules {e.ruling!r} on this run, world, "
+                                     f"replicate and component; record the new ruling in {other} with --supersedes {e.id} "
+                                     f"(nothing was written to {ledger_path})")
     return append_ruling(ledger_path, r)
 
 
@@ -91,19 +117,22 @@ def validate_ledgers(paths: list[Path] | None = None, run_roots: list[Path] | No
     problems = []
     suite = load_suite()
     runs = known_run_ids(run_roots) if run_roots else None
+    loaded: list[Ledger] = []
     for p in paths or ledger_paths():
         try:
             led = load_ledger(p)
         except ManifestError as exc:
             problems.append(str(exc))
             continue
+        if isinstance(led, Ledger):
+            loaded.append(led)
         _, node = read_yaml(p)
         for i, e in enumerate(led.entries):
             if e.world not in suite.worlds:
                 problems.append(str(ManifestError(p, f"entries.{i}.world", f"unknown world '{e.world}'", _line_of(node, ("entries", i, "world")))))
             if runs is not None and e.run not in runs:
                 problems.append(str(ManifestError(p, f"entries.{i}.run", f"unknown run '{e.run}' (known: {', '.join(sorted(runs)) or 'none'})", _line_of(node, ("entries", i, "run")))))
-    return problems
+    return problems + cross_file_contradictions(loaded)
 
 
 DEFAULT_LEDGER = LEDGER_ROOT / "adjudication.yaml"

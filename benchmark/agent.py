@@ -7,16 +7,16 @@ recorded in the trajectory; nothing the model or the code does raises out of `ru
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from benchmark.loader import WorldRef
-from benchmark.records import CallRecord, CellRecord
+from benchmark.records import AttemptRecord, CallRecord, CellRecord
 from sandbox.bwrap import Sandbox
 
-HARNESS_VERSION = "1"
-MAX_ATTEMPTS = 3
+HARNESS_VERSION = "2"
 SYSTEM_PROMPT = (
     "You are a careful scientist working in a sealed Python sandbox with no network access. "
     "Call the run_python tool to execute Python code; variables persist between calls, and shell tools can be run "
@@ -35,8 +35,126 @@ RUN_PYTHON_TOOL = {
     },
 }
 
+# Provider errors worth another attempt (by litellm exception name, when no HTTP status says more).
 TRANSIENT = ("RateLimitError", "APIConnectionError", "Timeout", "ServiceUnavailableError", "InternalServerError",
-             "APIError")
+             "APIError", "APIResponseValidationError", "JSONDecodeError")
+TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+PERMANENT = ("ContentPolicyViolationError", "AuthenticationError", "PermissionDeniedError", "NotFoundError",
+             "BadRequestError", "UnprocessableEntityError", "ContextWindowExceededError", "UnsupportedParamsError")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """The harness's own retry policy (provider SDK retries are off, so every attempt is seen and recorded).
+
+    Bounded exponential backoff (base x 2^k, at most `cap_s`) with jitter drawn from an RNG seeded by the call's
+    seed, step and attempt, so a rerun waits the same; a `Retry-After` header (seconds or HTTP date) replaces the
+    backoff when it is at most `retry_after_cap_s`, and a longer one ends the call. `deadline_s` bounds a whole call
+    (attempts, waits and each attempt's timeout together); past it the call fails as a model error.
+    Environment overrides: BENCHMARK_MODEL_ATTEMPTS, BENCHMARK_MODEL_TIMEOUT_S, BENCHMARK_MODEL_DEADLINE_S.
+    """
+
+    attempts: int = 4
+    timeout_s: float = 60.0
+    deadline_s: float = 120.0
+    base_s: float = 1.0
+    cap_s: float = 16.0
+    retry_after_cap_s: float = 30.0
+
+    @classmethod
+    def from_env(cls) -> "RetryPolicy":
+        import os
+
+        def num(name: str, default: float, kind=float):
+            raw = os.environ.get(name)
+            if raw is None or raw == "":
+                return default
+            try:
+                v = kind(raw)
+            except ValueError:
+                v = None
+            if v is None or not v > 0 or v != v or v == float("inf"):
+                from benchmark.errors import BenchmarkError
+
+                raise BenchmarkError(f"environment variable {name}={raw!r} must be a positive finite number")
+            return v
+
+        d = cls()
+        return cls(attempts=num("BENCHMARK_MODEL_ATTEMPTS", d.attempts, int),
+                   timeout_s=num("BENCHMARK_MODEL_TIMEOUT_S", d.timeout_s),
+                   deadline_s=num("BENCHMARK_MODEL_DEADLINE_S", d.deadline_s))
+
+    def backoff(self, seed: int, step: int, attempt: int) -> float:
+        import random
+
+        rng = random.Random(f"{seed}:{step}:{attempt}")
+        return min(self.cap_s, self.base_s * 2 ** attempt) * rng.uniform(0.5, 1.0)
+
+
+_NO_RESPONSE = ("APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ReadTimeout", "Timeout",
+                "RemoteProtocolError", "ConnectionRefusedError", "TimeoutError")
+
+
+def _http_status(exc: Exception) -> int | None:
+    """The HTTP status the endpoint really answered; None when no response came back (timeout, refused connection).
+
+    litellm maps a refused connection to InternalServerError (500) and a 200 with a malformed body to 500 too, so the
+    exception chain is read first: the SDK's own error says what happened on the wire.
+    """
+    chain, e = [], exc
+    while e is not None and len(chain) < 8:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    for e in chain:
+        if type(e).__name__ in _NO_RESPONSE:
+            return None
+        text = str(e)
+        m = re.search(r"<APIResponse \[(\d{3})", text) or re.match(r"Error code: (\d{3})", text)
+        if m:
+            return int(m.group(1))
+    if any("Connection error" in str(e) for e in chain):
+        return None
+    code = getattr(exc, "status_code", None)
+    return code if isinstance(code, int) else None
+
+
+def _retry_after(exc: Exception) -> float | None:
+    """Seconds the endpoint asked us to wait (Retry-After: seconds or an HTTP date), if it said."""
+    import email.utils
+    from datetime import datetime, timezone
+
+    headers = getattr(exc, "litellm_response_headers", None) or getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    try:
+        raw = headers.get("retry-after") or headers.get("Retry-After")
+    except Exception:  # noqa: BLE001 - odd header containers: no hint
+        return None
+    if not raw:
+        return None
+    raw = str(raw).strip()
+    try:
+        secs = float(raw)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        secs = (when - datetime.now(timezone.utc)).total_seconds()
+    if secs != secs:  # NaN
+        return None
+    return max(0.0, secs)
+
+
+def _transient(exc: Exception, status: int | None) -> bool:
+    name = type(exc).__name__
+    if name in PERMANENT or "ContentPolicy" in name:
+        return False
+    if status is not None:  # a 2xx that failed is a body we could not parse (malformed JSON): worth another try
+        return status in TRANSIENT_STATUS or 200 <= status < 300
+    return name in TRANSIENT or "Timeout" in name or "Connection" in name
 
 
 @dataclass
@@ -56,41 +174,71 @@ def json_schema_format(name: str, schema: dict) -> dict:
 
 def call_model(model: str, messages: list[dict[str, Any]], step: int, role: str = "agent", tools: list | None = None,
                tool_choice: str | None = None, metadata: dict | None = None, seed: int = 0,
-               max_tokens: int = 4096, **extra) -> tuple[Any | None, CallRecord]:
-    """One litellm call with bounded retries on transient errors; only the successful attempt counts tokens."""
+               max_tokens: int = 4096, policy: RetryPolicy | None = None, **extra) -> tuple[Any | None, CallRecord]:
+    """One litellm call with the harness's bounded retries (RetryPolicy); only the successful attempt counts tokens.
+
+    litellm's own retries (`num_retries`) and the OpenAI client's (`max_retries`) are set to 0, so a 429 or a 500 is
+    never retried unseen; every attempt is recorded in `CallRecord.attempts` with its HTTP status and error.
+    """
     import litellm
 
     from benchmark.models import register_providers
 
     register_providers()
+    policy = policy or RetryPolicy.from_env()
+    temperature = extra.pop("temperature", 0.0)
     retries: list[str] = []
-    for attempt in range(MAX_ATTEMPTS):
+    attempts: list[AttemptRecord] = []
+    start = time.monotonic()
+    for attempt in range(policy.attempts):
+        remaining = policy.deadline_s - (time.monotonic() - start)
         t0 = time.monotonic()
         try:
             kwargs: dict[str, Any] = dict(model=model, messages=messages, metadata=metadata or {}, seed=seed,
-                                          max_tokens=max_tokens, temperature=extra.pop("temperature", 0.0), **extra)
+                                          max_tokens=max_tokens, temperature=temperature, num_retries=0, max_retries=0,
+                                          timeout=max(1.0, min(policy.timeout_s, remaining)), **extra)
             if tools:
                 kwargs["tools"] = tools
                 if tool_choice:
                     kwargs["tool_choice"] = tool_choice
             resp = litellm.completion(**kwargs)
+            choice = resp.choices[0]
         except Exception as exc:  # noqa: BLE001 - every provider error becomes a recorded outcome
             name = type(exc).__name__
             msg = f"{name}: {str(exc)[:500]}"
+            status = _http_status(exc)
             refused = "ContentPolicy" in name
-            if attempt + 1 < MAX_ATTEMPTS and name in TRANSIENT:
-                retries.append(msg)
-                time.sleep(min(2 ** attempt, 8))
-                continue
-            return None, CallRecord(role=role, model=model, step=step, ok=False, wall_s=round(time.monotonic() - t0, 3),
-                                    retries=retries, error=msg, finish_reason="content_filter" if refused else None)
+            rec = AttemptRecord(http_status=status, error=msg, wall_s=round(time.monotonic() - t0, 3))
+            attempts.append(rec)
+            wait, stop = None, None
+            if not _transient(exc, status):
+                stop = msg
+            elif attempt + 1 >= policy.attempts:
+                stop = f"{msg} (gave up after {policy.attempts} attempts)"
+            else:
+                hint = _retry_after(exc)
+                if hint is not None and hint > policy.retry_after_cap_s:
+                    stop = f"{msg} (the endpoint asked to wait {hint:.0f} s, more than the {policy.retry_after_cap_s:.0f} s cap)"
+                else:
+                    wait = hint if hint is not None else policy.backoff(seed, step, attempt)
+                    if time.monotonic() - start + wait + 1.0 > policy.deadline_s:
+                        stop = f"{msg} (the call's {policy.deadline_s:.0f} s time bound would be passed)"
+            if stop is not None:
+                return None, CallRecord(role=role, model=model, step=step, ok=False,
+                                        wall_s=round(time.monotonic() - start, 3), retries=retries, error=stop,
+                                        finish_reason="content_filter" if refused else None, attempts=attempts)
+            rec.wait_s = round(wait, 3)
+            retries.append(msg)
+            time.sleep(wait)
+            continue
         usage = getattr(resp, "usage", None)
-        choice = resp.choices[0]
+        attempts.append(AttemptRecord(http_status=200 if not model.startswith(("local/", "scripted/")) else None,
+                                      wall_s=round(time.monotonic() - t0, 3)))
         return resp, CallRecord(role=role, model=model, step=step, ok=True,
                                 tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
                                 tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
-                                wall_s=round(time.monotonic() - t0, 3), finish_reason=choice.finish_reason,
-                                retries=retries)
+                                wall_s=round(time.monotonic() - start, 3), finish_reason=choice.finish_reason,
+                                retries=retries, attempts=attempts)
     raise AssertionError("unreachable")
 
 
@@ -108,6 +256,8 @@ def _code_of(arguments: str) -> tuple[str | None, str | None]:
         args = json.loads(arguments or "{}")
     except json.JSONDecodeError as exc:
         return None, f"tool arguments are not valid JSON ({exc.msg}); send {{\"code\": \"...\"}}"
+    except RecursionError:
+        return None, "tool arguments are nested too deeply to parse; send {\"code\": \"...\"}"
     code = args.get("code") if isinstance(args, dict) else None
     if not isinstance(code, str):
         return None, "run_python needs a string argument 'code'"

@@ -40,7 +40,9 @@ Pipeline (every step deterministic; every collection is sorted before it is redu
    fixed seed).
 7. **Coverage**: assigned tasks = the union of worlds over all loaded runs. A refused or missing world does not
    enter the score means (it cannot be scored) but keeps the model's coverage below 1; a model without complete
-   coverage is reported but not ranked. $/task divides by the assigned tasks.
+   coverage is reported but not ranked. A fault (status model_error / sandbox_error / harness_error: no score) is
+   not an answer: it never enters a mean, and a world whose every replicate failed counts as missing (`errors`
+   says how many of the missing failed; `run --resume` retries them). $/task divides by the assigned tasks.
 8. **Stability** (A.3) over the observed models with complete coverage (replay rows excluded): for each measure
    a model x track matrix; models ranked within each track with ties kept (scipy.stats.rankdata); tie-corrected
    Kendall's W; a tie-preserving null that permutes model labels within each track independently; p-values
@@ -67,7 +69,7 @@ from scipy import stats
 from benchmark.accounting import CostTotal, Priced, Pricing, efficiency, parse_date
 from benchmark.errors import BenchmarkError
 from benchmark.ledger import Ledger, Ruling, effective_rulings, load_ledger
-from benchmark.records import ResultRecord, RoleUsage
+from benchmark.records import ERROR_STATUSES, ResultRecord, RoleUsage
 from benchmark.store import RunStore, result_key
 from graders.l1 import MISCALIBRATED_STATES, RECOGNITION_STATES, RESPONSE_STATES, STATE_SCORES
 
@@ -230,6 +232,7 @@ class Attempt:
     parts: list[Part]
     rulings: list[int]
     routed: str = ""  # "refused" / "missing" when taken from the fallback model
+    failed: bool = False  # a fault (ERROR_STATUSES): no score, never averaged, counted as missing coverage
 
 
 def l1_dimensions(state: str | None, world_class: str, score: float, fabrication: float | None) -> dict[str, float | None]:
@@ -264,7 +267,7 @@ def build_attempts(run: RunInput, rulings: dict, pricing: Pricing, date_override
             components=eff.components, fabrication=rec.grade.fabrication if rec.grade is not None else None,
             eligible=rec.eligible is not False and rec.status != "ineligible", commitment=rec.commitment,
             novelty=(float(axes["N"]) * 100 / 3) if "N" in axes and axes["N"] is not None else None,
-            parts=parts, rulings=eff.rulings))
+            parts=parts, rulings=eff.rulings, failed=rec.status in ERROR_STATUSES))
     return out
 
 
@@ -303,7 +306,7 @@ def replay(x: list[Attempt], y: list[Attempt], assigned: dict[str, tuple]) -> tu
                               "rulings": sorted(a.rulings + sub.rulings), "routed": "refused"}))
         info["routed_refused"] += 1
         info["routed_by_level"][sub.level] = info["routed_by_level"].get(sub.level, 0) + 1
-    have = {a.world_id for a in x}
+    have = {a.world_id for a in x if not a.failed}  # a world X only failed on is missing, and routed like one
     for wid in sorted(set(assigned) - have):
         subs = [s for s in y_world.get(wid, []) if not s.refused]
         if not subs:
@@ -341,6 +344,7 @@ class WorldOutcome:
     roles: dict[str, CostTotal]
     long_context: float
     rulings: list[int]
+    n_failed: int = 0  # replicates that ended in a fault (no score)
 
 
 def _mean(xs: Iterable[float | None]) -> float | None:
@@ -357,7 +361,7 @@ def world_outcomes(attempts: list[Attempt]) -> dict[str, WorldOutcome]:
         reps = sorted(groups[wid], key=lambda a: a.replicate)
         a0 = reps[0]
         n = len(reps)
-        ans = [a for a in reps if not a.refused]
+        ans = [a for a in reps if not a.refused and not a.failed]
         elig = [a for a in ans if a.eligible] if a0.level == "L3" else ans
         agent, roles, cells = CostTotal(), defaultdict(CostTotal), 0.0
         for a in reps:
@@ -378,13 +382,13 @@ def world_outcomes(attempts: list[Attempt]) -> dict[str, WorldOutcome]:
         committed = [a for a in elig if a.commitment == "commit"] if a0.level == "L3" else []
         out[wid] = WorldOutcome(
             world_id=wid, track=a0.track, level=a0.level, family=a0.family, world_class=a0.world_class, n_reps=n,
-            n_refused=n - len(ans), answered=bool(ans), score=_mean(a.score for a in elig),
+            n_refused=sum(a.refused for a in reps), answered=bool(ans), score=_mean(a.score for a in elig),
             eligible=bool(elig) if a0.level == "L3" else True, l1_dims=dims, components=comps,
             commit_share=(len(committed) / len(elig)) if (a0.level == "L3" and elig) else None,
             novelty_values=[a.novelty for a in committed if a.novelty is not None], committed=len(committed),
             eligible_reps=len(elig) if a0.level == "L3" else 0,
             agent=agent, code_cells=cells, roles=dict(roles), long_context=agent.long_context_tasks,
-            rulings=sorted({r for a in reps for r in a.rulings}))
+            rulings=sorted({r for a in reps for r in a.rulings}), n_failed=sum(a.failed for a in reps))
     return out
 
 
@@ -571,10 +575,12 @@ def model_summary(label: str, worlds: dict[str, WorldOutcome], assigned: dict[st
                   "shares": {lv: (bott[lv] / len(full)) if full else None for lv in LEVELS}}
     # coverage
     answered = sum(1 for wid in assigned if wid in worlds and worlds[wid].answered)
-    refused_worlds = sum(1 for wid in assigned if wid in worlds and not worlds[wid].answered)
-    missing = sum(1 for wid in assigned if wid not in worlds)
+    refused_worlds = sum(1 for wid in assigned if wid in worlds and not worlds[wid].answered and worlds[wid].n_refused)
+    errors = sum(1 for wid in assigned if wid in worlds and not worlds[wid].answered and not worlds[wid].n_refused)
+    missing = sum(1 for wid in assigned if wid not in worlds) + errors
     coverage = {"assigned": len(assigned), "answered": answered, "refused": refused_worlds,
-                "refused_replicates": sum(w.n_refused for w in ws), "missing": missing,
+                "refused_replicates": sum(w.n_refused for w in ws), "missing": missing, "errors": errors,
+                "failed_replicates": sum(w.n_failed for w in ws),
                 "coverage": answered / len(assigned) if assigned else None,
                 "complete": answered == len(assigned),
                 "by_level": {lv: {"assigned": sum(1 for m in assigned.values() if m[1] == lv),

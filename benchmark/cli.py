@@ -11,7 +11,10 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from benchmark.errors import BenchmarkError  # noqa: E402
+from benchmark.errors import BenchmarkError, safe_markup, safe_text  # noqa: E402
+
+EXIT_ERROR = 2  # bad input or a failed precondition: one sentence, nothing written
+EXIT_INCOMPLETE = 3  # `run` finished, but some worlds failed (model/sandbox/harness errors); --resume retries them
 
 
 def _console():
@@ -42,6 +45,10 @@ def _read_text(path: str, what: str) -> str:
 
 def _select(args):
     suite = _suite(args)
+    if getattr(args, "suite", None):
+        from benchmark.campaign import campaign_suite
+
+        suite = campaign_suite(suite, args.suite)
     ids = (getattr(args, "ids", None) or []) + (getattr(args, "more_ids", None) or []) or None
     refs = suite.select(ids, args.tracks, args.levels)
     if ids and not refs:
@@ -94,12 +101,21 @@ def cmd_worlds_freeze(args) -> int:
 
     if not args.ids and not args.all and not args.tracks and not args.levels:
         raise BenchmarkError("name the worlds to freeze (IDS or patterns), or pass --all")
+    if (args.seed is None) != (args.out is None):
+        raise BenchmarkError("a private campaign needs both --seed S and --out DIR (or neither, to freeze the committed suite)")
     _, refs = _select(args)
+    if args.out:
+        from benchmark.campaign import start_campaign
+
+        refs = start_campaign(Path(args.out), args.seed, refs)
     with progress("freezing", len(refs)) as step:
         for ref in refs:
             step(ref.id)
             freeze_world(ref)
-    print(f"froze {len(refs)} worlds; commit their .golden.json and .lock.json files")
+    if args.out:
+        print(f"froze {len(refs)} worlds into the private campaign {args.out}; run it with `run --suite {args.out}`")
+    else:
+        print(f"froze {len(refs)} worlds; commit their .golden.json and .lock.json files")
     return 0
 
 
@@ -126,13 +142,21 @@ def cmd_worlds_check(args) -> int:
         from benchmark.validity import check_agents
 
         levels = [lv for lv in (args.levels or ["L1", "L2"]) if lv != "L3"]
-        agent_problems, results = check_agents((args.ids or []) + (args.more_ids or []) or None, args.tracks, levels, args.concurrency)
+        from rich.console import Console
+
+        from benchmark.validity import render_table
+
+        agent_problems, results = check_agents((args.ids or []) + (args.more_ids or []) or None, args.tracks, levels,
+                                               args.concurrency, out=Path(args.agents_out) if args.agents_out else None,
+                                               suite=Path(args.suite) if args.suite else None)
+        Console().print(render_table(results))
         for p in agent_problems:
             print(p, file=sys.stderr)
         if agent_problems:
-            raise BenchmarkError(f"{len(agent_problems)} world(s) fail the oracle/naive validity check (listed above)")
+            raise BenchmarkError(f"{len(agent_problems)} validity problem(s) with the scripted agents (listed above)")
         n = len(results.get("oracle", []))
-        print(f"scripted/oracle solves all {n} L1/L2 worlds in the sandbox; scripted/naive falls into every trap and passes every control")
+        print(f"scripted/oracle solves all {n} L1/L2 worlds in the sandbox; scripted/naive falls into every trap and "
+              "passes every control; no gaming agent beats blind trust")
     return 0
 
 
@@ -144,7 +168,7 @@ def cmd_worlds_grade(args) -> int:
     ref = _world_ref(args, args.world)
     g = grade(ref, read_golden(ref).values, _read_text(args.report, "report file"))
     print(g.model_dump_json(indent=2))
-    return 0
+    return 1 if g.status == "NONCOMPLIANT" else 0  # a malformed report is graded (NONCOMPLIANT) but is not a pass
 
 
 # ---------------------------------------------------------------- run and sandbox
@@ -155,12 +179,19 @@ def cmd_run(args) -> int:
     from benchmark.run import RunConfig, execute, summary_table
 
     out = Path(args.out) if args.out else Path("runs") / args.model.replace("/", "_")
+    from benchmark.run import failure_line
+
     cfg = RunConfig(model=args.model, out=out, worlds=args.worlds, tracks=args.tracks,
                     levels=args.levels or ["L1", "L2", "L3"], replicates=args.replicates, concurrency=args.concurrency,
-                    resume=args.resume, seed=args.seed, reviewers=tuple(args.reviewers), judge=args.judge)
+                    resume=args.resume, seed=args.seed, reviewers=tuple(args.reviewers), judge=args.judge,
+                    force_config=args.force_config, suite=Path(args.suite) if args.suite else None)
     records = execute(cfg)
     Console().print(summary_table(records))
     print(f"results: {out / 'results.jsonl'}")
+    failed = failure_line(records, cfg.replicates)
+    if failed:  # faults are not scores: the run is incomplete, and says so in one line and its exit status
+        _console().print(f"[bold red]incomplete:[/] {failed}", highlight=False, soft_wrap=True)
+        return EXIT_INCOMPLETE
     return 0
 
 
@@ -213,8 +244,9 @@ def cmd_ledger_pending(args) -> int:
         return 0
     for i in items:
         d = i.discrepancy
-        print(f"== {i.world_id} r{i.replicate} [{i.model}] component {d.component}: deterministic {d.deterministic} vs verifier {d.verifier} ({i.verifier_model})")
-        print(f"verifier reason: {i.verifier_reason}\nrubric: {i.rubric}\nreport: {i.report}\nevidence:\n{i.evidence}\n")
+        # agent and model text is shown, never interpreted: no escape sequence reaches the adjudicator's terminal
+        print(safe_text(f"== {i.world_id} r{i.replicate} [{i.model}] component {d.component}: deterministic {d.deterministic} vs verifier {d.verifier} ({i.verifier_model})"))
+        print(safe_text(f"verifier reason: {i.verifier_reason}\nrubric: {i.rubric}\nreport: {i.report}\nevidence:\n{i.evidence}\n"))
     print(f"{len(items)} pending item(s); record a ruling with `python -m benchmark ledger rule {args.run_dir} --world W --component C --ruling V --adjudicator NAME --rationale TEXT`")
     return 0
 
@@ -274,12 +306,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp = wsub.add_parser("freeze", help="build, solve and lock worlds")
     selectors(sp)
     sp.add_argument("--all", action="store_true", help="freeze every world")
+    sp.add_argument("--seed", type=int, help="with --out: a private campaign seed (every drawn value changes)")
+    sp.add_argument("--out", help="with --seed: the private campaign folder (goldens, locks and data go there)")
     sp.set_defaults(fn=cmd_worlds_freeze)
 
     sp = wsub.add_parser("check", help="rebuild worlds in a temporary folder and compare with their locks")
     selectors(sp)
     sp.add_argument("--agents", action="store_true", help="also run scripted/oracle and scripted/naive in the sandbox")
     sp.add_argument("--concurrency", type=int, default=2)
+    sp.add_argument("--suite", help="check a private campaign folder instead of the committed goldens and locks")
+    sp.add_argument("--agents-out", help="keep the agents' run folders here (default: a temporary folder); pass them "
+                                         "to `leaderboard --runs` to show the baselines beside the models")
     sp.set_defaults(fn=cmd_worlds_check)
 
     sp = wsub.add_parser("grade", help="grade a report file against a world")
@@ -298,9 +335,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--out", help="run directory (default runs/<model>)")
     sp.add_argument("--resume", action="store_true", help="continue a killed run without redoing finished worlds")
+    sp.add_argument("--force-config", action="store_true",
+                    help="with --resume, continue even though model, seed, limits, reviewers, judge or selection changed")
     sp.add_argument("--reviewers", nargs=3, default=["local/smollm2"] * 3, metavar="MODEL",
                     help="the L3 reviewer ensemble (3 models, fixed across evaluated models)")
     sp.add_argument("--judge", default="local/smollm2", help="the L3 judge model")
+    sp.add_argument("--suite", help="a private campaign folder from `worlds freeze --all --seed S --out DIR`")
     sp.set_defaults(fn=cmd_run)
 
     sp = sub.add_parser("grade", help="recompute every grade of a run from its stored trajectories")
@@ -363,14 +403,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.fn(args) or 0)
     except BenchmarkError as exc:
-        _console().print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        return 2
+        _console().print(f"[bold red]error:[/] {safe_markup(exc)}", highlight=False, soft_wrap=True)
+        return EXIT_ERROR
     except KeyboardInterrupt:
         _console().print("[yellow]interrupted[/]; finished work is saved")
         return 130
     except Exception as exc:  # noqa: BLE001 - a bug: still one sentence, the traceback on request
         if os.environ.get("BENCHMARK_DEBUG"):
             raise
-        _console().print(f"[bold red]error:[/] unexpected {type(exc).__name__}: {exc} (this is a bug in the benchmark; "
+        _console().print(f"[bold red]error:[/] unexpected {type(exc).__name__}: {safe_markup(exc)} (this is a bug in the benchmark; "
                          "rerun with BENCHMARK_DEBUG=1 for the traceback and report it)", highlight=False, soft_wrap=True)
         return 1

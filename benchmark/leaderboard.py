@@ -64,6 +64,8 @@ def table1_rows(data: dict) -> list[dict]:
             "tokens_m": acc["tokens_m"], "q_per_mtok": acc["q_per_mtok"], "usd_per_task": acc["usd_per_task"],
             "usd_per_qpt": acc["usd_per_qpt"], "unpriced_models": acc["unpriced_models"], "calls": acc["agent"]["calls"],
             "coverage": s["coverage"]["coverage"], "ranked": s["ranked"], "flagged_tracks": s["flagged_tracks"],
+            "complete": s["coverage"]["complete"], "answered": s["coverage"]["answered"],
+            "assigned": s["coverage"]["assigned"],
         })
     return sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["model"]))
 
@@ -93,7 +95,10 @@ def render_markdown(data: dict) -> str:
         ci = r["overall_ci"]
         overall = _f(r["overall"]) + (f" [{ci[0]:.1f}, {ci[1]:.1f}]" if ci else "")
         unpriced = bool(r["unpriced_models"])
-        name = r["model"] if r["ranked"] else f"*{r['model']}* (unranked)"
+        if not r["complete"]:  # faults or missing worlds: shown, never ranked as if complete
+            name = f"*{r['model']}* (incomplete: {r['answered']}/{r['assigned']})"
+        else:
+            name = r["model"] if r["ranked"] else f"*{r['model']}* (unranked)"
         if r["flagged_tracks"]:
             name += " †"
         rows.append([str(r["rank"]) if r["rank"] else "-", name, overall, _pm(r["L1"], r["L1_sd"]), _pm(r["L2"], r["L2_sd"]),
@@ -112,8 +117,11 @@ def render_markdown(data: dict) -> str:
                          f"(missing: {'; '.join(t + ' ' + '/'.join(s['tracks'][t]['levels_missing']) for t in s['flagged_tracks'])}).")
         if not s["coverage"]["complete"]:
             c = s["coverage"]
+            failed = c.get("errors", 0)
             notes.append(f"{s['model']}: unranked, incomplete coverage ({c['answered']}/{c['assigned']} answered, "
-                         f"{c['refused']} refused, {c['missing']} missing).")
+                         f"{c['refused']} refused, {c['missing']} missing"
+                         + (f", of which {failed} failed with model, sandbox or harness errors: rerun them with "
+                            "`run --resume`" if failed else "") + ").")
     L += [f"- {n}" for n in notes] + ([""] if notes else [])
 
     L.append("## Per-track scores")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from benchmark.canonical import _atomic_write
 from benchmark.errors import BenchmarkError, ManifestError
@@ -24,6 +24,17 @@ from benchmark.loader import REPO_ROOT, _line_of, read_yaml, validate
 
 LEDGER_ROOT = REPO_ROOT / "ledgers"
 Component = Literal["score", "state", "A", "I", "M", "C"]
+# Which components a world of each level has (the level is the second part of a world id: track.L1.family.world).
+LEVEL_COMPONENTS = {"L1": ("score", "state"), "L2": ("score", "A", "I", "M", "C"), "L3": ("score",)}
+
+
+def _no_bool(v, what: str):
+    """YAML `true`/`false` would pass as 1/0: a ruling is a number or a state name, never a boolean."""
+    if isinstance(v, bool):
+        raise ValueError(f"{what} is the boolean {str(v).lower()}; write a number (score 0-100, A/I/M/C 0-1) or an L1 state name")
+    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+        raise ValueError(f"{what} must be a finite number")
+    return v
 
 
 class Ruling(BaseModel):
@@ -44,6 +55,11 @@ class Ruling(BaseModel):
     rationale: str = Field(min_length=1)
     supersedes: int | None = None
 
+    @field_validator("ruling", "deterministic", "verifier", mode="before")
+    @classmethod
+    def _not_bool(cls, v, info):
+        return _no_bool(v, f"'{info.field_name}'")
+
     @field_validator("ruling")
     @classmethod
     def _range(cls, v, info):
@@ -58,6 +74,15 @@ class Ruling(BaseModel):
             if v not in STATE_SCORES:
                 raise ValueError(f"'{v}' is not an L1 state; use one of {', '.join(STATE_SCORES)}")
         return v
+
+    @model_validator(mode="after")
+    def _component_of_level(self) -> "Ruling":
+        parts = self.world.split(".")
+        level = parts[1] if len(parts) >= 2 else None
+        allowed = LEVEL_COMPONENTS.get(level)
+        if allowed is not None and self.component not in allowed:
+            raise ValueError(f"@component@an {level} world has no component '{self.component}'; use one of {', '.join(allowed)}")
+        return self
 
     def key(self) -> tuple[str, str, int, str]:
         return (self.run, self.world, self.replicate, self.component)
@@ -86,6 +111,13 @@ class Ledger(BaseModel):
     campaign: str
     description: str = ""
     entries: list[Ruling] = Field(default_factory=list)
+    _source: str = PrivateAttr("")
+    _lines: dict = PrivateAttr(default_factory=dict)
+
+    def where(self, i: int) -> str:
+        """'file:line' of entry i, for messages that span files."""
+        line = self._lines.get(i)
+        return f"{self._source}:{line}" if line else self._source
 
 
 class ReconstructionLedger(BaseModel):
@@ -108,6 +140,8 @@ def load_ledger(path: Path) -> Ledger | ReconstructionLedger:
             raise ManifestError(path, f"entries.{i}.id", f"id {e.id} is already used by entry {seen[e.id]}; ids are unique and never reused", _line_of(node, ("entries", i, "id")))
         seen[e.id] = i
     if isinstance(led, Ledger):
+        led._source = str(path)
+        led._lines = {i: _line_of(node, ("entries", i)) for i in range(len(led.entries))}
         current: dict[tuple, Ruling] = {}
         for i, e in enumerate(led.entries):
             prev = current.get(e.key())
@@ -123,8 +157,36 @@ def ledger_paths(root: Path = LEDGER_ROOT) -> list[Path]:
     return sorted(Path(root).glob("*.yaml"))
 
 
+def cross_file_contradictions(ledgers: list[Ledger]) -> list[str]:
+    """Rulings in different files on the same (run, world, replicate, component) with different values: the score
+    would depend on file order, so each is a problem naming both files and lines. (`supersedes` works within a
+    file; ids are per file.)"""
+    first: dict[tuple, tuple[Ledger, int, Ruling]] = {}
+    problems = []
+    for led in ledgers:
+        latest: dict[tuple, tuple[int, Ruling]] = {}
+        for i, e in enumerate(led.entries):
+            latest[e.key()] = (i, e)  # within a file the last ruling (superseding the others) is in force
+        for key, (i, e) in latest.items():
+            if key in first and first[key][0] is not led:
+                led0, i0, e0 = first[key]
+                if e0.ruling != e.ruling:
+                    problems.append(f"{led.where(i)}: ruling {e.id} ({e.ruling!r}) contradicts ruling {e0.id} "
+                                    f"({e0.ruling!r}) at {led0.where(i0)} on run {e.run}, world {e.world}, replicate "
+                                    f"{e.replicate}, component {e.component}; keep one ruling (in one file, with "
+                                    "'supersedes' if it replaces another)")
+            else:
+                first.setdefault(key, (led, i, e))
+    return problems
+
+
 def effective_rulings(ledgers: list[Ledger]) -> dict[tuple[str, str, int, str], Ruling]:
-    """The ruling in force for each (run, world, replicate, component): the last one in file order."""
+    """The ruling in force for each (run, world, replicate, component); files that contradict each other are an
+    error (the result must not depend on file order)."""
+    problems = cross_file_contradictions(ledgers)
+    if problems:
+        more = f" (and {len(problems) - 1} more; see `python -m benchmark ledger validate`)" if len(problems) > 1 else ""
+        raise BenchmarkError(problems[0] + more)
     out: dict[tuple, Ruling] = {}
     for led in ledgers:
         for e in led.entries:

@@ -8,12 +8,28 @@ from pydantic import BaseModel, Field
 from graders.grade import Grade
 from sandbox.bwrap import CellResult, Violation
 
-Status = Literal["graded", "noncompliant", "model_error", "refused", "sandbox_error", "budget_exhausted", "ineligible"]
+Status = Literal["graded", "noncompliant", "model_error", "refused", "sandbox_error", "harness_error", "budget_exhausted",
+                 "ineligible"]
+# Faults of the model endpoint, the sandbox or the harness: recorded without a score, excluded from aggregates,
+# counted as missing coverage and retried by `run --resume` (they say nothing about the model's judgment).
+ERROR_STATUSES = frozenset({"model_error", "sandbox_error", "harness_error"})
 Role = Literal["agent", "verifier", "reviewer", "judge"]
 
 
+class AttemptRecord(BaseModel):
+    """One HTTP attempt of a model call: its status (None when no response came back), error and timing."""
+
+    http_status: int | None = None
+    error: str | None = None
+    wall_s: float = 0.0
+    wait_s: float = Field(0.0, description="backoff slept after this attempt before the next one")
+
+
 class CallRecord(BaseModel):
-    """One model call. Tokens count only when the call succeeded; failed attempts are listed as retries."""
+    """One model call. Tokens count only when the call succeeded; failed attempts are listed as retries.
+
+    `attempts` lists every attempt the harness made (the provider SDK's own retries are off), with its HTTP status.
+    """
 
     role: Role = "agent"
     model: str
@@ -25,6 +41,7 @@ class CallRecord(BaseModel):
     finish_reason: str | None = None
     retries: list[str] = Field(default_factory=list, description="error of each failed attempt before this one")
     error: str | None = None
+    attempts: list[AttemptRecord] = Field(default_factory=list)
 
 
 class CellRecord(CellResult):
@@ -70,7 +87,8 @@ class RoleUsage(BaseModel):
 class ResultRecord(BaseModel):
     """One line of results.jsonl: a (world, replicate) outcome with its grade and usage.
 
-    `score` is 0-100. Agent usage (tokens_in/out, calls) is the headline; reviewer and judge usage of the L3
+    `score` is 0-100, and None for a fault (status in ERROR_STATUSES, with `error` saying what failed). Agent usage
+    (tokens_in/out, calls) is the headline; reviewer and judge usage of the L3
     protocol is in `role_usage`, never added to the agent's. L3 records carry eligibility and the axes.
     """
 
@@ -103,5 +121,6 @@ class ResultRecord(BaseModel):
     commitment: Literal["commit", "abstain"] | None = None
     l3_axes: dict[str, float] | None = Field(None, description="L3: D, Q, N (0-3) and the five Q sub-axes")
     hyp_drift: float | None = None
+    error: str | None = Field(None, description="what failed, for a fault (model_error, sandbox_error, harness_error)")
 
     model_config = {"populate_by_name": True}

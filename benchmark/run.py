@@ -2,25 +2,33 @@
 
 Work is (world, replicate) pairs. Each finished pair is recorded (trajectory file, then one results.jsonl line)
 before the next is counted done, so a killed run re-started with `--resume` skips exactly the finished pairs.
+
+Faults are not scores: a dead endpoint, a sandbox that cannot start or a harness exception is recorded with status
+`model_error` / `sandbox_error` / `harness_error`, no score and the error, and `--resume` runs that pair again.
+Each pair runs inside an error boundary (`run_guarded`), so no agent output can stop the campaign. Missing tools are
+found before the first world (`preflight`).
 """
 from __future__ import annotations
 
+import os
 import platform
 import queue
+import shutil
 import sys
+import traceback
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from benchmark.agent import HARNESS_VERSION, run_episode
+from benchmark.agent import HARNESS_VERSION, RetryPolicy, run_episode
 from benchmark.audit import audit_cells
 from benchmark.errors import BenchmarkError
 from benchmark.freeze import ensure_built, read_golden, tool_versions
 from benchmark.loader import WorldRef, load_suite
 from benchmark.manifest import STEP_BUDGET, Level
-from benchmark.records import ResultRecord, RoleUsage, Trajectory
+from benchmark.records import ERROR_STATUSES, ResultRecord, RoleUsage, Trajectory
 from benchmark.store import RunStore, result_key
 from graders.grade import grade
 from sandbox.bwrap import Limits, Sandbox
@@ -42,25 +50,48 @@ class RunConfig:
     limits: Limits = field(default_factory=Limits)
     reviewers: tuple[str, ...] = ("local/smollm2", "local/smollm2", "local/smollm2")
     judge: str = "local/smollm2"
+    force_config: bool = False
+    suite: Path | None = None  # a private campaign frozen with `worlds freeze --seed S --out DIR`
 
     def describe(self) -> dict:
         d = asdict(self)
+        d.pop("force_config")
         d["out"] = str(self.out)
+        d["suite"] = str(self.suite) if self.suite else None
         d["limits"] = asdict(self.limits)
+        d["retry"] = asdict(RetryPolicy.from_env())
         return d
 
 
 def select_worlds(cfg: RunConfig) -> list[WorldRef]:
     if len(cfg.reviewers) != 3:
         raise BenchmarkError(f"the reviewer ensemble has exactly 3 members (got {len(cfg.reviewers)}); pass three --reviewers")
-    refs = load_suite().select(cfg.worlds, cfg.tracks, cfg.levels)
+    from benchmark.campaign import campaign_suite
+
+    refs = campaign_suite(load_suite(), cfg.suite).select(cfg.worlds, cfg.tracks, cfg.levels)
     if not refs:
         raise BenchmarkError("no world matches the selection (--worlds/--tracks/--levels); see `python -m benchmark worlds list`")
     return refs
 
 
+def preflight(refs: list[WorldRef]) -> None:
+    """Stop before the first world when a tool the selection needs is missing: without it every world would fail
+    (or, worse, score), so one sentence now beats a campaign of errors."""
+    path = os.pathsep.join([os.environ.get("PATH", ""), str(Path(sys.executable).parent)])
+    needed: dict[str, list[str]] = {"bwrap": ["the sandbox"]}
+    for ref in refs:
+        for tool in ref.track.tools:
+            needed.setdefault(tool, []).append(f"track {ref.world.track}")
+    missing = [t for t in needed if not shutil.which(t, path=path)]
+    if missing:
+        what = ", ".join(f"{t} (needed by {sorted(set(needed[t]))[0]})" for t in missing)
+        raise BenchmarkError(f"{what} {'is' if len(missing) == 1 else 'are'} not installed or not on PATH; "
+                             "run `bash scripts/setup.sh` (it installs bubblewrap, samtools, bedtools and macs3) and retry")
+
+
 def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot: int) -> ResultRecord:
-    """Run, grade and record one (world, replicate). Never raises for what the model or sandbox does."""
+    """Run, grade and record one (world, replicate). Never raises for what the model or sandbox does: a fault is
+    recorded as an error row without a score (ERROR_STATUSES)."""
     if ref.world.level == Level.L3:
         return run_one_l3(ref, replicate, cfg, store, slot)
     seed = cfg.seed + replicate
@@ -79,22 +110,30 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
             outputs = sb.collect(store.artifacts / key)
             violations = list(sb.violations)
     except BenchmarkError as exc:
-        error = str(exc)
+        status, error = "sandbox_error", str(exc)
+    except Exception as exc:  # noqa: BLE001 - the harness failed on this world; record it, keep the campaign going
+        status, error = "harness_error", _describe(exc)
     traj = Trajectory(world_id=ref.id, model=cfg.model, replicate=replicate, seed=seed, harness_version=HARNESS_VERSION,
                       messages=messages, calls=calls, cells=cells, violations=violations, report_raw=report_raw,
                       outputs=outputs, status=status, error=error, wall_s=round(time.monotonic() - t0, 3),
                       step_budget=budget)
     traj.audit = audit_cells(cells)
-    g = grade(ref, read_golden(ref).values, report_raw, [c.code + "\n" + c.stdout for c in cells])
-    if status == "graded" and g.status == "NONCOMPLIANT":
+    g = None
+    if status not in ERROR_STATUSES:
+        try:
+            g = grade(ref, read_golden(ref).values, report_raw, [c.code + "\n" + c.stdout for c in cells],
+                      products=store.artifacts / key)
+        except Exception as exc:  # noqa: BLE001 - e.g. RecursionError on a deeply nested report: a fault, not a score
+            status, error, g = "harness_error", f"grading failed: {_describe(exc)}", None
+    if status == "graded" and g is not None and g.status == "NONCOMPLIANT":
         status = "noncompliant"
-    traj.status = status
+    traj.status, traj.error = status, error
     rel = store.save_trajectory(traj)
     agent = _usage(calls, cfg.model)
     rec = ResultRecord(
         world_id=ref.id, track=ref.world.track, level=str(ref.world.level), family=ref.world.family,
         world_class=ref.world.world_class, model=cfg.model, replicate=replicate, seed=seed, status=status,
-        score=g.score, grade=g, tokens_in=agent.tokens_in, tokens_out=agent.tokens_out,
+        score=g.score if g is not None else None, grade=g, error=error, tokens_in=agent.tokens_in, tokens_out=agent.tokens_out,
         calls=agent.calls, failed_calls=len(calls) - agent.calls, retries=sum(len(c.retries) for c in calls),
         code_cells=len(cells), wall_s=traj.wall_s, violations=[v.kind for v in violations],
         audit_flags=sorted({f.kind for f in traj.audit}), trajectory=rel, harness_version=HARNESS_VERSION,
@@ -102,6 +141,55 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
     )
     store.append(rec)
     return rec
+
+
+def _describe(exc: BaseException) -> str:
+    """Exception type, message and the innermost frame of harness code, in one line (the trajectory keeps it)."""
+    msg = str(exc).splitlines()[0][:300] if str(exc) else ""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "site-packages" not in f.filename]
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    return f"{type(exc).__name__}: {msg}{where}"
+
+
+def fault_record(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, exc: BaseException,
+                 wall_s: float = 0.0) -> ResultRecord:
+    """The row the error boundary writes when run_one itself raised: status harness_error, no score."""
+    seed = cfg.seed + replicate
+    level = Level(ref.world.level)
+    error = _describe(exc)
+    traj = Trajectory(world_id=ref.id, model=cfg.model, replicate=replicate, seed=seed, harness_version=HARNESS_VERSION,
+                      messages=[], status="harness_error", error=error, wall_s=round(wall_s, 3), step_budget=STEP_BUDGET[level])
+    rel = store.save_trajectory(traj)
+    rec = ResultRecord(
+        world_id=ref.id, track=ref.world.track, level=str(ref.world.level), family=ref.world.family,
+        world_class=ref.world.world_class, model=cfg.model, replicate=replicate, seed=seed, status="harness_error",
+        score=None, grade=None, error=error, tokens_in=0, tokens_out=0, calls=0, failed_calls=0, retries=0, code_cells=0,
+        wall_s=traj.wall_s, violations=[], audit_flags=[], trajectory=rel, harness_version=HARNESS_VERSION,
+        run_id=store.run_id())
+    store.append(rec)
+    return rec
+
+
+def run_guarded(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot: int) -> ResultRecord:
+    """The per-world error boundary: whatever run_one raises (a RecursionError from a deeply nested report, a bad
+    trajectory, a grader crash) becomes a harness_error row and the campaign moves on; --resume retries it."""
+    t0 = time.monotonic()
+    try:
+        return run_one(ref, replicate, cfg, store, slot)
+    except Exception as exc:  # noqa: BLE001 - see docstring
+        return fault_record(ref, replicate, cfg, store, exc, time.monotonic() - t0)
+
+
+def failure_line(records: list[ResultRecord], replicates: int = 1) -> str | None:
+    """'3 of 38 worlds failed (model_error 3); rerun with --resume to retry them', or None when nothing failed."""
+    from collections import Counter
+
+    bad = Counter(r.status for r in records if r.status in ERROR_STATUSES)
+    if not bad:
+        return None
+    unit = "worlds" if replicates == 1 else "world replicates"
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(bad.items()))
+    return f"{sum(bad.values())} of {len(records)} {unit} failed ({kinds}); rerun with --resume to retry them"
 
 
 def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
@@ -113,6 +201,7 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
     if not is_offline(cfg.model) and "/" not in cfg.model:
         raise BenchmarkError(f"model '{cfg.model}' is not a litellm model string (provider/name), e.g. local/smollm2 or anthropic/claude-...")
     refs = select_worlds(cfg)
+    preflight(refs)
     with progress("verifying locks", len(refs)) as step:
         for ref in refs:
             step(ref.id)
@@ -120,7 +209,7 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
     store = RunStore(cfg.out)
     store.init({**cfg.describe(), "run_id": cfg.out.resolve().name, "harness_version": HARNESS_VERSION, "tool_versions": tool_versions(),
                 "python": sys.version.split()[0], "platform": platform.platform(),
-                "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}, cfg.resume)
+                "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}, cfg.resume, force=cfg.force_config)
     done = store.done_keys()
     todo = [(r, k) for r in refs for k in range(cfg.replicates) if result_key(r.id, k) not in done]
     slots: queue.Queue[int] = queue.Queue()
@@ -130,7 +219,7 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
     def work(ref: WorldRef, rep: int) -> ResultRecord:
         slot = slots.get()
         try:
-            return run_one(ref, rep, cfg, store, slot)
+            return run_guarded(ref, rep, cfg, store, slot)
         finally:
             slots.put(slot)
 
@@ -152,15 +241,17 @@ def summary_table(records: list[ResultRecord]):
     groups: dict[tuple[str, str], list[ResultRecord]] = defaultdict(list)
     for r in records:
         groups[(r.track, r.level)].append(r)
-    t = Table(title=f"{records[0].model if records else ''}: {len(records)} results")
+    from benchmark.errors import safe_markup
+
+    t = Table(title=f"{safe_markup(records[0].model) if records else ''}: {len(records)} results")
     for col in ("track", "level", "worlds", "mean score", "noncompliant", "errors", "tokens in/out", "calls", "cells"):
         t.add_column(col, justify="right" if col not in ("track", "level") else "left")
     for (track, level), rs in sorted(groups.items()):
         scores = [r.score for r in rs if r.score is not None]
         mean = f"{sum(scores) / len(scores):.1f}" if scores else "-"
-        t.add_row(track, level, str(len(rs)), mean,
+        t.add_row(safe_markup(track), level, str(len(rs)), mean,
                   str(sum(r.status == "noncompliant" for r in rs)),
-                  str(sum(r.status in ("model_error", "refused", "sandbox_error") for r in rs)),
+                  str(sum(r.status in ERROR_STATUSES for r in rs)),
                   f"{sum(r.tokens_in for r in rs)}/{sum(r.tokens_out for r in rs)}",
                   str(sum(r.calls for r in rs)), str(sum(r.code_cells for r in rs)))
     return t
@@ -192,6 +283,7 @@ def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, s
         from benchmark.l3 import L3Outcome
 
         out = L3Outcome(L3Record(eligible=False, eligibility_reason=f"not run: {exc}"), status="sandbox_error", error=str(exc))
+    fault = out.status in ERROR_STATUSES
     rec3 = out.record
     traj = Trajectory(world_id=ref.id, model=cfg.model, replicate=replicate, seed=seed, harness_version=HARNESS_VERSION,
                       messages=out.messages, calls=out.agent_calls, cells=out.cells, violations=violations,
@@ -209,7 +301,8 @@ def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, s
     rec = ResultRecord(
         world_id=ref.id, track=ref.world.track, level="L3", family=ref.world.family, world_class=ref.world.world_class,
         model=cfg.model, replicate=replicate, seed=seed, status=out.status,
-        score=None if native is None or not rec3.eligible else round(native * 100 / 3, 6), grade=None,
+        score=None if fault or native is None or not rec3.eligible else round(native * 100 / 3, 6), grade=None,
+        error=out.error if fault else None,
         tokens_in=agent.tokens_in, tokens_out=agent.tokens_out, calls=agent.calls,
         failed_calls=sum(not c.ok for c in out.agent_calls), retries=sum(len(c.retries) for c in out.agent_calls),
         code_cells=len(out.cells), wall_s=traj.wall_s, violations=[v.kind for v in violations],

@@ -51,7 +51,7 @@ def run_input(records: list[ResultRecord], model: str | None = None, run_id: str
 
 def zero_pricing(*models: str) -> Pricing:
     return Pricing([RateCard(date=dt.date(2026, 1, 1), source="test",
-                             models={m: {"input": 0, "output": 0} for m in (models or ("*",))})])
+                             models={m: {"input": 0, "output": 0} for m in (models or ("m/*",))})])  # a provider glob: a bare "*" is refused
 
 
 def write_run(root: Path, name: str, records: list[ResultRecord], model: str, started: str = "2026-10-01T00:00:00+00:00") -> Path:

@@ -109,7 +109,8 @@ def test_bad_cards_fail_with_file_field_and_reason(tmp_path):
     with pytest.raises(ManifestError, match="models.m/a.input"):
         load_card(neg)
     bad.write_text("date: 2026-01-01\nsource: s\nmodels: {}\n")
-    (tmp_path / "neg.yaml").write_text("date: 2026-01-01\nsource: s2\nmodels: {}\n")
+    neg.unlink()  # in a pricing folder every card is named after its date
+    (tmp_path / "2026-01-01-second.yaml").write_text("date: 2026-01-01\nsource: s2\nmodels: {}\n")
     with pytest.raises(ManifestError, match="one card per date"):
         load_cards(tmp_path)
 
