@@ -166,7 +166,8 @@ def cmd_worlds_grade(args) -> int:
     from graders.grade import grade
 
     ref = _world_ref(args, args.world)
-    g = grade(ref, read_golden(ref).values, _read_text(args.report, "report file"))
+    products = Path(args.products) if args.products else Path(args.report).resolve().parent
+    g = grade(ref, read_golden(ref).values, _read_text(args.report, "report file"), products=products)
     print(g.model_dump_json(indent=2))
     return 1 if g.status == "NONCOMPLIANT" else 0  # a malformed report is graded (NONCOMPLIANT) but is not a pass
 
@@ -322,6 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = wsub.add_parser("grade", help="grade a report file against a world")
     sp.add_argument("world")
     sp.add_argument("report")
+    sp.add_argument("--products", help="folder holding the work products the report names (default: the report's folder)")
     sp.add_argument("--root", help=argparse.SUPPRESS)
     sp.set_defaults(fn=cmd_worlds_grade)
 
