@@ -138,6 +138,14 @@ def cmd_worlds_check(args) -> int:
         bad = len({p.split(":")[0] for p in problems})
         raise BenchmarkError(f"{bad} of {len(refs)} worlds do not match their locks (listed above)")
     print(f"all {len(refs)} worlds rebuild byte-identical to their locks and goldens")
+    from sandbox.seal import seal_problems
+
+    sealed = seal_problems()
+    for p in sealed:
+        print(p, file=sys.stderr)
+    if sealed:
+        raise BenchmarkError(f"the sandbox is not sealed: {len(sealed)} dataset(s) or gold-side module(s) reachable (listed above)")
+    print("the sandbox is sealed: no package-shipped dataset is readable and no gold-side module imports")
     if args.agents:
         from benchmark.validity import check_agents
 
