@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.registry import naive, oracle, solver
+from benchmark.registry import naive, oracle, product_validator, solver
 
 MTX_DIR = "filtered_feature_bc_matrix"
 LINEAGE_MARKERS = {
@@ -129,27 +129,39 @@ def label_consistency(calls: np.ndarray, labels: np.ndarray) -> tuple[float, dic
 
 
 def detect(d: dict) -> dict:
+    """Every integrity detector on one world's files: the findings, their measured sizes and the products a careful
+    analyst writes (flagged barcodes, relabelled cells, the corrected feature table, recovered library sizes)."""
     X = d["X"]
     findings: list[str] = []
-    v: dict = {"n_barcodes_in_matrix": int(X.shape[0])}
+    v: dict = {"n_barcodes_in_matrix": int(X.shape[0]), "n_genes": int(X.shape[1])}
 
     # 1. matrix type: UMI counts are non-negative integers
-    frac_int = float(np.mean(np.abs(X[X != 0] - np.rint(X[X != 0])) < 1e-6)) if np.any(X) else 1.0
+    nzv = X[X != 0]
+    frac_int = float(np.mean(np.abs(nzv - np.rint(nzv)) < 1e-6)) if nzv.size else 1.0
     is_counts = bool(frac_int > 0.999 and X.min() >= 0)
     v["matrix_is_counts"] = is_counts
     v["fraction_integer_values"] = round(frac_int, 4)
+    v["fraction_non_integer_values"] = round(1.0 - frac_int, 4)
     if not is_counts:
         findings.append("normalized_as_counts")
-        # log1p(CP10k) -> values proportional to counts within a cell (enough for share-based detectors)
-        X = np.expm1(X) if X.max() < 20 else X
-        nz = np.where(X > 0, X, np.inf).min(1)
-        v["recovered_library_sizes_median"] = float(np.median(1e4 / nz[np.isfinite(nz)]))
+        # log1p(x / L * s): the smallest non-zero value of a cell is one UMI, so counts = expm1(x) / expm1(min x)
+        E = np.expm1(X) if X.max() < 20 else X
+        nz = np.where(E > 0, E, np.inf).min(1)
+        nz = np.where(np.isfinite(nz), nz, 1.0)
+        X = np.rint(E / nz[:, None])
+        v["recovered_umis"] = {b: int(t) for b, t in zip(d["barcodes"], X.sum(1))}
+        v["recovered_library_sizes_median"] = float(np.median(X.sum(1)))
+        v["n_cells_affected"] = int(X.shape[0])
 
     # 2. duplicated barcodes
     bcs = np.array(d["barcodes"])
-    _, first = np.unique(bcs, return_index=True)
+    _, first, cnt = np.unique(bcs, return_index=True, return_counts=True)
+    dup_set = sorted(str(b) for b in np.unique(bcs)[cnt > 1])
     first = np.sort(first)
     v["n_duplicate_barcodes"] = int(len(bcs) - len(first))
+    v["duplicate_fraction"] = round(v["n_duplicate_barcodes"] / max(len(bcs), 1), 4)
+    v["duplicated_barcodes"] = dup_set
+    v["n_duplicated_barcodes"] = len(dup_set)
     if len(first) < len(bcs):
         findings.append("duplicate_barcodes")
         X, bcs = X[first], bcs[first]
@@ -169,8 +181,14 @@ def detect(d: dict) -> dict:
         findings.append("feature_misalignment")
         offset = best
     v["feature_row_offset"] = offset
+    v["feature_row_shift"] = -offset          # the same misalignment in the opposite sign convention
     v["features_aligned"] = offset == 0
-    scores = lineage_scores(X, d["symbols"], offset)
+    if offset:
+        # matrix row i holds the gene named at features row i+k. The rows where the table wraps around cannot be
+        # told apart by marker genes (at most |k| + 1 rows), so the product check tolerates 2% of rows
+        n = len(d["symbols"])
+        v["corrected_features"] = [d["symbols"][(i + offset) % n] for i in range(n)]
+    scores = lineage_scores(X, v.get("corrected_features", d["symbols"]), 0)
     calls = lineage_calls(scores)
 
     # 4. swapped labels: two labels whose marker lineage is each other's expected lineage
@@ -183,23 +201,47 @@ def detect(d: dict) -> dict:
         findings.append("swapped_labels")
     v["labels_contradicting_markers"] = bad
     v["swapped_labels"] = swapped
+    rel = np.isin(labels, swapped) if swapped else np.zeros(len(labels), bool)
+    v["relabelled_barcodes"] = sorted(str(b) for b in bcs[rel])
+    v["n_relabelled"] = int(rel.sum())
+    v["relabelled_fraction"] = round(float(rel.mean()), 4) if len(rel) else 0.0
+    if swapped:
+        other = {swapped[0]: swapped[1], swapped[1]: swapped[0]}
+        v["corrected_labels"] = {str(b): other[l] for b, l in zip(bcs[rel], labels[rel])}
 
-    # 5. heterotypic doublets: myeloid AND B-cell marker programmes in one barcode (mutually exclusive lineages)
+    # 5. ambient RNA: myeloid-specific transcripts inside T and NK cells (B cells are left out: they are the other
+    # half of the doublets below), relative to the pooled (soup-like) profile
     fm = scores["M"]
-    flagged = (fm >= DOUBLET_MYELOID_FRAC) & (scores["B"] >= DOUBLET_B_FRAC)
-    v["n_doublets_flagged"] = int(flagged.sum()) if flagged.mean() > DOUBLET_RATE_FINDING else 0
+    soup = X.sum(0) / X.sum()
+    soup_m = float(fm @ X.sum(1) / X.sum())
+    tnk = np.isin(calls, ["T", "NK"])
+    rho = float(np.median(fm[tnk]) / soup_m) if tnk.any() and soup_m > 0 else 0.0
+    v["ambient_fraction"] = round(rho, 4)
+    ambient = rho > AMBIENT_FINDING
+    rho_used = rho if ambient else 0.0
+
+    # 6. heterotypic doublets: myeloid AND B-cell marker programmes in one barcode (mutually exclusive lineages),
+    # after removing the ambient share each programme gets from the soup
+    pos = {g: i for i, g in enumerate(v.get("corrected_features", d["symbols"]))}
+    soup_b = float(soup[[pos[g] for g in LINEAGE_MARKERS["B"] if g in pos]].sum())
+    flagged = (fm - rho_used * soup_m >= DOUBLET_MYELOID_FRAC) & (scores["B"] - rho_used * soup_b >= DOUBLET_B_FRAC)
+    is_finding = flagged.mean() > DOUBLET_RATE_FINDING
+    v["n_doublets_flagged"] = int(flagged.sum()) if is_finding else 0
+    v["doublet_fraction"] = round(v["n_doublets_flagged"] / max(len(bcs), 1), 4)
+    v["doublet_barcodes"] = sorted(str(b) for b in bcs[flagged]) if is_finding else []
     v["doublet_candidates"] = int(flagged.sum())
-    if flagged.mean() > DOUBLET_RATE_FINDING:
+    if is_finding:
         findings.append("doublets")
 
-    # 6. ambient RNA: myeloid-specific transcripts inside lymphoid cells, relative to the pooled (soup-like) profile
-    soup_m = float(fm @ X.sum(1) / X.sum())
     lymph = np.isin(calls, ["T", "B", "NK"]) & ~flagged
-    rho = float(np.median(fm[lymph]) / soup_m) if lymph.any() and soup_m > 0 else 0.0
-    v["ambient_fraction"] = round(rho, 4)
     v["lymphoid_cells_with_myeloid_transcripts"] = round(float((fm[lymph] > 0).mean()), 4) if lymph.any() else 0.0
-    if rho > AMBIENT_FINDING:
+    if ambient:
         findings.append("ambient_rna")
+        # what the corrected matrix is judged on: the myeloid-marker share of UMIs in these lymphoid cells
+        mrows = [pos[g] for g in LINEAGE_MARKERS["M"] if g in pos]
+        v["ambient_check"] = {"lymphoid_columns": [int(i) for i in np.flatnonzero(lymph)], "myeloid_rows": mrows,
+                              "myeloid_share_before": round(float(X[lymph][:, mrows].sum() / X[lymph].sum()), 6),
+                              "total_umis_before": float(X.sum()), "n_genes": int(X.shape[1]), "n_cells": int(X.shape[0])}
 
     v["n_cells_kept"] = int(len(bcs) - v["n_doublets_flagged"])
     return {"findings": sorted(findings), **v}
@@ -208,6 +250,103 @@ def detect(d: dict) -> dict:
 @solver("scrna.L1.integrity", version="1")
 def l1_integrity(world_dir: Path, world) -> dict:
     return detect(read_world(world_dir))
+
+
+# ---------------------------------------------------------------- L1 work products (product validators)
+
+def _product_lines(path: Path) -> list[str]:
+    raw = Path(path).read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return [ln for ln in raw.decode("utf-8", errors="replace").splitlines()]
+
+
+def _read_mtx(path: Path, n_genes: int, n_cells: int) -> np.ndarray:
+    """A Matrix Market product as cells x genes (either orientation accepted when it matches the world's shape)."""
+    import io
+
+    from scipy.io import mmread
+
+    raw = Path(path).read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    M = mmread(io.BytesIO(raw))
+    M = M.toarray() if hasattr(M, "toarray") else np.asarray(M)
+    if M.shape == (n_genes, n_cells):
+        return M.T.astype(float)
+    if M.shape == (n_cells, n_genes):
+        return M.astype(float)
+    raise ValueError(f"matrix is {M.shape[0]} x {M.shape[1]}, expected {n_genes} genes x {n_cells} cells")
+
+
+@product_validator("scrna.corrected_features")
+def corrected_features(path: Path, golden: dict, check) -> tuple[float, str]:
+    """A corrected features table: one row per matrix row (10x features.tsv layout, CSV, or one symbol a line); the
+    gene symbol (second field when there are several, else the first) must name the gene the matrix row holds."""
+    want = golden.get("corrected_features") or []
+    rows = [ln for ln in _product_lines(path) if ln.strip() and not ln.startswith("#")]
+    fields = [[f.strip().strip('"') for f in (ln.split("\t") if "\t" in ln else ln.split(","))] for ln in rows]
+    if fields and len(fields) == len(want) + 1:
+        fields = fields[1:]  # a header row
+    names = [f[1] if len(f) > 1 and f[1] else f[0] for f in fields]
+    if len(names) != len(want):
+        return 0.0, f"{len(names)} feature rows for a matrix of {len(want)} rows"
+    share = sum(a == b for a, b in zip(names, want)) / len(want)
+    credit = 1.0 if share >= 0.98 else 0.5 if share >= 0.9 else 0.0
+    return credit, f"{share:.1%} of rows name the gene the matrix row holds (need 98%)"
+
+
+@product_validator("scrna.relabelled_cells")
+def relabelled_cells(path: Path, golden: dict, check) -> tuple[float, str]:
+    """Either a corrected cells table (barcode and cell_type columns: the swapped cells must carry the exchanged
+    label) or the list of relabelled barcodes, one a line (F1 against the reference >= check.min_f1)."""
+    from graders.checks import f1_score, read_items
+
+    want = golden.get("corrected_labels") or {}
+    lines = _product_lines(path)
+    head = [h.strip().strip('"').lower() for h in (lines[0].split("\t") if lines and "\t" in lines[0] else (lines[0].split(",") if lines else []))]
+    if "barcode" in head and "cell_type" in head:
+        tab = pd.read_csv(path, sep=None, engine="python", dtype=str)
+        tab.columns = [c.strip().lower() for c in tab.columns]
+        lab = dict(zip(tab["barcode"], tab["cell_type"]))
+        ok = sum(lab.get(b) == l for b, l in want.items()) / max(len(want), 1)
+        credit = 1.0 if ok >= 0.95 else 0.5 if ok >= 0.8 else 0.0
+        return credit, f"corrected table: {ok:.1%} of the swapped cells carry the exchanged label (need 95%)"
+    items = read_items(path, list(want))
+    prec, rec, f1 = f1_score(items, list(want))
+    credit = 1.0 if f1 >= check.min_f1 else 0.5 if check.partial_f1 is not None and f1 >= check.partial_f1 else 0.0
+    return credit, f"relabelled barcodes: precision {prec:.2f}, recall {rec:.2f}, F1 {f1:.2f} (need {check.min_f1:.2f})"
+
+
+@product_validator("scrna.recovered_counts")
+def recovered_counts(path: Path, golden: dict, check) -> tuple[float, str]:
+    """The recovered UMI count matrix (Matrix Market, the world's gene and barcode order): integer values whose
+    per-cell totals match the reference recovery (within 2% for >= 95% of cells)."""
+    want = golden.get("recovered_umis") or {}
+    tot = np.array([want[b] for b in sorted(want)], float)
+    X = _read_mtx(path, int(golden["n_genes"]), len(tot))
+    nz = X[X != 0]
+    integer = float(np.mean(np.abs(nz - np.rint(nz)) < 1e-6)) if nz.size else 0.0
+    share = float(np.mean(np.abs(X.sum(1) - tot) <= 0.02 * tot))
+    ok = integer >= 0.99 and share >= 0.95
+    return float(ok), f"{integer:.1%} integer values; {share:.1%} of cells with totals within 2% of the reference recovery"
+
+
+@product_validator("scrna.decontaminated")
+def decontaminated(path: Path, golden: dict, check) -> tuple[float, str]:
+    """An ambient-corrected count matrix (Matrix Market, the world's gene and barcode order): the myeloid-marker
+    share of UMIs in lymphoid cells falls to at most half its value before correction, and the matrix keeps at
+    least (1 - ambient fraction - 0.15) of the UMIs (the contamination is removed, not the cells)."""
+    a = golden.get("ambient_check") or {}
+    X = _read_mtx(path, a["n_genes"], a["n_cells"])
+    lym = np.asarray(a["lymphoid_columns"], int)
+    rows = np.asarray(a["myeloid_rows"], int)
+    share = float(X[lym][:, rows].sum() / max(X[lym].sum(), 1e-12))
+    kept = float(X.sum() / a["total_umis_before"])
+    floor = 1 - float(golden.get("ambient_fraction", 0)) - 0.15
+    ok = share <= 0.5 * a["myeloid_share_before"] and floor <= kept <= 1.001 and X.min() >= 0
+    return float(ok), (f"myeloid-marker share in lymphoid cells {share:.4f} (before {a['myeloid_share_before']:.4f}, need "
+                       f"<= half); {kept:.1%} of UMIs kept (need {floor:.0%}-100%)")
 
 
 # ---------------------------------------------------------------- L2 markers
@@ -493,46 +632,91 @@ def _helpers_cell(*fns) -> str:
 
 
 _L1_ORACLE = r"""
+import gzip as _gz
+from scipy.io import mmwrite
+from scipy.sparse import csr_matrix
+
 d = read_world('.')
 v = detect(d)
 print('barcodes', v['n_barcodes_in_matrix'], 'findings', v['findings'])
-ISSUES = {
-    'normalized_as_counts': ('blocking', 'Matrix is not raw counts: non-integer values (log1p of CP10k-normalised data) presented '
-        'as UMI counts', lambda v: f"fraction_integer_values={v['fraction_integer_values']}; recovered median library size "
-        f"{v.get('recovered_library_sizes_median', 0):.0f} from the smallest non-zero value per cell"),
-    'duplicate_barcodes': ('warning', 'Duplicated cell barcodes: the same barcode appears more than once (identical columns)',
-        lambda v: f"n_duplicate_barcodes={v['n_duplicate_barcodes']} extra copies; {v['n_unique_barcodes']} unique barcodes kept"),
-    'feature_misalignment': ('blocking', 'Feature table misaligned with the matrix rows: gene names shifted (offset) relative '
-        'to the counts', lambda v: f"lineage-marker/label consistency {v['label_marker_consistency']} as given; best re-alignment "
-        f"at feature_row_offset={v['feature_row_offset']}"),
-    'swapped_labels': ('warning', 'Swapped labels: two populations have their annotations exchanged (markers of each match the '
-        'other lineage)', lambda v: f"labels contradicting markers: {v['swapped_labels']}"),
-    'doublets': ('warning', 'Heterotypic doublets: barcodes co-express mutually exclusive myeloid (LYZ/CST3/S100A8) and B-cell '
-        '(CD79A/MS4A1) marker programmes', lambda v: f"n_doublets_flagged={v['n_doublets_flagged']} barcodes removed"),
-    'ambient_rna': ('warning', 'Ambient RNA (soup) contamination: myeloid-specific transcripts (LYZ, S100A8/9, CST3) in lymphoid '
-        'cells at a level tracking the pooled profile', lambda v: f"ambient_fraction={v['ambient_fraction']}; "
-        f"{v['lymphoid_cells_with_myeloid_transcripts']:.0%} of lymphoid cells carry myeloid transcripts"),
-}
-ACTIONS = {
-    'normalized_as_counts': 'recovered count-proportional values with expm1 and size factors from the smallest non-zero value per cell; count-based methods not applied to the matrix as given',
-    'duplicate_barcodes': 'kept the first copy of each duplicated barcode',
-    'feature_misalignment': 're-aligned the feature table to the matrix rows by the measured offset',
-    'swapped_labels': 'exchanged the two swapped labels back according to their marker lineages',
-    'doublets': 'flagged and removed barcodes co-expressing myeloid and B-cell markers',
-    'ambient_rna': 'estimated the ambient fraction from myeloid transcripts in lymphoid cells; recommend ambient correction (SoupX-style) before DE',
-}
-issues = [{'category': f, 'severity': ISSUES[f][0], 'description': ISSUES[f][1], 'evidence': ISSUES[f][2](v)} for f in v['findings']]
+
+
+def write_lines(name, items):
+    Path(name).write_text(''.join(f'{x}\n' for x in items))
+    return name
+
+
+def write_mtx(name, cells_x_genes):
+    with _gz.open(name, 'wb') as fh:
+        mmwrite(fh, csr_matrix(cells_x_genes.T))
+    return name
+
+
+issues = []
+f = v['findings']
+if 'normalized_as_counts' in f:
+    E = np.expm1(d['X'])
+    nz = np.where(E > 0, E, np.inf).min(1)
+    rec = np.rint(E / np.where(np.isfinite(nz), nz, 1.0)[:, None])
+    out = write_mtx('recovered_counts.mtx.gz', rec)
+    issues.append({'category': 'normalized values presented as counts', 'severity': 'blocking',
+                   'where': 'filtered_feature_bc_matrix/matrix.mtx.gz', 'value': v['fraction_non_integer_values'],
+                   'description': f"matrix holds non-integer log1p-normalised values (share of non-integer entries "
+                                  f"{v['fraction_non_integer_values']}), although meta.json calls it UMI counts",
+                   'action': 'recovered integer counts per cell as expm1(x) / expm1(smallest non-zero x of the cell)',
+                   'output': out})
+if 'duplicate_barcodes' in f:
+    out = write_lines('duplicated_barcodes.txt', v['duplicated_barcodes'])
+    issues.append({'category': 'duplicate barcodes', 'severity': 'warning', 'where': 'filtered_feature_bc_matrix/barcodes.tsv.gz',
+                   'value': v['n_duplicate_barcodes'],
+                   'description': f"{v['n_duplicated_barcodes']} barcodes appear more than once with identical columns "
+                                  f"({v['n_duplicate_barcodes']} extra copies)",
+                   'action': 'kept the first copy of each duplicated barcode', 'output': out})
+if 'feature_misalignment' in f:
+    k = v['feature_row_offset']
+    out = 'features_corrected.tsv.gz'
+    with _gz.open(out, 'wt') as fh:
+        fh.write(''.join(f'{g}\t{g}\tGene Expression\n' for g in v['corrected_features']))
+    issues.append({'category': 'feature table misaligned', 'severity': 'blocking', 'where': 'filtered_feature_bc_matrix/features.tsv.gz',
+                   'value': k,
+                   'description': f"lineage markers disagree with the labels as named (consistency {v['label_marker_consistency']}); "
+                                  f"reading matrix row i as the gene named at features row i{k:+d} restores them (offset k = {k})",
+                   'action': 're-aligned the gene names to the matrix rows', 'output': out})
+if 'swapped_labels' in f:
+    a_, b_ = v['swapped_labels']
+    cells = d['cells'].copy()
+    m_a, m_b = cells['cell_type'] == a_, cells['cell_type'] == b_
+    cells.loc[m_a, 'cell_type'], cells.loc[m_b, 'cell_type'] = b_, a_
+    out = 'cells_corrected.csv'
+    cells.to_csv(out, index=False)
+    issues.append({'category': 'swapped labels', 'severity': 'warning', 'where': 'cells.csv cell_type',
+                   'value': v['n_relabelled'],
+                   'description': f"cells labelled '{a_}' carry the marker programme of '{b_}' and vice versa (labels exchanged)",
+                   'action': 'exchanged the two labels back', 'output': out})
+if 'doublets' in f:
+    out = write_lines('doublet_barcodes.txt', v['doublet_barcodes'])
+    issues.append({'category': 'doublets', 'severity': 'warning', 'where': 'barcodes co-expressing exclusive lineage programmes',
+                   'value': v['n_doublets_flagged'],
+                   'description': f"{v['n_doublets_flagged']} heterotypic doublets: barcodes co-express myeloid (LYZ/CST3/S100A8) "
+                                  f"and B-cell (CD79A/MS4A1) marker programmes",
+                   'action': 'flagged and removed these barcodes', 'output': out})
+if 'ambient_rna' in f:
+    X = d['X']
+    soup = X.sum(0) / X.sum()
+    rho = v['ambient_fraction']
+    corr = np.maximum(X - rho * X.sum(1, keepdims=True) * soup[None, :], 0)
+    out = write_mtx('decontaminated_counts.mtx.gz', np.rint(corr))
+    issues.append({'category': 'ambient RNA', 'severity': 'warning', 'where': 'all cells (soup profile)',
+                   'value': rho,
+                   'description': f"myeloid-specific transcripts in lymphoid cells at a level tracking the pooled profile "
+                                  f"(estimated ambient fraction {rho}); "
+                                  f"{v['lymphoid_cells_with_myeloid_transcripts']:.0%} of lymphoid cells carry them",
+                   'action': 'subtracted the estimated soup (fraction x library size x pooled profile) from every cell',
+                   'output': out})
 report = {
     'assessment': 'usable_with_caveats' if issues else 'usable',
     'issues': issues,
-    'actions_taken': ['ran integrity checks: integer counts, barcode uniqueness, feature/marker alignment, label/marker '
-                      'consistency, exclusive-marker doublets, ambient myeloid signal in lymphoid cells']
-                     + [ACTIONS[f] for f in v['findings']],
-    'values': {'n_cells_kept': v['n_cells_kept'], 'n_doublets_flagged': v['n_doublets_flagged'],
-               'matrix_is_counts': v['matrix_is_counts'], 'n_duplicate_barcodes': v['n_duplicate_barcodes'],
-               'swapped_labels': v['swapped_labels'], 'feature_row_offset': v['feature_row_offset'],
-               'ambient_fraction': v['ambient_fraction'] if 'ambient_rna' in v['findings'] else 0.0},
-    'summary': ('Integrity problems found: ' + ', '.join(v['findings']) + '; corrected as listed.') if issues
+    'summary': ('Integrity problems found and corrected: ' + ', '.join(i['category'] for i in issues)) if issues
                else f"All integrity checks pass; {v['n_cells_kept']} cells kept.",
 }
 print(json.dumps(report))
@@ -541,17 +725,11 @@ print(json.dumps(report))
 _L1_NAIVE = r"""
 import json
 import scanpy as sc
-import pandas as pd
 
 adata = sc.read_10x_mtx('filtered_feature_bc_matrix')
-cells = pd.read_csv('cells.csv')
 print(adata)
-report = {
-    'assessment': 'usable', 'issues': [], 'actions_taken': ['loaded the matrix with scanpy.read_10x_mtx'],
-    'values': {'n_cells_kept': int(adata.n_obs), 'n_doublets_flagged': 0, 'matrix_is_counts': True,
-               'n_duplicate_barcodes': 0, 'swapped_labels': [], 'feature_row_offset': 0, 'ambient_fraction': 0.0},
-    'summary': f'Loaded {adata.n_obs} cells x {adata.n_vars} genes; the data look fine.',
-}
+report = {'assessment': 'usable', 'issues': [],
+          'summary': f'Loaded {adata.n_obs} cells x {adata.n_vars} genes with scanpy; the data look fine.'}
 print(json.dumps(report))
 """
 

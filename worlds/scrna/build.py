@@ -21,8 +21,12 @@ real cells).
 
 Recipes (names are registered as "scrna.<name>")
 ------------------------------------------------
+Every L1/L2 world starts with
+  subsample_cells(fraction)           a seeded random subsample of the cells (fraction drawn per world), so no world
+                                      ships a file byte-identical to the substrate or to another world
 L1 integrity
-  subsample_groups(fractions)         keep a fraction of cells per label group (boundary: myeloid-rich sample)
+  subsample_groups(fractions | lymphoid_fraction)  keep a fraction of cells per label group (boundary: myeloid-rich
+                                      sample); `lymphoid_fraction` keeps that fraction of T, B and NK cells
   thin_depth(retention)               binomial thinning of every count (boundary: shallow library)
   inject_ambient(rho)                 SoupX-style contamination: soup profile = pooled counts of all cells; each cell
                                       receives Multinomial(round(rho/(1-rho) * total_c), soup) so that a fraction
@@ -31,21 +35,27 @@ L1 integrity
                                       cell, counts summed; the two source cells are removed (their RNA is in the
                                       doublet); fresh 14-nt barcodes with library suffixes drawn from the real cells'; label = label of
                                       the member with more UMIs (what a correlation-based annotator would assign)
-  counts_to_lognorm()                 the matrix holds log1p(CP10k) values (exactly the source `.raw.X`) although
-                                      meta.json still calls it UMI counts
+  counts_to_lognorm(target_sum)       the matrix holds log1p(counts / library size * target_sum) values (1e4: exactly
+                                      the source `.raw.X`) although meta.json still calls it UMI counts
   duplicate_barcodes(n)               n cells appear twice (same barcode, identical counts: a merge concatenated a
                                       lane twice)
-  swap_labels(a, b)                   the two populations' labels are exchanged in cells.csv
-  shift_features(shift)               features.tsv.gz row i names the gene of matrix row i+shift (cyclic), i.e. the
-                                      feature table is misaligned by `shift` rows
+  swap_labels(a, b | pair)            the two populations' labels are exchanged in cells.csv (`pair`: [a, b])
+  shift_features(shift, keep_last)    features.tsv.gz row i names the gene of matrix row i+shift, cyclically within
+                                      the first n - keep_last rows (the last `keep_last` rows stay aligned, so both
+                                      ends of the table remain plausible); the feature table is misaligned by `shift`
 L2
+  choose_target(target)               the population a markers task asks about (drawn per world); later steps that
+                                      take no explicit target use it
   assign_samples(target, target_in_second, other_in_second, names)  split cells into two 10x lanes
+  thin_others(retention)              binomial thinning of every count of the cells NOT in the target population
+                                      (the target's libraries become 1/retention times deeper)
   thin_genes(genes, retention, column, values)   multiply the expected counts of `genes` (all genes if empty) in the
                                       cells whose `column` is in `values` by `retention` (binomial thinning)
   assign_donors(n_per_condition, conditions, myeloid_share)  split cells into pseudo-donors
   donor_effects(sigma)                per gene and donor, thinning with retention exp(sigma*(z_dg - max_d z_dg)),
                                       z ~ N(0,1): relative donor levels are log-normal with sd sigma
-  assign_lanes(lanes)                 donor -> 10x library (lane); as with assign_samples, each barcode's -k suffix is
+  assign_lanes(lanes)                 donor -> 10x library (lane), a mapping or a string of one lane letter per donor
+                                      (D1 first); as with assign_samples, each barcode's -k suffix is
                                       rewritten to name its library (the 700 barcode cores are unique)
   set_task(kind, **task)              the task block of meta.json and the cells.csv columns
 L3
@@ -89,6 +99,7 @@ class ScData:
     cells_columns: list[str] = field(default_factory=lambda: ["cell_type"])
     task: dict = field(default_factory=dict)
     dossier: dict | None = None        # {"dossier.md": str, "<table>.csv": DataFrame}
+    target: str | None = None          # markers: the population the task asks about (choose_target)
 
     def subset(self, idx: np.ndarray) -> "ScData":
         idx = np.asarray(idx)
@@ -154,9 +165,21 @@ def _thin(rng: np.random.Generator, counts: np.ndarray, p) -> np.ndarray:
 
 # ---------------------------------------------------------------- L1 recipes
 
+@recipe(TRACK, "subsample_cells")
+def subsample_cells(data: ScData, rng, fraction: float) -> ScData:
+    """Keep round(fraction * n) cells chosen at random (the world's seeded subsample of the real data)."""
+    n = len(data.barcodes)
+    k = int(round(fraction * n))
+    return data.subset(np.sort(rng.choice(n, k, replace=False)))
+
+
 @recipe(TRACK, "subsample_groups")
-def subsample_groups(data: ScData, rng, fractions: dict) -> ScData:
-    """fractions: {"myeloid"|"T"|"B"|"NK"|"other": fraction of that group's cells kept}."""
+def subsample_groups(data: ScData, rng, fractions: dict | None = None, lymphoid_fraction: float | None = None) -> ScData:
+    """fractions: {"myeloid"|"T"|"B"|"NK"|"other": fraction of that group's cells kept}; lymphoid_fraction: the same
+    fraction for T, B and NK."""
+    fractions = dict(fractions or {})
+    if lymphoid_fraction is not None:
+        fractions.update({g: lymphoid_fraction for g in ("T", "B", "NK")})
     group = np.array([_group(ct) for ct in data.obs["cell_type"]])
     keep = np.zeros(len(group), bool)
     for g in sorted(set(group)):
@@ -218,8 +241,8 @@ def inject_doublets(data: ScData, rng, n: int) -> ScData:
 
 
 @recipe(TRACK, "counts_to_lognorm")
-def counts_to_lognorm(data: ScData, rng) -> ScData:
-    data.counts = np.log1p(data.counts / data.lib_full[:, None] * 1e4)
+def counts_to_lognorm(data: ScData, rng, target_sum: float = 1e4) -> ScData:
+    data.counts = np.log1p(data.counts / data.lib_full[:, None] * float(target_sum))
     data.integer = False
     return data
 
@@ -231,7 +254,9 @@ def duplicate_barcodes(data: ScData, rng, n: int) -> ScData:
 
 
 @recipe(TRACK, "swap_labels")
-def swap_labels(data: ScData, rng, a: str, b: str) -> ScData:
+def swap_labels(data: ScData, rng, a: str | None = None, b: str | None = None, pair: list[str] | None = None) -> ScData:
+    if pair is not None:
+        a, b = pair
     ct = data.obs["cell_type"].to_numpy().copy()
     ia, ib = ct == a, ct == b
     ct[ia], ct[ib] = b, a
@@ -240,18 +265,33 @@ def swap_labels(data: ScData, rng, a: str, b: str) -> ScData:
 
 
 @recipe(TRACK, "shift_features")
-def shift_features(data: ScData, rng, shift: int) -> ScData:
-    n = len(data.genes)
-    data.feature_names = [data.genes[(i + shift) % n] for i in range(n)]
+def shift_features(data: ScData, rng, shift: int, keep_last: int = 0) -> ScData:
+    n = len(data.genes) - keep_last
+    data.feature_names = [data.genes[(i + shift) % n] for i in range(n)] + data.genes[n:]
     return data
 
 
 # ---------------------------------------------------------------- L2 recipes
 
+@recipe(TRACK, "choose_target")
+def choose_target(data: ScData, rng, target: str) -> ScData:
+    data.target = target
+    return data
+
+
+@recipe(TRACK, "thin_others")
+def thin_others(data: ScData, rng, retention: float) -> ScData:
+    rows = np.flatnonzero(data.obs["cell_type"].to_numpy() != data.target)
+    data.counts[rows] = _thin(rng, data.counts[rows], retention)
+    data.lib_full[rows] = data.lib_full[rows] * retention
+    return data
+
+
 @recipe(TRACK, "assign_samples")
-def assign_samples(data: ScData, rng, target: str, target_in_second: float, other_in_second: float,
-                   names: list[str]) -> ScData:
+def assign_samples(data: ScData, rng, target_in_second: float, other_in_second: float, names: list[str],
+                   target: str | None = None) -> ScData:
     ct = data.obs["cell_type"].to_numpy()
+    target = target or data.target
     p = np.where(ct == target, target_in_second, other_in_second)
     second = rng.random(len(ct)) < p
     data.obs["sample"] = np.where(second, names[1], names[0])
@@ -312,7 +352,9 @@ def donor_effects(data: ScData, rng, sigma: float) -> ScData:
 
 
 @recipe(TRACK, "assign_lanes")
-def assign_lanes(data: ScData, rng, lanes: dict) -> ScData:
+def assign_lanes(data: ScData, rng, lanes: dict | str) -> ScData:
+    if isinstance(lanes, str):
+        lanes = {f"D{i + 1}": x for i, x in enumerate(lanes)}
     data.obs["lane"] = [lanes[d] for d in data.obs["donor"]]
     _suffix_by(data, "lane")
     return data
@@ -320,6 +362,8 @@ def assign_lanes(data: ScData, rng, lanes: dict) -> ScData:
 
 @recipe(TRACK, "set_task")
 def set_task(data: ScData, rng, kind: str, columns: list[str], **task) -> ScData:
+    if kind == "markers" and "target_population" not in task:
+        task["target_population"] = data.target
     data.task = {"kind": kind, **task}
     data.cells_columns = list(columns)
     return data
