@@ -508,7 +508,7 @@ class Sandbox:
                 "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/sbin", "/sbin"]
         if Path("/lib64").exists():
             argv += ["--symlink", "usr/lib64", "/lib64"]
-        for etc in ("/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime", "/etc/mime.types"):
+        for etc in ("/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime", "/etc/mime.types", "/etc/fonts"):
             if Path(etc).exists():
                 argv += ["--ro-bind", etc, etc]
         argv += ["--proc", "/proc", "--dev", "/dev",

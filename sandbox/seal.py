@@ -6,7 +6,7 @@ anything else under the visible Python roots that looks like a data set. Masking
 paths (`--ro-bind /dev/null FILE`, a read-only empty tmpfs over a folder), so the packages still import.
 
 What is masked (`masked_paths`):
-  * every file under the Python roots whose name ends in a data extension (`DATA_SUFFIXES`);
+  * every file under the Python roots and /usr whose name ends in a data extension (`DATA_SUFFIXES`);
   * every test-data folder (`data`/`testdata`/`test_data` below a `test`/`tests` folder, or named `testdata`/
     `test_data`) as a whole;
   * gold-side packages that a non-editable install would put in site-packages (`graders`, `worlds`, `benchmark`,
@@ -118,6 +118,7 @@ def masked_paths() -> tuple[Path, ...]:
                         masked.add(p)
                 except OSError:
                     pass
+    _walk(Path("/usr"), masked)  # e.g. samtools' example reads under /usr/share/doc
     masked.update(substrate_sources())
     for item in _registry:
         masked.update(Path(p) for p in (item() if callable(item) else [item]))

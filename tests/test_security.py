@@ -1,0 +1,417 @@
+"""Security and fault probes on the REAL sandbox (issue 11 items 1, 4, 5; issue 10 item 5).
+
+Each test is an attack or a fault an agent (or a crash) can cause; each failed on the sandbox before this suite.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmark.loader import REPO_ROOT
+from sandbox.bwrap import MAGIC, Limits, Sandbox, _pids_of_uid, _state
+
+ROOT = os.geteuid() == 0
+needs_root = pytest.mark.skipif(not ROOT, reason="uid leases, cgroups and the neutral /opt tree need root")
+SECRET = "sk-test-SECRET-4f1c9e"
+
+
+def _live(uid: int, wait_s: float = 5.0) -> list[int]:
+    """Live (not zombie) processes of uid, after giving the host init a moment to reap."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        live = [p for p in _pids_of_uid(uid) if _state(p) not in ("Z", "X", None)]
+        if not live or time.monotonic() > deadline:
+            return live
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def world(tmp_path) -> Path:
+    d = tmp_path / "world"
+    (d / "alignments").mkdir(parents=True)
+    (d / "meta.json").write_text('{"mark": "H3K27me3"}\n')
+    (d / "alignments" / "chip.bam").write_bytes(b"BAM\1")
+    return d
+
+
+def _tree_bytes(root: Path) -> bytes:
+    out = b""
+    for p in sorted(root.rglob("*")):
+        assert not p.is_symlink(), f"{p} is a symlink in the collected tree"
+        if p.is_file():
+            out += p.read_bytes()
+    return out
+
+
+def _golden() -> Path:
+    p = REPO_ROOT / "worlds" / "scrna" / "L1" / "integrity" / "clean.golden.json"
+    return p if p.exists() else sorted(REPO_ROOT.glob("worlds/*/L*/*/*.golden.json"))[0]
+
+
+# ---------------------------------------------------------------- 1. the host never follows what the agent made
+
+def test_collect_never_follows_planted_links(world, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    golden = _golden()
+    with Sandbox(world) as sb:
+        r = sb.run_python(textwrap.dedent(f"""
+            import os
+            for i, target in enumerate(['/proc/self/environ', '/etc/passwd', {str(golden)!r}, '/proc/1/environ',
+                                        '../../proc/self/environ', '/root', '/etc']):
+                os.symlink(target, f'link{{i}}')
+            os.makedirs('out', exist_ok=True)
+            os.symlink('/proc/self/environ', 'out/environ.txt')
+            open('flagged_barcodes.txt', 'w').write('AAAC-1\\n')
+            open('out/genes.csv', 'w').write('g,1\\n')
+            print('planted')
+        """))
+        assert r.stdout.strip() == "planted", r.as_text()
+        got = sb.collect(tmp_path / "artifacts")
+    assert sorted(got) == ["flagged_barcodes.txt", "out/genes.csv"], (got, sb.collect_log)
+    data = _tree_bytes(tmp_path / "artifacts")
+    assert SECRET.encode() not in data
+    assert b"root:x:0" not in data
+    assert golden.read_bytes()[:200] not in data
+    assert any("symlink" in line for line in sb.collect_log)
+
+
+def test_collect_skips_hardlinks_fifos_sockets_devices_and_caps(world, tmp_path):
+    with Sandbox(world) as sb:
+        r = sb.run_python(textwrap.dedent("""
+            import os, socket, stat
+            open('a.txt', 'w').write('a\\n'); os.link('a.txt', 'a_hard.txt')
+            os.mkfifo('pipe')
+            s = socket.socket(socket.AF_UNIX); s.bind('sock')
+            try:
+                os.mknod('null', stat.S_IFCHR | 0o666, os.makedev(1, 3)); print('mknod ok')
+            except OSError as exc:
+                print('mknod', exc.errno)
+            open('big.bin', 'wb').write(b'0' * (3 << 20))
+            for i in range(6):
+                open(f'f{i}.txt', 'w').write(str(i))
+            open('meta.json', 'w').write('{"mark": "edited"}\\n')  # a changed input is a work product
+        """))
+        assert "mknod ok" not in r.stdout, "device nodes must be impossible to create"
+        got = sb.collect(tmp_path / "a1", max_bytes=2 << 20)
+        assert "a.txt" not in got and "a_hard.txt" not in got and "pipe" not in got and "sock" not in got
+        assert "big.bin" not in got and "alignments/chip.bam" not in got
+        assert set(got) == {"meta.json", *(f"f{i}.txt" for i in range(6))}, (got, sb.collect_log)
+        few = sb.collect(tmp_path / "a2", max_files=3)
+        assert len(few) == 3
+        assert not any(p.is_file() and p.stat().st_size == 3 << 20 for p in (tmp_path / "a1").rglob("*"))
+
+
+# ---------------------------------------------------------------- no host path inside
+
+@needs_root
+def test_host_paths_are_invisible_and_tools_still_run(world):
+    venv = str(Path(sys.prefix).resolve())
+    leaks = [str(REPO_ROOT), venv, "/root", str(Path(tempfile.gettempdir()) / "benchmark-sandbox")]
+    with Sandbox(world) as sb:
+        r = sb.run_python(textwrap.dedent(f"""
+            found = []
+            for p in ('/proc/1/cmdline', '/proc/self/mountinfo', '/proc/self/environ', '/proc/1/environ',
+                      '/proc/self/cmdline', '/proc/1/mountinfo'):
+                try:
+                    text = open(p, 'rb').read().decode(errors='replace')
+                except OSError:
+                    continue
+                found += [(p, leak, text[max(0, text.find(leak) - 200):text.find(leak) + 200]) for leak in {leaks!r} if leak in text]
+            print('leaks', found)
+        """))
+        assert r.stdout.strip() == "leaks []", r.as_text()
+        r = sb.run_python(textwrap.dedent("""
+            import subprocess, sys
+            import scanpy, pydeseq2, anndata, pysam, pybedtools
+            for cmd in (['macs3', '--version'], ['samtools', '--version'], ['bedtools', '--version']):
+                out = subprocess.run(cmd, capture_output=True, text=True, errors='replace')
+                print(cmd[0], out.returncode, (out.stdout + out.stderr).split()[:2])
+            print(sys.prefix, sys.executable)
+        """))
+        assert r.error is None, r.as_text()
+        assert "macs3 0" in r.stdout and "samtools 0" in r.stdout and "bedtools 0" in r.stdout, r.as_text()
+        assert "/opt/venv /opt/venv/bin/python" in r.stdout
+
+
+# ---------------------------------------------------------------- 2. the kernel channel
+
+def _forge(payload: dict) -> bytes:
+    body = json.dumps(payload).encode()
+    return MAGIC + struct.pack(">Q", len(body)) + body
+
+
+def test_forged_frames_are_ignored_and_cells_stay_in_step(world):
+    fake = _forge({"nonce": "guess", "stdout": "FORGED", "stderr": "", "error": None, "truncated": False})
+    with Sandbox(world) as sb:
+        code = textwrap.dedent(f"""
+            import os, stat
+            for fd in range(3, 64):
+                try:
+                    if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                        os.write(fd, b'{{"stdout": "FORGED", "stderr": "", "error": null, "truncated": false}}\\n')
+                        os.write(fd, {fake!r})
+                except OSError:
+                    pass
+            print('real1')
+        """)
+        r1 = sb.run_python(code)
+        assert r1.stdout.strip() == "real1", r1.as_text()
+        assert any(v.kind == "forbidden" for v in sb.violations)
+        # the strongest forgery: read the live nonce from the kernel's frame and answer early for this cell
+        r2 = sb.run_python(textwrap.dedent(f"""
+            import sys, os, json, struct
+            f = sys._getframe().f_back.f_locals
+            body = json.dumps({{"nonce": f["nonce"], "stdout": "SELF-FORGED", "stderr": "", "error": None, "truncated": False}}).encode()
+            os.write(f["proto_fd"], {MAGIC!r} + struct.pack(">Q", len(body)) + body)
+            print('late')
+        """))
+        assert "FORGED" in r2.stdout or r2.stdout.strip() == "late"
+        for i in range(3, 6):
+            r = sb.run_python(f"print('real{i}')")
+            assert r.stdout.strip() == f"real{i}", r.as_text()
+
+
+def test_background_thread_output_between_cells_is_captured(world):
+    with Sandbox(world) as sb:
+        r = sb.run_python(textwrap.dedent("""
+            import threading, time, sys
+            def tick():
+                while True:
+                    print('tick', flush=True)
+                    sys.stderr.write('tock\\n')
+                    time.sleep(0.05)
+            threading.Thread(target=tick, daemon=True).start()
+            print('started')
+        """))
+        assert "started" in r.stdout
+        time.sleep(0.6)
+        r = sb.run_python("print('after')")
+        assert r.error is None and r.violation is None, r.as_text()
+        assert "tick" in r.stdout and r.stdout.rstrip().endswith("after"), r.as_text()
+        assert sb.run_python("print(1 + 1)").stdout.rstrip().endswith("2")
+
+
+def _rss_hwm_kb() -> tuple[int, int]:
+    fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines())
+    return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
+
+
+def test_flood_on_channel_and_stdout_keeps_host_bounded(world):
+    with Sandbox(world, Limits(cell_wall_s=120)) as sb:
+        sb.run_python("print('warm')")
+        rss0, hwm0 = _rss_hwm_kb()
+        t0 = time.monotonic()
+        r = sb.run_python(textwrap.dedent("""
+            import os, sys
+            f = sys._getframe().f_back.f_locals
+            chunk = b'x' * (1 << 20)
+            for _ in range(600):
+                os.write(f['proto_fd'], chunk)
+            for _ in range(600):
+                sys.stdout.buffer.write(chunk)
+            sys.stdout.flush()
+            print('done')
+        """))
+        wall = time.monotonic() - t0
+        rss1, hwm1 = _rss_hwm_kb()
+        assert r.stdout.rstrip().endswith("done") and r.truncated, r.as_text()[:500]
+        assert len(r.stdout) < 20000
+        assert any(v.kind == "forbidden" for v in sb.violations)
+        assert (hwm1 - hwm0) < 100 * 1024, f"host peak RSS grew by {(hwm1 - hwm0) / 1024:.0f} MB"
+        assert sb.run_python("print('next')").stdout.strip() == "next"
+    print(f"1.2 GB flood: {wall:.1f} s, host RSS {rss0 / 1024:.0f}->{rss1 / 1024:.0f} MB, peak +{(hwm1 - hwm0) / 1024:.1f} MB")
+
+
+def test_oversized_frame_kills_and_restarts_the_kernel(world):
+    with Sandbox(world) as sb:
+        r = sb.run_python(textwrap.dedent(f"""
+            import os, sys, struct
+            f = sys._getframe().f_back.f_locals
+            os.write(f['proto_fd'], {MAGIC!r} + struct.pack('>Q', 1 << 40))
+            import time; time.sleep(5)
+        """))
+        assert r.violation and r.violation.kind == "forbidden" and r.restarted, r.as_text()
+        assert sb.run_python("print('fresh')").stdout.strip() == "fresh"
+
+
+# ---------------------------------------------------------------- 3. isolation between sandboxes
+
+_CHILD = """
+import sys, time
+from pathlib import Path
+from sandbox.bwrap import Sandbox
+sb = Sandbox(Path(sys.argv[1])); sb.start()
+print(sb.uid, sb._host_tmp, flush=True)
+if sys.argv[2] == 'die':
+    import os, signal; os.kill(os.getpid(), signal.SIGKILL)
+time.sleep(float(sys.argv[2]))
+sb.close()
+"""
+
+
+@needs_root
+def test_uids_are_distinct_across_sandboxes_and_processes(world):
+    with Sandbox(world) as a, Sandbox(world) as b:
+        assert a.uid != b.uid
+        p = subprocess.Popen([sys.executable, "-c", _CHILD, str(world), "3"], stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT)
+        line = p.stdout.readline()
+        p.wait(timeout=60)
+        other = int(line.split()[0])
+        assert other not in (a.uid, b.uid)
+        assert a.run_python("import os; print(os.getuid())").stdout.strip() == str(a.uid)
+
+
+@needs_root
+def test_fork_bomb_in_one_sandbox_does_not_stop_another(world):
+    bomb = textwrap.dedent("""
+        import os, time
+        t = time.time()
+        while time.time() - t < 12:
+            try:
+                if os.fork() == 0:
+                    time.sleep(60); os._exit(0)
+            except OSError:
+                time.sleep(0.01)
+    """)
+    with Sandbox(world, Limits(processes=64, cell_wall_s=30)) as a:
+        uid = a.uid
+        th = threading.Thread(target=a.run_python, args=(bomb,))
+        th.start()
+        time.sleep(3)
+        assert len(_pids_of_uid(a.uid)) >= 32, "the bomb is running"
+        t0 = time.monotonic()
+        with Sandbox(world) as b:
+            r = b.run_python("import subprocess; print(subprocess.run(['echo', 'ok'], capture_output=True, text=True).stdout.strip())")
+            assert r.stdout.strip() == "ok", r.as_text()
+        assert time.monotonic() - t0 < 30
+        th.join()
+    assert not _live(uid)
+
+
+@needs_root
+def test_total_memory_of_a_sandbox_is_capped(world):
+    hog = "import time; x = b'x' * (1 << 30); time.sleep(4); print('survived')"
+    with Sandbox(world, Limits(memory_bytes=2 << 30, cell_wall_s=60)) as sb:
+        r = sb.run_python(textwrap.dedent(f"""
+            import subprocess, sys
+            ps = [subprocess.Popen([sys.executable, '-c', {hog!r}]) for _ in range(3)]
+            print([p.wait() for p in ps])
+        """))
+        if sb.cgroup_mode is None:  # documented fallback: per-process RLIMIT_AS and per-uid RLIMIT_NPROC only
+            r = sb.run_python("import resource; print(resource.getrlimit(resource.RLIMIT_AS)[0], resource.getrlimit(resource.RLIMIT_NPROC)[0])")
+            assert r.stdout.split() == [str(sb.limits.address_space), str(sb.limits.processes)]
+            pytest.skip("no writable cgroup here: the fallback bounds memory by address_space x processes")
+        codes = json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else []
+        assert codes and codes.count(0) <= 1 and -9 in codes, r.as_text()
+        assert any(v.kind == "memory" for v in sb.violations), sb.violations
+        assert sb.run_python("print('alive')").stdout.strip() == "alive"
+
+
+def test_every_writable_tmpfs_is_capped(world):
+    lim = Limits(tmp_bytes=16 << 20, shm_bytes=16 << 20, workspace_bytes=32 << 20)
+    with Sandbox(world, lim) as sb:
+        r = sb.run_python(textwrap.dedent("""
+            import errno, os
+            res = {}
+            for path in ('/tmp/fill', '/dev/shm/fill', '/workspace/fill', '/fill', '/dev/fill', '/opt/fill'):
+                try:
+                    with open(path, 'wb') as fh:
+                        for _ in range(64):
+                            fh.write(b'0' * (1 << 20))
+                    res[path] = 'ok'
+                except OSError as exc:
+                    res[path] = errno.errorcode[exc.errno]
+                finally:
+                    try:
+                        os.unlink(path)
+                    except OSError:
+                        pass
+            print(res)
+        """))
+        res = eval(r.stdout.strip())  # noqa: S307 - our own cell's dict literal
+        assert res["/tmp/fill"] == res["/dev/shm/fill"] == res["/workspace/fill"] == "ENOSPC", res
+        assert res["/fill"] in ("EROFS", "ENOSPC") and res["/dev/fill"] in ("EROFS", "ENOSPC"), res
+        assert res["/opt/fill"] in ("EROFS", "EACCES", "ENOSPC"), res
+
+
+def test_background_processes_are_killed_after_each_cell(world):
+    with Sandbox(world) as sb:
+        r = sb.run_python(textwrap.dedent("""
+            import subprocess, sys
+            p = subprocess.Popen([sys.executable, '-c', 'while True: pass'])
+            subprocess.run(['sh', '-c', 'while :; do :; done >/dev/null 2>&1 &'])
+            print('spawned')
+        """))
+        assert r.stdout.strip() == "spawned" and r.killed >= 2, r.as_text()
+        r = sb.run_python("import os; print(p.poll() is not None, sorted(int(x) for x in os.listdir('/proc') if x.isdigit()) == sorted({1, os.getpid()}))")
+        assert r.stdout.split() == ["True", "True"], r.as_text()
+        if ROOT:
+            keep = {sb._proc.pid, sb._child_pid, sb._kernel_pid}
+            assert set(_pids_of_uid(sb.uid)) <= keep
+
+
+@needs_root
+def test_leftovers_of_a_killed_run_are_cleaned_at_next_start(world):
+    p = subprocess.run([sys.executable, "-c", _CHILD, str(world), "die"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    assert p.returncode == -signal.SIGKILL
+    uid, folder = p.stdout.split()
+    assert Path(folder).is_dir(), "the killed run left its folder behind"
+    with Sandbox(world) as sb:
+        assert not Path(folder).exists()
+        assert sb.run_python("print(1)").stdout.strip() == "1"
+    assert not _live(int(uid))
+
+
+# ---------------------------------------------------------------- 4. sealed substrates (issue 10 item 5)
+
+def test_package_datasets_and_gold_side_code_are_sealed(world):
+    import importlib.util
+
+    spec = importlib.util.find_spec("scanpy")
+    pbmc = Path(spec.origin).parent / "datasets" / "10x_pbmc68k_reduced.h5ad"
+    assert pbmc.stat().st_size > 1000, "the host still has scanpy's copy (the substrate)"
+    with Sandbox(world) as sb:
+        r = sb.run_python(textwrap.dedent("""
+            import importlib, os, glob
+            import scanpy, pybedtools, anndata
+            p = os.path.join(os.path.dirname(scanpy.__file__), 'datasets', '10x_pbmc68k_reduced.h5ad')
+            try:
+                data = open(p, 'rb').read(16)
+            except OSError:
+                data = b''
+            print('pbmc', len(data))
+            try:
+                scanpy.datasets.pbmc68k_reduced(); print('loaded')
+            except Exception as exc:
+                print('pbmc68k_reduced fails')
+            tdir = os.path.join(os.path.dirname(pybedtools.__file__), 'test', 'data')
+            print('pybedtools test data', len(os.listdir(tdir)) if os.path.isdir(tdir) else 0)
+            for mod in ('graders', 'worlds', 'benchmark', 'graders.l1', 'worlds.scrna.build'):
+                try:
+                    importlib.import_module(mod); print('imported', mod)
+                except ImportError:
+                    pass
+            print('ok')
+        """))
+        assert r.error is None, r.as_text()
+        out = r.stdout
+        assert "pbmc 0" in out and "pbmc68k_reduced fails" in out, out
+        assert "pybedtools test data 0" in out and "imported" not in out and out.rstrip().endswith("ok"), out
+
+
+def test_seal_probe_reports_nothing_here():
+    from sandbox.seal import seal_problems
+
+    assert seal_problems() == []
