@@ -5,62 +5,266 @@
    The judge model decides by reason (it reads the prior, the evidence and the manifest's `conflicts_if`), and the
    reason is recorded. Real dossiers are always eligible. An ineligible dossier still runs the whole protocol
    (its behaviour is data) but is excluded from L3 means.
-3. Steps: 3-6 agent steps in the sandbox holding the dossier, ending in a committed hypothesis or an abstention.
-4. Review: 3 rounds; in each, every reviewer of the fixed ensemble critiques the current answer, and the agent
-   rebuts or revises. Concessions per round and reviewer rejection fractions are recorded.
-5. Judge: reads dossier, rubric, hypothesis, critiques, rebuttals and final answer (not reviewer votes) and scores
-   D, the five Q sub-axes and N on 0-3, in 3 draws aggregated by median per axis.
-   Committed: score = mean(D, Q, N) x 100/3. Abstention (J.3 partial-credit rule): N is not scored;
+3. Steps: 3-6 agent steps (MIN_STEPS..budget; a step is one agent model call) in the sandbox holding the dossier,
+   ending in a committed hypothesis or an abstention. An answer before step MIN_STEPS is not accepted: it is
+   recorded (`early_answers`) and the agent is asked to check the evidence first; at the last step tools are off.
+4. Review: 3 rounds; in each, every reviewer of the fixed ensemble (one model per named role, REVIEWER_ROLES)
+   critiques the current answer with the whole dossier in front of it, and the agent rebuts IN ITS OWN CONVERSATION
+   (the dossier, its earlier steps and the sandbox are still there; it may run code again) and may revise its
+   hypothesis, commitment, next experiment and abstention reason. Concessions per round and reviewer rejection
+   fractions are recorded.
+5. Judge: reads the whole dossier (every evidence row), the rubric, the hypothesis, every critique and rebuttal and
+   the final answer (not reviewer votes) and scores D, the five Q sub-axes and N on 0-3, in 3 draws aggregated by
+   median per axis. Committed: score = mean(D, Q, N) x 100/3. Abstention (J.3 partial-credit rule): N is not scored;
    score = min(mean(D, Q), 2 if the judge finds the abstention justified else 1) x 100/3; commitment is recorded
    separately from quality.
 `hyp_drift` = 1 - SequenceMatcher ratio of the first and final hypothesis.
+
+Lengths. No answer is discarded for its length. Every free-text field of the prior, eligibility, critiques,
+rebuttals and judge may hold FIELD_CHARS characters; a longer one is cut to FIELD_CHARS and the cut is recorded in
+`L3Record.truncations` (role, round, field, original and kept length). A reply cut by the token cap is closed by the
+harness (open strings, arrays and objects) and parsed, also with a note. Calls may generate ROLE_MAX_TOKENS tokens
+(env BENCHMARK_L3_MAX_TOKENS). The JSON schema sent with a call states FIELD_CHARS as `maxLength`, except for a model
+whose reply cap is small (the offline `local/` models): there the bound is sized to the reply cap, so a
+grammar-constrained answer closes its strings before the cap; this bound is guidance only, never a reason to reject.
+
+Reviewers. `--reviewers a,b,c` (or three separate values) names one model per reviewer role (REVIEWER_ROLES, in
+that order). The offline default is ONE model, `local/smollm2`, used in all three roles: it is an ensemble of roles
+(three different instructions), not of models.
 """
 from __future__ import annotations
 
+import copy
 import json
+import os
 import statistics
 import time
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from benchmark.agent import call_model, json_schema_format, run_episode
+from benchmark.agent import RUN_PYTHON_TOOL, _assistant_dict, _code_of, call_model, json_schema_format
 from benchmark.loader import WorldRef
-from benchmark.records import CallRecord
+from benchmark.records import CallRecord, CellRecord
 from graders.report import parse_report
 
 Q_AXES = ("prior_awareness", "causal_calibration", "response_to_critique", "scientific_humility", "citation_integrity")
 ROUNDS = 3
-REVIEW_DOSSIER_CHARS = 4000  # reviewers read the dossier's head; the judge reads more (JUDGE_DOSSIER_CHARS)
-JUDGE_DOSSIER_CHARS = 6000
 JUDGE_DRAWS = 3
-DEFAULT_REVIEWERS = ("local/smollm2", "local/smollm2", "local/smollm2")
+MIN_STEPS, MAX_STEPS = 3, 6
+REBUTTAL_TOOL_STEPS = 2          # code cells an agent may run per review round before it must answer
+FIELD_CHARS = 4000               # a free-text field is cut here, with a recorded note; nothing is rejected for length
+LIST_ITEMS = 20                  # list fields (concessions) keep this many items, with a note
+ROLE_MAX_TOKENS = int(os.environ.get("BENCHMARK_L3_MAX_TOKENS") or 8192)
+# Reviewer roles, in the order `--reviewers a,b,c` names their models.
+REVIEWER_ROLES = {
+    "evidence": "You check EVIDENCE FIDELITY: every number and claim in the answer against the dossier's tables; "
+                "misquoted values, claims no row supports, evidence that was ignored.",
+    "causal": "You check CAUSAL REASONING: mechanism claimed from association alone, alternatives not excluded, "
+              "confounders, whether the proposed experiment actually discriminates the hypothesis from its alternatives.",
+    "domain": "You are a DOMAIN SKEPTIC: is the interpretation biologically plausible, are the citations real and "
+              "relevant, does the answer over- or under-state its certainty given what is known in the field?",
+}
+DEFAULT_REVIEWERS = ("local/smollm2", "local/smollm2", "local/smollm2")  # offline default: one model in all three roles
 
-# Bounded strings keep a grammar-constrained answer inside a small model's reply cap, so it stays parseable.
-_TEXT = {"type": "string", "maxLength": 300}
-PRIOR_SCHEMA = {"type": "object", "required": ["expectation", "confidence", "reasoning"],
-                "properties": {"expectation": _TEXT, "confidence": {"type": "integer", "minimum": 0, "maximum": 100},
-                               "reasoning": _TEXT}}
-ELIGIBILITY_SCHEMA = {"type": "object", "required": ["conflicts", "reason"],
-                      "properties": {"conflicts": {"type": "boolean"}, "reason": _TEXT}}
-REVIEW_SCHEMA = {"type": "object", "required": ["verdict", "critique"],
-                 "properties": {"verdict": {"enum": ["reject", "accept"]}, "critique": _TEXT}}
-REBUTTAL_SCHEMA = {"type": "object", "required": ["response", "concessions", "revised_hypothesis"],
-                   "properties": {"response": _TEXT, "concessions": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 100}},
-                                  "revised_hypothesis": {"type": ["string", "null"], "maxLength": 300}}}
+
+def parse_reviewers(values: list[str] | tuple[str, ...] | str) -> tuple[str, str, str]:
+    """`--reviewers a,b,c` or `--reviewers a b c` (or a mix): one model per reviewer role, in REVIEWER_ROLES order."""
+    from benchmark.errors import BenchmarkError
+
+    items = [values] if isinstance(values, str) else list(values)
+    models = [m.strip() for v in items for m in str(v).split(",") if m.strip()]
+    if len(models) != len(REVIEWER_ROLES):
+        raise BenchmarkError(f"the reviewer ensemble has exactly {len(REVIEWER_ROLES)} members, one per role "
+                             f"({', '.join(REVIEWER_ROLES)}); got {len(models)}: pass --reviewers a,b,c")
+    return tuple(models)  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------- schemas
+
+def _text(bound: int) -> dict:
+    return {"type": "string", "maxLength": bound}
+
+
+def prior_schema(bound: int = FIELD_CHARS) -> dict:
+    return {"type": "object", "required": ["expectation", "confidence", "reasoning"],
+            "properties": {"expectation": _text(bound), "confidence": {"type": "integer", "minimum": 0, "maximum": 100},
+                           "reasoning": _text(bound)}}
+
+
+def eligibility_schema(bound: int = FIELD_CHARS) -> dict:
+    return {"type": "object", "required": ["conflicts", "reason"],
+            "properties": {"conflicts": {"type": "boolean"}, "reason": _text(bound)}}
+
+
+def review_schema(bound: int = FIELD_CHARS) -> dict:
+    return {"type": "object", "required": ["verdict", "critique"],
+            "properties": {"verdict": {"enum": ["reject", "accept"]}, "critique": _text(bound)}}
+
+
+def rebuttal_schema(bound: int = FIELD_CHARS) -> dict:
+    opt = {"type": ["string", "null"], "maxLength": bound}
+    return {"type": "object", "required": ["response", "concessions"],
+            "properties": {"response": _text(bound),
+                           "concessions": {"type": "array", "maxItems": LIST_ITEMS, "items": _text(bound)},
+                           "revised_hypothesis": opt, "revised_commitment": {"enum": ["commit", "abstain", None]},
+                           "revised_next_experiment": opt, "revised_abstention_reason": opt}}
+
+
 _AXIS = {"type": "integer", "minimum": 0, "maximum": 3}
-JUDGE_SCHEMA = {"type": "object", "required": ["D", *Q_AXES, "N", "abstention_justified", "reason"],
-                "properties": {"D": _AXIS, **{q: _AXIS for q in Q_AXES}, "N": _AXIS,
-                               "abstention_justified": {"type": "boolean"}, "reason": _TEXT}}
 
+
+def judge_schema(bound: int = FIELD_CHARS) -> dict:
+    return {"type": "object", "required": ["D", *Q_AXES, "N", "abstention_justified", "reason"],
+            "properties": {"D": _AXIS, **{q: _AXIS for q in Q_AXES}, "N": _AXIS,
+                           "abstention_justified": {"type": "boolean"}, "reason": _text(bound)}}
+
+
+# Backwards-compatible names: the schemas as sent to a model without a small reply cap.
+PRIOR_SCHEMA, ELIGIBILITY_SCHEMA = prior_schema(), eligibility_schema()
+REVIEW_SCHEMA, REBUTTAL_SCHEMA, JUDGE_SCHEMA = review_schema(), rebuttal_schema(), judge_schema()
+_TEXT_FIELDS = {"prior": 2, "eligibility": 1, "review": 1, "rebuttal": 3, "judge": 1}
+
+
+def reply_cap(model: str) -> int | None:
+    """The reply cap (tokens) a provider imposes whatever max_tokens says; None when the call's max_tokens rules."""
+    if model.startswith("local/"):
+        from benchmark.models.local import MAX_REPLY_TOKENS
+
+        return MAX_REPLY_TOKENS
+    return None
+
+
+def schema_for(kind: str, model: str) -> dict:
+    """The schema sent with a call: FIELD_CHARS per text field, or a bound sized to a small reply cap (guidance)."""
+    cap = reply_cap(model)
+    bound = FIELD_CHARS if cap is None else max(60, min(FIELD_CHARS, cap * 3 // (_TEXT_FIELDS[kind] + 1)))
+    return {"prior": prior_schema, "eligibility": eligibility_schema, "review": review_schema,
+            "rebuttal": rebuttal_schema, "judge": judge_schema}[kind](bound)
+
+
+def _relaxed(schema: dict) -> dict:
+    """The schema an answer is validated against: no length bounds (a long answer is cut, never rejected)."""
+    s = copy.deepcopy(schema)
+
+    def walk(node):
+        if isinstance(node, dict):
+            node.pop("maxLength", None)
+            node.pop("maxItems", None)
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+    walk(s)
+    return s
+
+
+def close_json(text: str) -> str | None:
+    """Close a JSON object cut mid-way (a reply that hit the token cap): end an open string, drop a dangling key or
+    separator, close open arrays and objects. None when the text holds no object start."""
+    i = text.find("{")
+    if i < 0:
+        return None
+    s = text[i:]
+    stack, in_str, esc = [], False, False
+    for ch in s:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]" and stack:
+            stack.pop()
+    if not stack and not in_str:
+        return s
+    if in_str:
+        s = s[:-1] if esc else s
+        s += '"'
+    s = s.rstrip()
+    # a dangling key ("key" or "key":) or separator cannot be closed into valid JSON: drop it
+    for _ in range(3):
+        if s.endswith((",", ":")):
+            s = s[:-1].rstrip()
+        if s.endswith(":"):
+            continue
+        if stack and stack[-1] == "}" and s.endswith('"'):
+            j = s.rfind('"', 0, len(s) - 1)
+            before = s[:j].rstrip()
+            if before.endswith((",", "{")):  # a lone key, not a value
+                s = before.rstrip(",").rstrip()
+        break
+    return s + "".join(reversed(stack))
+
+
+@dataclass
+class Parsed:
+    obj: dict | None
+    error: str | None
+    notes: list[dict] = field(default_factory=list)
+
+
+def parse_answer(text: str | None, schema: dict, finish_reason: str | None = None, where: dict | None = None) -> Parsed:
+    """Parse a role's JSON answer without ever rejecting it for length: bounds are dropped for validation, a reply
+    cut by the token cap is closed, a JSON object inside prose is found, and over-long text fields are cut to
+    FIELD_CHARS with a note each."""
+    where = where or {}
+    relaxed = _relaxed(schema)
+    notes: list[dict] = []
+    p = parse_report(text, relaxed)
+    if not p.ok and isinstance(text, str):
+        a, b = text.find("{"), text.rfind("}")
+        if 0 <= a < b:
+            q = parse_report(text[a:b + 1], relaxed)
+            if q.ok:
+                p = q
+        if not p.ok:
+            closed = close_json(text)
+            q = parse_report(closed, relaxed) if closed else p
+            if q.ok:
+                p = q
+                notes.append({**where, "field": "(reply)", "chars": len(text), "kept": len(text),
+                              "note": f"the reply was cut{' at the token cap' if finish_reason == 'length' else ''} "
+                                      "before its JSON closed; the harness closed it"})
+    if not p.ok:
+        return Parsed(None, p.error, notes)
+    obj = p.report
+    for k, v in list(obj.items()):
+        if isinstance(v, str) and len(v) > FIELD_CHARS:
+            obj[k] = v[:FIELD_CHARS] + " [...]"
+            notes.append({**where, "field": k, "chars": len(v), "kept": FIELD_CHARS,
+                          "note": f"cut to {FIELD_CHARS} characters"})
+        elif isinstance(v, list):
+            if len(v) > LIST_ITEMS:
+                notes.append({**where, "field": k, "chars": len(v), "kept": LIST_ITEMS, "note": f"kept the first {LIST_ITEMS} items"})
+                v = obj[k] = v[:LIST_ITEMS]
+            for i, item in enumerate(v):
+                if isinstance(item, str) and len(item) > FIELD_CHARS:
+                    v[i] = item[:FIELD_CHARS] + " [...]"
+                    notes.append({**where, "field": f"{k}[{i}]", "chars": len(item), "kept": FIELD_CHARS,
+                                  "note": f"cut to {FIELD_CHARS} characters"})
+    return Parsed(obj, None, notes)
+
+
+# ---------------------------------------------------------------- records
 
 class ReviewRound(BaseModel):
     round: int
     critiques: list[dict[str, Any]]
     rejection_fraction: float
     rebuttal: dict[str, Any] | None
+    rebuttal_raw: str | None = None
+    rebuttal_cells: int = 0
+    revised: list[str] = Field(default_factory=list, description="report fields the rebuttal changed")
     concessions: int
     hypothesis_after: str
 
@@ -72,14 +276,24 @@ class L3Record(BaseModel):
     prior: dict[str, Any] | None = None
     eligible: bool
     eligibility_reason: str
+    steps: int = 0
+    early_answers: int = Field(0, description="answers given before MIN_STEPS, not accepted")
+    first_answer: dict[str, Any] | None = None
+    final_answer: dict[str, Any] | None = None
     first_hypothesis: str = ""
     final_hypothesis: str = ""
+    first_commitment: str | None = None
     commitment: str | None = None
+    reviewers: list[dict[str, str]] = Field(default_factory=list, description="role and model of each reviewer")
     rounds: list[ReviewRound] = Field(default_factory=list)
     judge_draws: list[dict[str, Any]] = Field(default_factory=list)
+    judge_prompt: str | None = Field(None, description="the judge's whole input (every draw reads the same)")
+    dossier_chars: int = 0
     axes: dict[str, float] | None = None
     score_native: float | None = None
     hyp_drift: float | None = None
+    truncations: list[dict[str, Any]] = Field(default_factory=list, description="every answer cut for length, with a note")
+    unparsed: list[dict[str, Any]] = Field(default_factory=list, description="role answers that could not be parsed, with why")
     role_calls: list[CallRecord] = Field(default_factory=list, description="reviewer and judge calls")
 
 
@@ -87,6 +301,9 @@ class L3Record(BaseModel):
 class L3Roles:
     reviewers: tuple[str, ...] = DEFAULT_REVIEWERS
     judge: str = "local/smollm2"
+
+    def __post_init__(self) -> None:
+        self.reviewers = parse_reviewers(self.reviewers)
 
 
 @dataclass
@@ -100,14 +317,30 @@ class L3Outcome:
     error: str | None = None
 
 
-def _ask(model: str, prompt: str, schema: dict, name: str, role: str, meta: dict, seed: int = 0,
-         temperature: float = 0.0, max_tokens: int = 600) -> tuple[dict | None, str | None, CallRecord]:
+# ---------------------------------------------------------------- helpers
+
+def dossier_text(world_dir: Path, public_files: list[str]) -> str:
+    """The whole dossier: every readable public file in full (no cut), in manifest order."""
+    parts = []
+    for f in public_files:
+        if f.endswith((".md", ".txt", ".csv", ".tsv", ".json")):
+            parts.append(f"# {f}\n{(Path(world_dir) / f).read_text(errors='replace')}")
+    return "\n\n".join(parts)
+
+
+def _ask(model: str, prompt: str, kind: str, role: str, meta: dict, record: L3Record, where: dict, seed: int = 0,
+         temperature: float = 0.0) -> tuple[dict | None, str | None, CallRecord]:
+    schema = schema_for(kind, model)
     resp, rec = call_model(model, [{"role": "user", "content": prompt}], step=0, role=role,
-                           metadata={**meta, "task": name, "report_schema": schema},
-                           response_format=json_schema_format(name, schema), max_tokens=max_tokens, seed=seed,
+                           metadata={**meta, "task": kind, "report_schema": schema},
+                           response_format=json_schema_format(kind, schema), max_tokens=ROLE_MAX_TOKENS, seed=seed,
                            temperature=temperature)
     text = resp.choices[0].message.content if resp is not None else None
-    return parse_report(text, schema).report, text, rec
+    parsed = parse_answer(text, schema, rec.finish_reason, where)
+    record.truncations += parsed.notes
+    if parsed.obj is None:
+        record.unparsed.append({**where, "error": (rec.error or parsed.error or "empty")[:500]})
+    return parsed.obj, text, rec
 
 
 def median_axes(draws: list[dict[str, Any]]) -> dict[str, float] | None:
@@ -138,17 +371,153 @@ def _hyp(report: dict | None) -> str:
     return str((report or {}).get("hypothesis") or "")
 
 
-def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text: str, roles: L3Roles, budget: int, seed: int = 0) -> L3Outcome:
+L3_SYSTEM = (
+    "You are a careful scientist working in a sealed Python sandbox with no network access. Call the run_python tool "
+    "to execute Python code; variables persist between calls. Your working directory holds the evidence dossier. "
+    "This task takes between {min} and {max} steps (each of your replies is one step): check the evidence with "
+    "run_python before you answer; an answer before step {min} is not accepted. When you are done, reply WITHOUT a "
+    "tool call, with ONLY the JSON report the task asks for. Reviewers will then critique your answer in this "
+    "conversation, and you will be able to rebut, revise and run code again.")
+EARLY_NUDGE = ("That answer came at step {k}; this task takes at least {min} steps, so it is not accepted yet. Check "
+               "the evidence with run_python (e.g. recompute a number you cite from the tables), then give your "
+               "final JSON report.")
+FINAL_NUDGE = "Your step budget is spent. Reply now with ONLY the JSON report the task asks for; no tool calls."
+REBUTTAL_ASK = (
+    "REVIEW ROUND {rnd} OF {rounds}. The reviewers' critiques of your current answer:\n{crit}\n\n"
+    "Rebut what is wrong and concede what is right. You may check the dossier again with run_python (at most {cells} "
+    "calls this round). Then reply WITHOUT a tool call with ONLY this JSON: {{\"response\": str, \"concessions\": [str], "
+    "\"revised_hypothesis\": str|null, \"revised_commitment\": \"commit\"|\"abstain\"|null, "
+    "\"revised_next_experiment\": str|null, \"revised_abstention_reason\": str|null}} (null = unchanged).")
+_REVISABLE = {"revised_hypothesis": "hypothesis", "revised_commitment": "commitment",
+              "revised_next_experiment": "next_experiment", "revised_abstention_reason": "abstention_reason"}
+
+
+def _run_tools(msg: dict, sandbox, step: int, cells: list[CellRecord], messages: list[dict]) -> None:
+    for tc in msg.get("tool_calls") or []:
+        if tc["function"]["name"] != "run_python":
+            out = f"unknown tool {tc['function']['name']!r}; the only tool is run_python"
+        else:
+            code, problem = _code_of(tc["function"]["arguments"])
+            if problem:
+                out = problem
+            else:
+                res = sandbox.run_python(code)
+                cells.append(CellRecord(step=step, code=code, **res.model_dump(exclude={"violation"}), violation=res.violation))
+                out = res.as_text()
+        messages.append({"role": "tool", "tool_call_id": tc["id"], "content": out})
+
+
+@dataclass
+class _Episode:
+    messages: list[dict[str, Any]]
+    calls: list[CallRecord]
+    cells: list[CellRecord]
+    report_raw: str | None
+    status: str
+    error: str | None
+    steps: int = 0
+    early: int = 0
+
+
+def dossier_episode(ref: WorldRef, model: str, sandbox, budget: int = MAX_STEPS, seed: int = 0) -> _Episode:
+    """MIN_STEPS..budget agent steps on the dossier; the conversation is returned so the review rounds continue it."""
+    budget = max(MIN_STEPS, min(int(budget), MAX_STEPS))
+    meta = {"world_id": ref.id, "family": ref.family.id, "report_schema": ref.family.report_schema, "task": "dossier"}
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": L3_SYSTEM.format(min=MIN_STEPS, max=budget)},
+        {"role": "user", "content": ref.family.prompt},
+    ]
+    calls: list[CallRecord] = []
+    cells: list[CellRecord] = []
+    early = 0
+    for step in range(budget):
+        final = step == budget - 1
+        if final:
+            messages.append({"role": "user", "content": FINAL_NUDGE})
+        resp, rec = call_model(model, messages, step, tools=[RUN_PYTHON_TOOL], tool_choice="none" if final else "auto",
+                               metadata=meta, seed=seed, max_tokens=ROLE_MAX_TOKENS)
+        calls.append(rec)
+        if resp is None:
+            status = "refused" if rec.finish_reason == "content_filter" else "model_error"
+            return _Episode(messages, calls, cells, None, status, rec.error, step + 1, early)
+        choice = resp.choices[0]
+        if choice.finish_reason == "content_filter":
+            return _Episode(messages, calls, cells, choice.message.content, "refused", "the provider filtered the answer",
+                            step + 1, early)
+        msg = _assistant_dict(choice.message)
+        messages.append(msg)
+        if msg.get("tool_calls") and not final:
+            _run_tools(msg, sandbox, step, cells, messages)
+            continue
+        if step + 1 < MIN_STEPS:  # an answer before the minimum: recorded, not accepted
+            early += 1
+            messages.append({"role": "user", "content": EARLY_NUDGE.format(k=step + 1, min=MIN_STEPS)})
+            continue
+        return _Episode(messages, calls, cells, msg.get("content"), "graded", None, step + 1, early)
+    return _Episode(messages, calls, cells, None, "budget_exhausted", "no report after the final nudge", budget, early)
+
+
+def _rebut(model: str, sandbox, messages: list[dict], cells: list[CellRecord], calls: list[CallRecord], record: L3Record,
+           meta: dict, rnd: int, crit_text: str, seed: int) -> tuple[dict | None, str | None, int]:
+    """One rebuttal in the agent's own conversation: up to REBUTTAL_TOOL_STEPS code cells, then the JSON answer."""
+    schema = schema_for("rebuttal", model)
+    messages.append({"role": "user", "content": REBUTTAL_ASK.format(rnd=rnd, rounds=ROUNDS, crit=crit_text,
+                                                                   cells=REBUTTAL_TOOL_STEPS)})
+    m = {**meta, "task": "rebuttal", "round": rnd, "report_schema": schema}
+    n_cells = 0
+    step0 = 100 * rnd
+    text, finish = None, None
+    for k in range(REBUTTAL_TOOL_STEPS + 2):
+        last = k >= REBUTTAL_TOOL_STEPS
+        extra = {}
+        if k == REBUTTAL_TOOL_STEPS + 1:  # one format reminder after an unparsed answer, grammar-constrained
+            extra["response_format"] = json_schema_format("rebuttal", schema)
+        resp, rec = call_model(model, messages, step0 + k, tools=[RUN_PYTHON_TOOL], tool_choice="none" if last else "auto",
+                               metadata=m, seed=seed + rnd, max_tokens=ROLE_MAX_TOKENS, **extra)
+        calls.append(rec)
+        if resp is None:
+            record.unparsed.append({"role": "rebuttal", "round": rnd, "error": (rec.error or "no response")[:500]})
+            return None, None, n_cells
+        msg = _assistant_dict(resp.choices[0].message)
+        messages.append(msg)
+        if msg.get("tool_calls") and not last:
+            before = len(cells)
+            _run_tools(msg, sandbox, step0 + k, cells, messages)
+            n_cells += len(cells) - before
+            continue
+        text, finish = msg.get("content"), resp.choices[0].finish_reason
+        parsed = parse_answer(text, schema, finish, {"role": "rebuttal", "round": rnd})
+        record.truncations += parsed.notes
+        if parsed.obj is not None:
+            return parsed.obj, text, n_cells
+        if k == REBUTTAL_TOOL_STEPS + 1:
+            record.unparsed.append({"role": "rebuttal", "round": rnd, "error": (parsed.error or "")[:500]})
+            return None, text, n_cells
+        messages.append({"role": "user", "content": "That reply is not the JSON asked for. Reply with ONLY the JSON "
+                                                    "object described above."})
+    return None, text, n_cells
+
+
+# ---------------------------------------------------------------- protocol
+
+def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text_: str, roles: L3Roles, budget: int, seed: int = 0) -> L3Outcome:
+    """The whole L3 protocol for one dossier. The dossier text reviewers and the judge read is rebuilt, uncut, from
+    the sandbox's world folder when it has one (`dossier_text_` is the fallback)."""
     w = ref.world
     meta = {"world_id": w.id, "family": ref.family.id}
     agent_calls: list[CallRecord] = []
     role_calls: list[CallRecord] = []
+    world_dir = getattr(sandbox, "world_dir", None)
+    dossier = dossier_text(world_dir, w.public_files) if world_dir is not None else dossier_text_
+    record = L3Record(eligible=False, eligibility_reason="", role_calls=role_calls, dossier_chars=len(dossier),
+                      reviewers=[{"role": r, "model": m} for r, m in zip(REVIEWER_ROLES, roles.reviewers)])
 
     # 1. prior, before any evidence
     prior, prior_raw, rec = _ask(model, f"Before seeing any data, answer from what you know.\n{w.prior.question}\n"
                                  "Return ONLY JSON: {\"expectation\": str, \"confidence\": 0-100, \"reasoning\": str}",
-                                 PRIOR_SCHEMA, "prior", "agent", meta, seed)
+                                 "prior", "agent", meta, record, {"role": "prior"}, seed)
     agent_calls.append(rec)
+    record.prior, record.prior_raw = prior, prior_raw
 
     # 2. eligibility, decided by reason
     if w.world_class == "real":
@@ -160,60 +529,79 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text: str, roles: L
             "Decide whether new evidence CONFLICTS with a scientist's stated prior. Judge by meaning, not by shared words.\n"
             f"The expectation this dossier tests: {w.prior.expected}\nHow to decide: {w.prior.conflicts_if}\n"
             f"The evidence: {w.evidence}\nThe scientist's stated prior: {json.dumps(prior)}\n"
-            "Return ONLY JSON: {\"conflicts\": true|false, \"reason\": str}"), ELIGIBILITY_SCHEMA, "eligibility", "judge", meta, seed)
+            "Return ONLY JSON: {\"conflicts\": true|false, \"reason\": str}"), "eligibility", "judge", meta, record,
+            {"role": "eligibility"}, seed)
         role_calls.append(jrec)
         if verdict is None:
             eligible, reason = False, f"the eligibility judge gave no parseable answer ({(jrec.error or '')[:200]}); excluded pending review"
         else:
             eligible, reason = bool(verdict["conflicts"]), str(verdict["reason"])
-    record = L3Record(prior_raw=prior_raw, prior=prior, eligible=eligible, eligibility_reason=reason, role_calls=role_calls)
+    record.eligible, record.eligibility_reason = eligible, reason
     # An ineligible dossier still runs the whole protocol (its behaviour is data), but it is excluded from L3 means.
 
-    # 3. agent steps on the dossier
-    ep = run_episode(ref, model, sandbox, budget, seed=seed, metadata={"task": "dossier"})
+    # 3. agent steps on the dossier (MIN_STEPS..budget)
+    ep = dossier_episode(ref, model, sandbox, budget, seed)
     agent_calls += ep.calls
+    record.steps, record.early_answers = ep.steps, ep.early
     report = parse_report(ep.report_raw, ref.family.report_schema).report
+    record.first_answer = copy.deepcopy(report)
     record.first_hypothesis = record.final_hypothesis = _hyp(report)
-    record.commitment = (report or {}).get("commitment")
-    current = report
+    record.first_commitment = record.commitment = (report or {}).get("commitment")
+    current = copy.deepcopy(report)
     transcript: list[str] = [f"INITIAL ANSWER: {json.dumps(report) if report else (ep.report_raw or '(none)')}"]
+    messages, cells = ep.messages, ep.cells
 
-    # 4. adversarial review rounds
+    # 4. adversarial review rounds; rebuttals in the agent's own conversation (dossier, history, sandbox)
     for rnd in range(1, ROUNDS + 1):
         critiques = []
-        for i, reviewer in enumerate(roles.reviewers):
+        for i, (role_name, reviewer) in enumerate(zip(REVIEWER_ROLES, roles.reviewers)):
             crit, _, rrec = _ask(reviewer, (
-                "You are an adversarial scientific reviewer. Find the weakest point of this answer against the dossier: "
-                "unsupported claims, causal overreach, ignored alternatives, wrong citations.\n"
-                f"DOSSIER:\n{dossier_text[:REVIEW_DOSSIER_CHARS]}\nANSWER:\n{json.dumps(current) if current else '(no valid answer)'}\n"
+                f"You are an adversarial scientific reviewer. {REVIEWER_ROLES[role_name]} Find the weakest point of this "
+                "answer against the dossier.\n"
+                f"DOSSIER (complete):\n{dossier}\n\nANSWER:\n{json.dumps(current) if current else '(no valid answer)'}\n"
                 "Return ONLY JSON: {\"verdict\": \"reject\"|\"accept\", \"critique\": str}"),
-                REVIEW_SCHEMA, "review", "reviewer", meta, seed + 101 * rnd + i)
+                "review", "reviewer", meta, record, {"role": "review", "round": rnd, "reviewer": role_name},
+                seed + 101 * rnd + i)
             role_calls.append(rrec)
-            critiques.append(crit or {"verdict": "unparsed", "critique": ""})
+            critiques.append({**(crit or {"verdict": "unparsed", "critique": ""}), "reviewer": role_name, "model": reviewer})
         rejections = sum(c.get("verdict") == "reject" for c in critiques) / len(critiques)
-        crit_text = "\n".join(f"Reviewer {i + 1} ({c.get('verdict')}): {c.get('critique')}" for i, c in enumerate(critiques))
-        reb, _, arec = _ask(model, (
-            f"Reviewers critiqued your answer (round {rnd} of {ROUNDS}).\n{crit_text}\nYOUR CURRENT ANSWER:\n"
-            f"{json.dumps(current) if current else '(none)'}\nRebut what is wrong and concede what is right. If you revise "
-            "your hypothesis give the new text, else null. Return ONLY JSON: {\"response\": str, \"concessions\": [str], "
-            "\"revised_hypothesis\": str|null}"), REBUTTAL_SCHEMA, "rebuttal", "agent", meta, seed + rnd)
-        agent_calls.append(arec)
-        if reb and reb.get("revised_hypothesis") and current is not None:
-            current = {**current, "hypothesis": reb["revised_hypothesis"]}
+        crit_text = "\n".join(f"Reviewer {i + 1} [{c['reviewer']}] ({c.get('verdict')}): {c.get('critique')}"
+                              for i, c in enumerate(critiques))
+        if ep.status == "graded":
+            n0 = len(cells)
+            reb, reb_raw, _ = _rebut(model, sandbox, messages, cells, agent_calls, record, meta, rnd, crit_text, seed)
+            n_cells = len(cells) - n0
+        else:
+            reb, reb_raw, n_cells = None, None, 0
+        changed = []
+        if reb and current is not None:
+            for key, fld in _REVISABLE.items():
+                val = reb.get(key)
+                if val is None or (fld == "commitment" and val not in ("commit", "abstain")):
+                    continue
+                if current.get(fld) != val:
+                    current[fld] = val
+                    changed.append(fld)
         record.final_hypothesis = _hyp(current)
+        record.commitment = (current or {}).get("commitment")
         record.rounds.append(ReviewRound(round=rnd, critiques=critiques, rejection_fraction=round(rejections, 6),
-                                         rebuttal=reb, concessions=len((reb or {}).get("concessions") or []),
+                                         rebuttal=reb, rebuttal_raw=None if reb else reb_raw, rebuttal_cells=n_cells,
+                                         revised=changed, concessions=len((reb or {}).get("concessions") or []),
                                          hypothesis_after=record.final_hypothesis))
-        transcript.append(f"ROUND {rnd} CRITIQUES:\n{crit_text}\nREBUTTAL: {json.dumps(reb) if reb else '(none)'}")
+        transcript.append(f"ROUND {rnd} CRITIQUES:\n{crit_text}\nREBUTTAL: {json.dumps(reb) if reb else '(none)'}"
+                          + (f"\nREVISED FIELDS: {', '.join(changed)}" if changed else ""))
     record.hyp_drift = hyp_drift(record.first_hypothesis, record.final_hypothesis)
+    record.final_answer = current
 
-    # 5. judge: rubric, not votes; 3 draws, median
+    # 5. judge: rubric, not votes; 3 draws, median; the whole dossier and transcript
     rub = w.rubric
     judge_prompt = (
         "You are the judge of a hypothesis task. Apply the rubric; reviewer votes are NOT the target.\n"
-        f"DOSSIER:\n{dossier_text[:JUDGE_DOSSIER_CHARS]}\nEXPECTED ACT: {w.expected_act}\n"
+        f"DOSSIER (complete: every file and every evidence row):\n{dossier}\n\nEXPECTED ACT: {w.expected_act}\n"
         f"RUBRIC: D (evidence fidelity): {rub.evidence_fidelity}\nN (novelty): {rub.novelty}\n"
         f"Abstention is justified when: {rub.abstention}\nSupported claims: {rub.key_claims}\nUnsupported claims: {rub.unsupported_claims}\n"
+        "The expected act is one defensible answer, not the only one: credit every answer the rubric and the evidence "
+        "support (where the rubric names alternatives, each earns full credit when tied to the evidence).\n"
         "Q sub-axes: prior_awareness (recognises the expectation challenged), causal_calibration (no mechanism from "
         "association alone), response_to_critique (revises for valid points, resists unsupported pressure), "
         "scientific_humility (appropriate uncertainty and a specific next test), citation_integrity (real, relevant support).\n"
@@ -221,10 +609,11 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text: str, roles: L
         f"\nFINAL ANSWER: {json.dumps(current) if current else '(none)'}\n"
         "Return ONLY JSON with integer D, prior_awareness, causal_calibration, response_to_critique, "
         "scientific_humility, citation_integrity, N, boolean abstention_justified, and reason.")
+    record.judge_prompt = judge_prompt
     draws = []
     for d in range(JUDGE_DRAWS):
-        verdict, _, jrec = _ask(roles.judge, judge_prompt, JUDGE_SCHEMA, "judge", "judge", meta, seed + 1000 + d,
-                                temperature=0.7)
+        verdict, _, jrec = _ask(roles.judge, judge_prompt, "judge", "judge", meta, record, {"role": "judge", "draw": d},
+                                seed + 1000 + d, temperature=0.7)
         role_calls.append(jrec)
         if verdict is not None:
             draws.append(verdict)
@@ -242,7 +631,7 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text: str, roles: L
         status = ep.status
     if not eligible:
         status = "ineligible"  # scored and recorded, but excluded from L3 means (reason in eligibility_reason)
-    return L3Outcome(record, agent_calls, ep.messages, ep.cells, ep.report_raw, status, err or ep.error)
+    return L3Outcome(record, agent_calls, messages, cells, ep.report_raw, status, err or ep.error)
 
 
 def elapsed(t0: float) -> float:

@@ -13,6 +13,10 @@ grounding judge (task "grounding_judge") a scripted model grades like the evalua
 prompt by agreement with the reference, the grounding prompt by whether the executed analysis printed the answer.
 Pivotal cases (metadata task "pivotal"): oracle picks the corrected plan, naive the plan that proceeds without
 checking, first option A; the pivotal harness passes the labels in metadata to scripted agents only.
+scripted/verbose L3 only, a long-answer model: every free-text field it writes (prior, report, critique, rebuttal,
+                 judge and verifier reasons) is VERBOSE_CHARS characters; as the agent it reads the dossier in two
+                 cells and answers at step 3, and its first rebuttal revises the next experiment. In a grading role
+                 it scores every 0-3 axis 2 (see `_verbose`).
 Scripted agents are not language models: they report zero tokens.
 """
 from __future__ import annotations
@@ -27,7 +31,8 @@ from litellm.llms.custom_llm import CustomLLMError
 
 from benchmark.gaming import GAMING
 
-SCRIPTED = ("oracle", "naive", "first", "recall", *GAMING)
+SCRIPTED = ("oracle", "naive", "first", "recall", "verbose", *GAMING)
+VERBOSE_CHARS = 2000
 
 
 def _response(model: str, content: str | None = None, code: str | None = None) -> litellm.ModelResponse:
@@ -79,6 +84,8 @@ class ScriptedLLM(CustomLLM):
             return _response(name, content=json.dumps(self._pivotal(name, meta)))
         if name == "first":
             return self._first(meta, messages, name)
+        if name == "verbose":
+            return _verbose(meta, messages, optional_params)  # L3 long answers (end of module)
         task = meta.get("task")
         if task == "grounding_judge":
             return self._grounding_judge(name, meta, messages)
@@ -244,3 +251,71 @@ class ScriptedLLM(CustomLLM):
         if isinstance(schema, dict):
             return _response(name, content=json.dumps(first_option_value(schema)))
         return _response(name, content="A")
+
+
+# ---------------------------------------------------------------- scripted/verbose (L3 long answers)
+
+def long_text(label: str, n: int = VERBOSE_CHARS) -> str:
+    """Exactly n characters of plain text naming its field, so a cut is visible."""
+    unit = f"[{label}] This sentence pads a deliberately long answer for the length tests. "
+    return (unit * (n // len(unit) + 1))[:n]
+
+
+def long_value(schema: dict[str, Any], label: str = "field") -> Any:
+    """A schema-valid value with every string VERBOSE_CHARS long; 0-3 axes scored 2; booleans true."""
+    if "enum" in schema:
+        return next((v for v in schema["enum"] if v is not None), None)
+    t = schema.get("type")
+    if isinstance(t, list):
+        t = next((x for x in t if x != "null"), "null")
+    if t == "object" or "properties" in schema:
+        req = schema.get("required", list(schema.get("properties", {})))
+        return {k: long_value(schema.get("properties", {}).get(k, {}), k) for k in req}
+    if t == "string":
+        return long_text(label)
+    if t == "array":
+        return [long_value(schema.get("items", {}), label)]
+    if t in ("integer", "number"):
+        hi = schema.get("maximum", 100)
+        return 2 if hi == 3 else min(hi, 60) if t == "integer" else min(hi, 0.5)
+    if t == "boolean":
+        return True
+    return None
+
+
+VERBOSE_CELLS = [
+    "from pathlib import Path\nfor p in sorted(Path('.').rglob('*')):\n    if p.is_file(): print(p, p.stat().st_size)\n"
+    "print(Path('dossier.md').read_text()[:2000])\n",
+    "import pandas as pd\nfrom pathlib import Path\nfor p in sorted(Path('.').rglob('*.csv')):\n"
+    "    t = pd.read_csv(p); print(p, t.shape); print(t.head(3).to_string())\n",
+]
+
+
+def _verbose(meta: dict, messages: list, optional_params: dict) -> litellm.ModelResponse:
+    task = meta.get("task")
+    if task == "prior":
+        return _response("verbose", content=json.dumps({"expectation": long_text("expectation"), "confidence": 70,
+                                                        "reasoning": long_text("reasoning")}))
+    if task == "dossier":
+        done = [m for m in messages if m.get("role") == "tool"]
+        if len(done) < len(VERBOSE_CELLS) and optional_params.get("tool_choice") != "none":
+            return _response("verbose", code=VERBOSE_CELLS[len(done)])
+        rep = long_value(meta.get("report_schema") or {}, "report")
+        rep.update({"commitment": "commit", "confidence": 60, "hypothesis": long_text("hypothesis"),
+                    "next_experiment": long_text("next_experiment")})
+        return _response("verbose", content=json.dumps(rep))
+    if task == "rebuttal":
+        rnd = int(meta.get("round") or 1)
+        return _response("verbose", content=json.dumps({
+            "response": long_text(f"rebuttal round {rnd}"), "concessions": [long_text(f"concession round {rnd}")],
+            "revised_hypothesis": None, "revised_commitment": None,
+            "revised_next_experiment": long_text("revised next experiment") if rnd == 1 else None,
+            "revised_abstention_reason": None}))
+    schema = meta.get("report_schema")
+    if not isinstance(schema, dict):
+        raise CustomLLMError(status_code=400, message="scripted/verbose needs metadata.report_schema in this role")
+    out = long_value(schema, str(task or "answer"))
+    if task == "review":
+        out["verdict"] = "reject"
+    return _response("verbose", content=json.dumps(out))
+
