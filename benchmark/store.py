@@ -18,7 +18,7 @@ from benchmark.errors import BenchmarkError
 from benchmark.records import ERROR_STATUSES, ResultRecord, Trajectory
 
 # Settings a resumed run must share with the recorded one: anything that changes what a result means.
-RESUME_KEYS = ("model", "replicates", "seed", "reviewers", "judge", "limits", "worlds", "tracks", "levels", "retry")
+RESUME_KEYS = ("model", "replicates", "seed", "reviewers", "judge", "limits", "worlds", "tracks", "levels", "suite")
 
 
 def read_json_file(path: Path, what: str) -> dict:
