@@ -134,12 +134,18 @@ def test_kill_minus_nine_then_resume(tmp_path):
     assert all(r.tokens_in > 0 and r.tokens_out > 0 for r in final if r.status != "model_error"), "real token counts"
 
 
-def test_a_line_cut_by_a_kill_is_skipped_and_closed_off(first_run, tmp_path):
+def test_a_line_cut_by_a_kill_is_skipped_and_cut_off(first_run, tmp_path):
+    """A torn last line is no record: it is skipped on read and cut off by the next append, so every line but the
+    last is always a whole record (and a bad line anywhere else is corruption, refused with its number)."""
     store = RunStore(tmp_path / "torn")
     store.init({"model": "scripted/first", "replicates": 1, "seed": 0}, resume=False)
     rec = RunStore(first_run).results()[0]
-    store.results_path.write_text(rec.model_dump_json(by_alias=True)[:40])  # a kill mid-write
-    assert store.results() == []
+    line = rec.model_dump_json(by_alias=True)
+    store.results_path.write_text(line + "\n" + line[:40])  # a kill mid-write
+    assert [r.world_id for r in store.results()] == [rec.world_id]
     store.append(rec)
     assert [r.world_id for r in store.results()] == [rec.world_id]
-    assert len(store.results_path.read_text().splitlines()) == 2
+    assert store.results_path.read_text() == line + "\n" + line + "\n"
+    store.results_path.write_text(line)  # a whole record that lost only its newline is kept and closed off
+    store.append(rec)
+    assert store.results_path.read_text() == line + "\n" + line + "\n"
