@@ -352,6 +352,7 @@ def decontaminated(path: Path, golden: dict, check) -> tuple[float, str]:
 # ---------------------------------------------------------------- L2 markers
 
 MIN_CELLS = 5
+MARKER_MIN_AUROC = 0.6      # a marker separates the target from every other population with AUROC >= this
 
 
 def _cells_aligned(d: dict) -> pd.DataFrame:
@@ -398,15 +399,20 @@ def marker_table(X: np.ndarray, genes: list[str], labels: np.ndarray, target: st
     return df.sort_values(["min_auroc", "gene"], ascending=[False, True]).reset_index(drop=True)
 
 
-def one_vs_rest_top(X: np.ndarray, genes: list[str], labels: np.ndarray, target: str, normalise: bool, k: int = 10) -> list[str]:
-    """What scanpy's rank_genes_groups(method='wilcoxon', reference='rest') ranks first (z-score of the rank sum)."""
+def one_vs_rest_z(X: np.ndarray, labels: np.ndarray, target: str, normalise: bool) -> np.ndarray:
+    """scanpy's rank_genes_groups(method='wilcoxon', reference='rest') score: the z-score of the target's rank sum."""
     from scipy.stats import rankdata
 
     Y = lognorm(X) if normalise else X
     t = labels == target
     r = rankdata(Y, axis=0)
     n1, n2 = t.sum(), (~t).sum()
-    z = (r[t].sum(0) - n1 * (n1 + n2 + 1) / 2) / np.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
+    return (r[t].sum(0) - n1 * (n1 + n2 + 1) / 2) / np.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
+
+
+def one_vs_rest_top(X: np.ndarray, genes: list[str], labels: np.ndarray, target: str, normalise: bool, k: int = 10) -> list[str]:
+    """What scanpy's rank_genes_groups(method='wilcoxon', reference='rest') ranks first (z-score of the rank sum)."""
+    z = one_vs_rest_z(X, labels, target, normalise)
     order = np.lexsort((np.array(genes), -z))
     return [genes[i] for i in order[:k]]
 
@@ -467,9 +473,35 @@ def l2_markers(world_dir: Path, world) -> dict:
         lfc = np.log2(cp2 + 1) - np.log2(cp1 + 1)
         expressed = (cp1 + cp2) / 2 >= 5.0
         lane_genes = sorted(genes[i] for i in np.flatnonzero(expressed & (np.abs(lfc) > 1.0)))
-    nonspecific = [g for g in naive if g not in set(tab[tab["mean_target"] > tab["max_mean_other"]]["gene"])]
+    spec = tab[tab["mean_target"] > tab["max_mean_other"]]
+    nonspecific = [g for g in naive if g not in set(spec["gene"])]
+    marker_genes = spec[spec["min_auroc"] >= MARKER_MIN_AUROC]["gene"].tolist() or spec["gene"].head(1).tolist()
+    # the genes a ranking must order correctly: the reference's markers of rank 11-40 (the top 10 are checked as a
+    # list) and the genes the world's trap promotes (in the trap ranking's 50 best but not in the reference's 50
+    # best, plus the lane-associated genes the trap ranks among its 100 best); on the clean control, the reference's
+    # ranks 11-40 and 101-110
+    defect = getattr(world, "defect", None)
+    trap_normalise = defect != "unnormalised_depth"
+    trap_z = one_vs_rest_z(X, labels, target, normalise=trap_normalise)
+    trap_order = [genes[i] for i in np.lexsort((np.array(genes), -trap_z))]
+    ref_order = tab["gene"].tolist()
+    core = spec["gene"].iloc[10:40].tolist()
+    if defect:
+        promoted = [g for g in trap_order[:50] if g not in set(ref_order[:50])]
+        if defect == "lane_confound":
+            promoted += [g for g in lane_genes if g in set(trap_order[:100]) and g not in promoted]
+        contrast = sorted(set(core) | set(promoted))
+    else:
+        contrast = sorted(set(core) | set(ref_order[100:110]))
+    score = dict(zip(tab["gene"], tab["min_auroc"]))
+    zpos = dict(zip(genes, trap_z))
+    trap = trap_order[:10] if defect else []
     return {
         "target_population": target,
+        "marker_genes": marker_genes,
+        "contrast_scores": {g: round(float(score[g]), 4) for g in contrast},
+        "trap_contrast_scores": {g: round(float(zpos[g]), 4) for g in contrast},
+        "trap_top_markers": trap,
         "top_markers": top["gene"].tolist(),
         "core_markers": top["gene"].tolist()[:5],
         "top_min_auroc": [round(float(x), 4) for x in top["min_auroc"]],
@@ -619,7 +651,7 @@ def l3_dossier(world_dir: Path, world) -> dict:
 # only the standard library and the sandbox's packages: the oracle's helpers are this module's plain functions,
 # inlined as source text.
 
-_HELPER_CONSTANTS = ("MTX_DIR", "LINEAGE_MARKERS", "LINEAGE_SCALE", "EXPECTED_LINEAGE", "MYELOID_LABELS",
+_HELPER_CONSTANTS = ("MARKER_MIN_AUROC", "MTX_DIR", "LINEAGE_MARKERS", "LINEAGE_SCALE", "EXPECTED_LINEAGE", "MYELOID_LABELS",
                      "DOUBLET_MYELOID_FRAC", "DOUBLET_B_FRAC", "DOUBLET_RATE_FINDING", "AMBIENT_FINDING", "OFFSET_GAIN",
                      "MIN_CELLS")
 
@@ -745,8 +777,6 @@ def l1_naive(ref) -> list[str]:
 
 
 _MARKERS_ORACLE = r"""
-from scipy.stats import rankdata
-
 d = read_world('.')
 X, genes = d['X'], d['symbols']
 cells = _cells_aligned(d)
@@ -756,29 +786,20 @@ target = d['meta']['task']['target_population']
 t = labels == target
 # markers: minimum pairwise AUROC against every other population, within lane (blocked), on log1p(CP10k)
 tab = marker_table(X, genes, labels, target, lane)
+tab[['gene', 'min_auroc']].rename(columns={'min_auroc': 'score'}).to_csv('marker_table.csv', index=False)
 spec = tab[tab['mean_target'] > tab['max_mean_other']]
 top = spec['gene'].head(10).tolist()
-markers = spec[spec['min_auroc'] >= 0.6]['gene'].tolist() or top[:1]
-print(spec.head(10).to_string())
-# hardest population: the one least separable from the target by any single gene (smallest best AUROC)
-ln = lognorm(X)
-others = [p for p in sorted(set(labels)) if p != target and (labels == p).sum() >= MIN_CELLS]
-best_auc = {}
-for p in others:
-    o = labels == p
-    r = rankdata(np.vstack([ln[t], ln[o]]), axis=0)
-    best_auc[p] = float(((r[:t.sum()].sum(0) - t.sum() * (t.sum() + 1) / 2) / (t.sum() * o.sum())).max())
-hardest = min(best_auc, key=lambda p: (best_auc[p], p))
-print('best single-gene AUROC per population', {p: round(a, 3) for p, a in sorted(best_auc.items(), key=lambda x: x[1])})
+markers = spec[spec['min_auroc'] >= MARKER_MIN_AUROC]['gene'].tolist() or top[:1]
+print(spec.head(12).to_string())
 issues = []
-# diagnostics: sequencing depth, lane/population confounding, specificity of one-vs-rest rankings
+# diagnostics: sequencing depth, lane/population confounding, specificity of pooled rankings
 tot = X.sum(1)
 depth = float(np.median(tot[t]) / np.median(tot[~t]))
-raw_top = one_vs_rest_top(X, genes, labels, target, normalise=False)
 if depth > 2 or depth < 0.5:
-    issues.append(f'sequencing depth differs: {target} cells have {depth:.2f}x the median total counts (library size, UMIs per '
-                  f'cell) of other cells; an unnormalised one-vs-rest test ranks depth-driven ubiquitous genes '
-                  f'({", ".join(g for g in raw_top if g not in top)}), so counts were library-size normalised first')
+    raw_top = one_vs_rest_top(X, genes, labels, target, normalise=False)
+    issues.append(f'sequencing depth differs: {target} cells have {depth:.1f}x the median UMIs per cell of the other cells; '
+                  f'ranked without normalisation, abundant genes ({", ".join(g for g in raw_top if g not in top)}) come '
+                  f'first, so counts were scaled to 10k per cell and log-transformed before testing')
 lanes = sorted(set(lane))
 fr = {s: (float((t & (lane == s)).sum() / t.sum()), float((~t & (lane == s)).sum() / (~t).sum())) for s in lanes}
 worst = max(lanes, key=lambda s: (fr[s][0] - fr[s][1], s))  # the lane over-represented among target cells
@@ -788,35 +809,34 @@ if fr[worst][0] - fr[worst][1] > 0.5 and len(lanes) == 2:
     cp1 = (m1 / m1.sum(1, keepdims=True)).mean(0) * 1e4
     cp2 = (m2 / m2.sum(1, keepdims=True)).mean(0) * 1e4
     lfc = np.log2(cp2 + 1) - np.log2(cp1 + 1)
-    lane_genes = sorted(genes[i] for i in np.flatnonzero(((cp1 + cp2) / 2 >= 5) & (np.abs(lfc) > 1)))
-    issues.append(f'population confounded with lane (batch): lane {worst} holds {fr[worst][0]:.0%} of {target} cells but only '
-                  f'{fr[worst][1]:.0%} of the other cells; genes differing between lanes among non-target cells '
-                  f'(stress/immediate-early: {", ".join(lane_genes)}) would pass as markers, so every comparison was made '
-                  f'within lane and combined (blocked on lane)')
+    strong = [genes[i] for i in np.argsort(-np.abs(lfc)) if (cp1[i] + cp2[i]) / 2 >= 20 and abs(lfc[i]) > 1][:8]
+    issues.append(f'population confounded with lane (batch): lane {worst} holds {fr[worst][0]:.0%} of {target} cells but '
+                  f'only {fr[worst][1]:.0%} of the others; among non-target cells, genes differing between lanes (stress / '
+                  f'immediate-early: {", ".join(strong)}) would pass as markers, so every comparison was made within lane')
 naive_top = one_vs_rest_top(X, genes, labels, target, normalise=True)
+ln = lognorm(X)
+others = [p for p in sorted(set(labels)) if p != target and (labels == p).sum() >= MIN_CELLS]
 spec_set = set(spec['gene'])
 nonspec = [g for g in naive_top if g not in spec_set]
-if len(nonspec) >= 3:
-    where = {}
-    for g in nonspec:
-        i = genes.index(g)
-        where[g] = max(others, key=lambda p: ln[labels == p, i].mean())
-    issues.append('one-vs-rest (vs pooled rest) top genes are not specific: ' + ', '.join(f'{g} (higher in {where[g]})' for g in nonspec)
-                  + f'; they are shared with another population, so markers were required to beat every population pairwise')
+if len(nonspec) >= 4:
+    where = {g: max(others, key=lambda p: ln[labels == p, genes.index(g)].mean()) for g in nonspec}
+    issues.append('the pooled one-vs-rest ranking is not specific: ' + ', '.join(f'{g} (higher in {where[g]})' for g in nonspec)
+                  + '; these genes are shared with another population, so markers were required to beat every '
+                    'population pairwise')
 report = {
     'target_population': target,
     'top_markers': top,
     'marker_genes': markers,
-    'hardest_population': hardest,
+    'marker_table': 'marker_table.csv',
     'method': {'normalization': 'library-size normalisation to 10k counts per cell (CP10k), then log1p',
                'test': 'AUROC (Wilcoxon effect size) against each other population; genes ranked by the minimum pairwise '
                        'AUROC (scran findMarkers pval.type="all" logic)',
                'comparison': 'pairwise against every other population (>= 5 cells), each within lane',
-               'covariates': 'lane (10x library/sample) as a blocking factor: AUROCs computed within each lane and combined'},
+               'covariates': 'lane (10x library) as a blocking factor: AUROCs computed within each lane and combined'},
     'issues_found': issues,
     'analysis_usable': True,
-    'summary': f'{len(markers)} genes separate {target} from every other population (min pairwise AUROC >= 0.6); best: '
-               f'{", ".join(top[:5])}; hardest population to separate: {hardest}.',
+    'summary': f'{len(markers)} genes separate {target} from every other population (min pairwise AUROC >= '
+               f'{MARKER_MIN_AUROC}); best: {", ".join(top[:5])}.',
 }
 print(json.dumps(report))
 """
@@ -832,19 +852,16 @@ target = meta['task']['target_population']
 adata = sc.read_10x_mtx('filtered_feature_bc_matrix')
 cells = pd.read_csv('cells.csv').set_index('barcode')
 adata.obs = adata.obs.join(cells)
-sc.pp.normalize_total(adata, target_sum=1e4)
-sc.pp.log1p(adata)
+# rank_genes_groups straight on the matrix as loaded (the tool does not normalise), target vs the pooled rest
 sc.tl.rank_genes_groups(adata, 'cell_type', groups=[target], method='wilcoxon')
 df = sc.get.rank_genes_groups_df(adata, group=target)
+df[['names', 'scores']].rename(columns={'names': 'gene', 'scores': 'score'}).to_csv('markers.csv', index=False)
 top = df['names'].head(10).tolist()
 markers = df[(df['pvals_adj'] < 0.05) & (df['logfoldchanges'] > 1)]['names'].tolist()
-means = pd.DataFrame(adata[:, top].X.toarray() if hasattr(adata.X, 'toarray') else adata[:, top].X,
-                     index=adata.obs_names).groupby(adata.obs['cell_type'].to_numpy()).mean().mean(1)
-hardest = means.drop(target).idxmax()
 print(df.head(10))
 report = {
-    'target_population': target, 'top_markers': top, 'marker_genes': markers, 'hardest_population': str(hardest),
-    'method': {'normalization': 'scanpy normalize_total (1e4) + log1p', 'test': 'wilcoxon (scanpy rank_genes_groups)',
+    'target_population': target, 'top_markers': top, 'marker_genes': markers, 'marker_table': 'markers.csv',
+    'method': {'normalization': 'none (counts as loaded)', 'test': 'wilcoxon (scanpy rank_genes_groups)',
                'comparison': 'target vs rest', 'covariates': 'none'},
     'issues_found': [], 'analysis_usable': True,
     'summary': f'Top markers of {target}: {", ".join(top[:5])}.',
@@ -855,7 +872,7 @@ print(json.dumps(report))
 
 @oracle("scrna.L2.markers", version="1")
 def markers_oracle(ref) -> list[str]:
-    return [_helpers_cell(lognorm, _cells_aligned, marker_table, one_vs_rest_top), _MARKERS_ORACLE]
+    return [_helpers_cell(lognorm, _cells_aligned, marker_table, one_vs_rest_z, one_vs_rest_top), _MARKERS_ORACLE]
 
 
 @naive("scrna.L2.markers", version="1")
