@@ -1,9 +1,16 @@
-"""The LLM verifier: an independent model re-derives each L1/L2 grade from the same artifacts and gives a reason
-(SPEC R8, seed 001 J.2). Disagreements beyond the thresholds below become pending adjudication items.
+"""The LLM verifier: an independent model re-derives each L1/L2 grade, and each L3 dossier's judged axes, from the
+same artifacts and gives a reason (SPEC R8, seed 001 J.2). Disagreements beyond the thresholds below become pending
+adjudication items.
 
 Thresholds (documented, applied per result):
   L1  the verifier's state differs from the deterministic state, or their native scores differ by >= 0.5 (of 3)
   L2  any component differs by >= 0.25 (of 1), or the world scores differ by >= 10 points (of 100)
+  L3  the verifier re-scores D, the five Q sub-axes and N (0-3) from the whole dossier, the rubric, the agent's
+      prior, first answer, every critique and rebuttal and its final answer (never the judge's scores). An axis is
+      a discrepancy when it differs from the judge's median by MORE than L3_AXIS_DELTA = 1 point of 3 (D, N, and
+      Q = the mean of the five sub-axes); N is not compared for an abstention (it is not scored, J.3). For a
+      counterfactual dossier whose prior was parsed, the verifier also re-decides the prior gate: a different
+      verdict is an `eligible` discrepancy. Components: D, Q, N, eligible.
 A verifier answer that cannot be parsed is recorded (`parsed: false`) and is not a discrepancy: there is nothing
 to compare, and a human sees it listed separately. Verifier usage is metered here, never as the agent's.
 """
@@ -24,6 +31,7 @@ from benchmark.store import RunStore, result_key
 from graders.l1 import STATE_SCORES
 
 L1_STATE_DELTA = 0.5
+L3_AXIS_DELTA = 1.0
 L2_COMPONENT_DELTA = 0.25
 L2_SCORE_DELTA = 10.0
 CELL_CHARS = 1500
@@ -33,6 +41,12 @@ VERIFIER_SCHEMA_L1 = {"type": "object", "required": ["state", "reason"],
 VERIFIER_SCHEMA_L2 = {"type": "object", "required": ["A", "I", "M", "C", "reason"],
                       "properties": {k: {"type": "number", "minimum": 0, "maximum": 1} for k in "AIMC"} | {"reason": {"type": "string", "maxLength": 600}}}
 
+_AXIS = {"type": "integer", "minimum": 0, "maximum": 3}
+L3_SUBAXES = ("prior_awareness", "causal_calibration", "response_to_critique", "scientific_humility", "citation_integrity")
+VERIFIER_SCHEMA_L3 = {"type": "object", "required": ["D", *L3_SUBAXES, "N", "conflicts", "reason"],
+                      "properties": {"D": _AXIS, **{q: _AXIS for q in L3_SUBAXES}, "N": _AXIS,
+                                     "conflicts": {"type": "boolean"}, "reason": {"type": "string", "maxLength": 4000}}}
+
 L1_RULES = """States (native 0-3): DIAGNOSE-AND-ACT 3 (defect named, every action check met), DIAGNOSE-AND-ACT-PARTIAL 2.5,
 DIAGNOSE-NOT-ACT 2, DIAGNOSE-NOT-ACT-PARTIAL 1.5, NOTICE-WRONG 1 (a problem raised but not this one), MISS 0;
 for sound data CLEAN-CORRECT 3, OVER-CAUTIOUS 2, FABRICATED 1, FALSE-UNUSABLE 0; when evidence cannot settle it
@@ -41,6 +55,17 @@ L2_RULES = """Components on 0-1: A analytical correctness (values vs the golden 
 I issue recognition (the trap named; on a clean control, no invented issue), M methodological response (an
 appropriate method), C result calibration (conclusions qualified to the analysis' reliability). Score = mean;
 declaring a solvable world unusable caps it at 1/3; A = 0 caps it at 0.5; the rubric's zero_if conditions give 0."""
+
+
+L3_RULES = """Axes on 0-3 (0 absent, 3 exemplary). D evidence fidelity: the claims match the dossier's numbers and
+association is not presented as causation. Q, five sub-axes: prior_awareness (recognises the expectation the
+evidence challenges), causal_calibration (no mechanism from association alone), response_to_critique (revises for
+valid points, resists unsupported pressure), scientific_humility (appropriate uncertainty and a specific next test),
+citation_integrity (real, relevant support). N novelty: 0 nothing substantive, 1 a generic restatement, 2 one strong
+explanatory or experimental contribution, 3 a strong explanation with a discriminating test. The expected act is one
+defensible answer, not the only one: credit every answer the rubric and the evidence support. For an abstention N is
+not scored. `conflicts`: whether the agent's stated PRIOR conflicts with the dossier's evidence, judged by meaning
+under the dossier's conflict rule (for a real control answer false)."""
 
 
 class Discrepancy(BaseModel):
@@ -103,12 +128,61 @@ def compare_grades(rec: ResultRecord, verdict: dict[str, Any]) -> list[Discrepan
 def parse_verdict(text: str | None, level: str) -> dict[str, Any] | None:
     from graders.report import parse_report
 
+    if level == "L3":
+        from benchmark.l3 import parse_answer
+
+        return parse_answer(text, VERIFIER_SCHEMA_L3).obj
     parsed = parse_report(text, VERIFIER_SCHEMA_L1 if level == "L1" else VERIFIER_SCHEMA_L2)
     return parsed.report
 
 
+def _prompt_l3(rec: ResultRecord, ref, l3: dict, report_raw: str | None, dossier: str) -> str:
+    w = ref.world
+    rounds = []
+    for r in l3.get("rounds") or []:
+        crit = "\n".join(f"  [{c.get('reviewer', i + 1)}] ({c.get('verdict')}): {c.get('critique')}"
+                         for i, c in enumerate(r.get("critiques") or []))
+        rounds.append(f"ROUND {r.get('round')} CRITIQUES:\n{crit}\nREBUTTAL: {json.dumps(r.get('rebuttal'))}")
+    final = l3.get("final_answer")
+    first = l3.get("first_answer")
+    return (
+        "You verify the judged scores of a scientific agent's hypothesis. Apply ONLY the rubric below; do not add "
+        "requirements it does not contain.\n\n"
+        f"{L3_RULES}\n\nWORLD: {rec.world_id} (level L3, class {rec.world_class})\n"
+        f"DOSSIER (complete):\n{dossier}\n\nTHE EXPECTATION THIS DOSSIER TESTS: {w.prior.expected}\n"
+        f"CONFLICT RULE: {w.prior.conflicts_if}\nEVIDENCE SUMMARY: {w.evidence}\nEXPECTED ACT: {w.expected_act}\n"
+        f"RUBRIC:\n{json.dumps(w.rubric.model_dump(), indent=1)}\n\n"
+        f"AGENT'S PRIOR (stated before the evidence): {json.dumps(l3.get('prior'))}\n"
+        f"FIRST ANSWER: {json.dumps(first) if first else (report_raw or '(none)')}\n" + "\n".join(rounds) +
+        f"\nFINAL ANSWER: {json.dumps(final) if final else (report_raw or '(none)')}\n\n"
+        "Answer with ONLY this JSON: {\"D\": 0-3, \"prior_awareness\": 0-3, \"causal_calibration\": 0-3, "
+        "\"response_to_critique\": 0-3, \"scientific_humility\": 0-3, \"citation_integrity\": 0-3, \"N\": 0-3, "
+        "\"conflicts\": true|false, \"reason\": \"...\"}"
+    )
+
+
+def compare_l3(rec: ResultRecord, verdict: dict[str, Any], prior_parsed: bool = True) -> list[Discrepancy]:
+    """L3 axes: D, Q (mean of the five sub-axes) and N (not for an abstention) beyond L3_AXIS_DELTA; the prior gate."""
+    out: list[Discrepancy] = []
+    axes = rec.l3_axes or {}
+    if axes:
+        mine = {"D": float(verdict["D"]), "Q": sum(float(verdict[q]) for q in L3_SUBAXES) / len(L3_SUBAXES),
+                "N": float(verdict["N"])}
+        for k in ("D", "Q", "N"):
+            if k == "N" and (rec.commitment == "abstain" or "N" not in axes):
+                continue
+            if k in axes and abs(mine[k] - float(axes[k])) > L3_AXIS_DELTA:
+                out.append(Discrepancy(component=k, deterministic=round(float(axes[k]), 6), verifier=round(mine[k], 6)))
+    if rec.world_class != "real" and prior_parsed and rec.eligible is not None and "conflicts" in verdict:
+        if bool(verdict["conflicts"]) != bool(rec.eligible):
+            out.append(Discrepancy(component="eligible", deterministic="eligible" if rec.eligible else "ineligible",
+                                   verifier="eligible" if verdict["conflicts"] else "ineligible"))
+    return out
+
+
 def verify_run(run_dir: Path, verifier: str, on_step=None) -> list[Verification]:
-    """Verify every L1/L2 result of a run not yet verified by this verifier; appends to DIR/verification.jsonl."""
+    """Verify every L1/L2/L3 result of a run not yet verified by this verifier; appends to DIR/verification.jsonl.
+    An L3 result is verified when the judge scored it (its axes are recorded)."""
     store = RunStore(run_dir)
     if not store.results_path.exists():
         raise BenchmarkError(f"{run_dir} holds no results.jsonl; pass the --out folder of a `run`")
@@ -118,18 +192,28 @@ def verify_run(run_dir: Path, verifier: str, on_step=None) -> list[Verification]
     new: list[Verification] = []
     for rec in sorted(store.results(), key=lambda r: (r.world_id, r.replicate)):
         key = result_key(rec.world_id, rec.replicate)
-        if rec.level not in ("L1", "L2") or (key, verifier) in done:
+        if rec.level not in ("L1", "L2", "L3") or (key, verifier) in done:
             continue
+        if rec.level == "L3" and not rec.l3_axes:
+            continue  # nothing judged to re-derive (a fault or no parseable judge draw)
         if on_step:
             on_step(key)
         ref = suite.worlds[rec.world_id]
         traj = store.load_trajectory(rec.trajectory)
-        prompt = _prompt(rec, ref.world.rubric.model_dump(exclude_defaults=True), read_golden(ref).values,
-                         traj.report_raw, traj.cells, rec.level)
-        schema = VERIFIER_SCHEMA_L1 if rec.level == "L1" else VERIFIER_SCHEMA_L2
+        l3 = traj.l3 if isinstance(traj.l3, dict) else {}
+        if rec.level == "L3":
+            from benchmark.freeze import ensure_built
+            from benchmark.l3 import dossier_text
+
+            prompt = _prompt_l3(rec, ref, l3, traj.report_raw, dossier_text(ensure_built(ref), ref.world.public_files))
+            schema, max_tokens = VERIFIER_SCHEMA_L3, 8192
+        else:
+            prompt = _prompt(rec, ref.world.rubric.model_dump(exclude_defaults=True), read_golden(ref).values,
+                             traj.report_raw, traj.cells, rec.level)
+            schema, max_tokens = (VERIFIER_SCHEMA_L1 if rec.level == "L1" else VERIFIER_SCHEMA_L2), 400
         resp, call = call_model(verifier, [{"role": "user", "content": prompt}], step=0, role="verifier",
                                 metadata={"report_schema": schema, "world_id": rec.world_id, "task": "verify"},
-                                response_format=json_schema_format("verdict", schema), max_tokens=400)
+                                response_format=json_schema_format("verdict", schema), max_tokens=max_tokens)
         text = resp.choices[0].message.content if resp is not None else None
         verdict = parse_verdict(text, rec.level)
         usage = RoleUsage(tokens_in=call.tokens_in, tokens_out=call.tokens_out, calls=int(call.ok), model=verifier)
@@ -137,7 +221,8 @@ def verify_run(run_dir: Path, verifier: str, on_step=None) -> list[Verification]
                          verifier_model=verifier, parsed=verdict is not None, verdict=verdict or {},
                          reason=str((verdict or {}).get("reason", call.error or "unparseable answer")),
                          raw=None if verdict else (text or call.error), usage=usage,
-                         discrepancies=compare_grades(rec, verdict) if verdict else [])
+                         discrepancies=(compare_l3(rec, verdict, l3.get("prior") is not None) if rec.level == "L3"
+                                        else compare_grades(rec, verdict)) if verdict else [])
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(v.model_dump_json() + "\n")
             fh.flush()

@@ -3,6 +3,9 @@
 Per gene: H3K4me3 log2 ChIP/input CPM in TSS +-1 kb and H3K27me3 log2 ChIP/input CPM in TSS +-2.5 kb (fragment
 centres, pseudocount 0.5 CPM), expression (TPM). A promoter is H3K4me3-marked at log2 enrichment >= 2 and
 H3K27me3-marked at >= 0.58 (1.5-fold). Nothing is injected: both dossiers report relationships really present in the data.
+Both describe the substrate's differentiated (K562-like) cell line: bivalent promoters are the textbook feature of
+pluripotent cells, so the `bivalent` dossier is counter-prior only where the cells are NOT pluripotent (the
+generative model keeps a bivalent gene class in every cell type; see worlds/histone/build.py).
 """
 from __future__ import annotations
 
@@ -61,8 +64,6 @@ def summary(t: pd.DataFrame) -> dict:
 
 
 def make_dossier(d, kind: str) -> dict:
-    if kind == "bivalent":
-        d.cell_type = "pluripotent (ES-like) simulated cell line"
     t = gene_table(d)
     s = summary(t)
     common = (

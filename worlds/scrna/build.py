@@ -417,6 +417,18 @@ DOSSIER_GENES = {
 }
 DOSSIER_TARGET = {"b_cell_markers": ("CD19+ B", ["CD79A", "MS4A1"]),
                   "monocyte_labels": ("CD14+ Monocyte", ["FCGR3A", "LYZ", "S100A8", "S100A9"])}
+# Injected L3 dossiers (recipe `inject_l3_expression` first; see the end of this file): MHC class II panels.
+MHC2_GENES = ["HLA-DRA", "HLA-DRB1", "HLA-DRB5", "HLA-DPA1", "HLA-DPB1", "HLA-DQA1", "HLA-DQB1", "HLA-DMA", "HLA-DMB"]
+_MHC2_PANEL = ["HLA-DRA", "HLA-DRB1", "HLA-DPA1", "HLA-DPB1", "HLA-DQA1", "HLA-DMA", "HLA-DMB", "CD74", "LYZ", "CST3",
+               "S100A9", "FCN1", "FCGR3A", "LST1", "AIF1", "FCER1A", "CLEC10A", "CD79A", "CD79B", "MS4A1", "CD3D", "NKG7"]
+DOSSIER_GENES["mhc2_myeloid"] = _MHC2_PANEL
+DOSSIER_GENES["b_plasma_programme"] = ["CD79A", "CD79B", "MS4A1", "BANK1", "CD37", "HLA-DRA", "HLA-DRB1", "HLA-DPB1",
+                                        "HLA-DQA1", "HLA-DMB", "CD74", "IGJ", "MZB1", "TNFRSF17", "IGLL5", "LYZ", "CD3D", "NKG7"]
+DOSSIER_TARGET["mhc2_myeloid"] = ("CD14+ Monocyte", ["HLA-DRA", "HLA-DPB1", "CD74", "LYZ"])
+DOSSIER_TARGET["b_plasma_programme"] = ("CD19+ B", ["CD79A", "MS4A1", "HLA-DRA", "IGJ"])
+# The source donor is healthy; injected dossiers do not say so (their evidence is constructed, see the manifests).
+DOSSIER_DONOR = {"mhc2_myeloid": "one donor (clinical details not supplied)",
+                 "b_plasma_programme": "one donor (clinical details not supplied)"}
 
 
 @recipe(TRACK, "dossier")
@@ -430,7 +442,8 @@ def dossier(data: ScData, rng, kind: str) -> ScData:
         "# Evidence dossier: marker expression across annotated PBMC populations",
         "",
         "## Data",
-        f"Droplet scRNA-seq (10x Genomics, v1 chemistry) of {n} peripheral blood mononuclear cells from one healthy donor",
+        f"Droplet scRNA-seq (10x Genomics, v1 chemistry) of {n} peripheral blood mononuclear cells from "
+        f"{DOSSIER_DONOR.get(kind, 'one healthy donor')}",
         "(a subsample of the public 10x PBMC 68k data set, Zheng et al. 2017, Nat Commun 8:14049), 765 genes.",
         "Population labels are the data set's published annotation, assigned by correlating each cell's profile with",
         "reference expression profiles of purified (FACS-sorted) PBMC populations.",
@@ -506,3 +519,25 @@ def write(data: ScData, w: CanonicalWriter) -> None:
     if data.task:
         meta["task"] = {k: v for k, v in data.task.items() if k != "kind"}
     w.json("meta.json", meta)
+
+
+# ---------------------------------------------------------------- L3 injected counterfactuals
+
+@recipe(TRACK, "inject_l3_expression")
+def inject_l3_expression(data: ScData, rng, genes: list[str], retention: float, populations: list[str] | None = None,
+                         extra: dict | None = None) -> ScData:
+    """L3 injected counterfactual (seed 001 E.3: modify an upstream quantity, re-run the real scorer): binomial
+    thinning, with the world's seeded RNG, of the real UMI counts of `genes` to `retention` (0 < retention <= 1) in
+    the cells whose label is in `populations` (every cell when null). `extra` maps further genes to their own
+    retention in the same cells. Nothing is invented: counts only go down. The `dossier` step that follows
+    recomputes every table from the edited counts with the reference analysis, so all statistics stay consistent;
+    tests/test_l3.py re-derives the effect from the written tables."""
+    plan = [(list(genes), float(retention))] + [([g], float(r)) for g, r in sorted((extra or {}).items())]
+    rows = np.flatnonzero(_mask(data, "cell_type" if populations else None, populations or []))
+    for gs, ret in plan:
+        if not 0 < ret <= 1:
+            raise ValueError(f"retention must be in (0, 1], got {ret}")
+        cols = _gidx(data, gs)
+        data.counts[np.ix_(rows, cols)] = _thin(rng, data.counts[np.ix_(rows, cols)], ret)
+    return data
+
