@@ -828,9 +828,9 @@ class Sandbox:
             self._record(res, Violation(kind="forbidden", detail=f"discarded {junk} bytes of unframed data and {bad + stale} forged or stale frame(s) on the kernel channel", cell=cell))
         if self._cgroup:
             ooms = self._cgroup.oom_kills()
-            if ooms > self._oom_seen:
+            if ooms > self._oom_seen and not (res.violation and res.violation.kind == "memory"):
                 self._record(res, Violation(kind="memory", detail=f"the sandbox's {self.limits.memory_bytes} byte memory cap was hit; {ooms - self._oom_seen} process(es) were killed", cell=cell))
-                self._oom_seen = ooms
+            self._oom_seen = max(self._oom_seen, ooms)
         if res.restarted:
             self._restart()
         return res
