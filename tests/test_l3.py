@@ -1,4 +1,5 @@
-"""L3 scoring rules on hand-made judge draws (seed 001 J.3, J.4) and the drift measure (SPEC R7)."""
+"""L3 scoring rules on hand-made judge draws (seed 001 J.3, J.4), the drift measure (SPEC R7), the protocol's
+length limits, step bounds and in-conversation rebuttals (issue 12), the L3 verifier, and the injected dossiers."""
 import pytest
 
 from benchmark.l3 import Q_AXES, hyp_drift, l3_score, median_axes
@@ -64,3 +65,229 @@ def test_offline_l3_run_records_the_whole_protocol(tmp_path):
             assert rec.eligible is True
         if rec.eligible is False:
             assert rec.score is None and rec.status == "ineligible"
+
+
+# ---------------------------------------------------------------- lengths, steps, rebuttals (real components)
+
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from benchmark.l3 import FIELD_CHARS, MIN_STEPS, close_json, parse_answer, parse_reviewers, prior_schema  # noqa: E402
+
+VERBOSE = "scripted/verbose"
+
+
+def _run_l3(out: Path, world: str, model: str, reviewers=(VERBOSE,) * 3, judge=VERBOSE):
+    from benchmark.run import RunConfig, execute
+
+    recs = execute(RunConfig(model=model, out=out, levels=["L3"], worlds=[world], reviewers=tuple(reviewers), judge=judge))
+    assert len(recs) == 1
+    rec = recs[0]
+    traj = json.loads((out / rec.trajectory).read_text())
+    return rec, traj
+
+
+@pytest.fixture(scope="module")
+def verbose_run(tmp_path_factory):
+    """Agent, reviewers and judge all write 2,000-character free text (scripted/verbose), on a native counterfactual."""
+    out = tmp_path_factory.mktemp("l3verbose") / "run"
+    rec, traj = _run_l3(out, "scrna.L3.dossier.monocyte_labels", VERBOSE)
+    return out, rec, traj
+
+
+def test_long_answers_are_kept_and_the_judge_reads_every_evidence_row(verbose_run):
+    from benchmark.freeze import ensure_built
+    from benchmark.loader import load_suite
+    from benchmark.models.scripted import VERBOSE_CHARS
+
+    _, rec, traj = verbose_run
+    l3 = traj["l3"]
+    assert l3["unparsed"] == [], l3["unparsed"]
+    assert len(l3["prior"]["reasoning"]) == VERBOSE_CHARS and len(l3["prior"]["expectation"]) == VERBOSE_CHARS
+    assert rec.eligible is True and rec.status == "graded" and rec.score is not None, (rec.status, rec.eligibility_reason)
+    assert len(rec.eligibility_reason) == VERBOSE_CHARS
+    for r in l3["rounds"]:
+        assert [len(c["critique"]) for c in r["critiques"]] == [VERBOSE_CHARS] * 3
+        assert len(r["rebuttal"]["response"]) == VERBOSE_CHARS
+    assert len(l3["judge_draws"]) == 3 and all(len(d["reason"]) == VERBOSE_CHARS for d in l3["judge_draws"])
+    assert l3["truncations"] == [], "2,000 characters is within the bounds: nothing cut"
+    ref = load_suite().worlds["scrna.L3.dossier.monocyte_labels"]
+    world_dir = ensure_built(ref)
+    rows = 0
+    for f in ref.world.public_files:
+        for line in (world_dir / f).read_text().splitlines():
+            assert line in l3["judge_prompt"], f"the judge's input lacks a line of {f}: {line!r}"
+            rows += 1
+    assert rows > 150 and l3["dossier_chars"] > 9000
+    # the reviewers read the same complete dossier (the NK and Dendritic rows the D axis is about)
+    assert "CD56+ NK" in l3["judge_prompt"] and "Dendritic" in l3["judge_prompt"]
+
+
+def test_an_over_long_answer_is_cut_with_a_note_never_rejected(tmp_path, monkeypatch):
+    import benchmark.l3 as l3mod
+
+    monkeypatch.setattr(l3mod, "FIELD_CHARS", 1500)  # below the scripted 2,000 characters
+    rec, traj = _run_l3(tmp_path / "run", "histone.L3.dossier.bivalent_promoters", VERBOSE)
+    l3 = traj["l3"]
+    assert l3["unparsed"] == [] and rec.eligible is True and rec.score is not None
+    cut = {(n["role"], n["field"]) for n in l3["truncations"]}
+    assert {("prior", "reasoning"), ("prior", "expectation"), ("eligibility", "reason"), ("review", "critique"),
+            ("rebuttal", "response"), ("judge", "reason")} <= cut
+    assert all(n["chars"] == 2000 and n["kept"] == 1500 for n in l3["truncations"] if n["field"] != "(reply)")
+    assert len(l3["prior"]["reasoning"]) <= 1500 + len(" [...]")
+
+
+def test_parse_answer_closes_a_reply_cut_at_the_token_cap():
+    text = '{"expectation": "H3K4me3 marks active promoters", "confidence": 70, "reasoning": "because ' + "x" * 5000
+    p = parse_answer(text, prior_schema(300), "length", {"role": "prior"})
+    assert p.obj is not None and p.obj["confidence"] == 70
+    assert len(p.obj["reasoning"]) == FIELD_CHARS + len(" [...]")
+    assert [n["field"] for n in p.notes] == ["(reply)", "reasoning"]
+    assert close_json('{"a": [1, 2') == '{"a": [1, 2]}' and close_json('{"a": 1, "b') == '{"a": 1}'
+
+
+def test_rebuttal_runs_in_the_agents_conversation_and_revises_the_next_experiment(verbose_run):
+    _, rec, traj = verbose_run
+    l3 = traj["l3"]
+    assert l3["rounds"][0]["revised"] == ["next_experiment"]
+    assert l3["final_answer"]["next_experiment"].startswith("[revised next experiment]")
+    assert l3["first_answer"]["next_experiment"].startswith("[next_experiment]")
+    # the same conversation: the dossier task, its cells, then each review round, answered by the agent
+    msgs = traj["messages"]
+    asks = [i for i, m in enumerate(msgs) if m["role"] == "user" and str(m["content"]).startswith("REVIEW ROUND")]
+    assert len(asks) == 3 and asks[0] > 2
+    assert l3["rounds"][1]["rebuttal_cells"] == 1, "the second rebuttal re-checked the dossier in the sandbox"
+    assert len(traj["cells"]) == 3 and rec.code_cells == 3
+
+
+def test_fewer_than_three_steps_is_enforced(tmp_path):
+    """scripted/oracle answers L3 at its first step: the answer is not accepted before step MIN_STEPS."""
+    rec, traj = _run_l3(tmp_path / "run", "scrna.L3.dossier.b_cell_markers", "scripted/oracle",
+                        reviewers=("scripted/first",) * 3, judge="scripted/first")
+    l3 = traj["l3"]
+    assert l3["steps"] == MIN_STEPS == 3 and l3["early_answers"] == 2
+    nudges = [m for m in traj["messages"] if m["role"] == "user" and "at least 3 steps" in str(m["content"])]
+    assert len(nudges) == 2
+    dossier_calls = [c for c in traj["calls"] if c["step"] < 100]
+    assert len(dossier_calls) == 1 + MIN_STEPS, "the prior, then three dossier steps"
+
+
+def test_reviewers_are_named_per_role():
+    from benchmark.errors import BenchmarkError
+    from benchmark.l3 import DEFAULT_REVIEWERS, REVIEWER_ROLES, L3Roles
+
+    assert parse_reviewers("a,b,c") == ("a", "b", "c") == parse_reviewers(["a", "b", "c"]) == parse_reviewers(["a,b", "c"])
+    with pytest.raises(BenchmarkError):
+        parse_reviewers("a,b")
+    assert L3Roles().reviewers == DEFAULT_REVIEWERS and len(set(DEFAULT_REVIEWERS)) == 1, "offline: one model, three roles"
+    assert list(REVIEWER_ROLES) == ["evidence", "causal", "domain"]
+
+
+def test_every_critique_records_its_reviewer_role_and_model(verbose_run):
+    _, _, traj = verbose_run
+    l3 = traj["l3"]
+    assert [r["role"] for r in l3["reviewers"]] == ["evidence", "causal", "domain"]
+    assert all([c["reviewer"] for c in r["critiques"]] == ["evidence", "causal", "domain"] for r in l3["rounds"])
+
+
+# ---------------------------------------------------------------- the L3 verifier
+
+def test_l3_verifier_turns_an_axis_difference_beyond_the_threshold_into_a_discrepancy(verbose_run):
+    from benchmark.adjudicate import pending
+    from benchmark.verify import L3_AXIS_DELTA, compare_l3, load_verifications, verify_run
+
+    out, rec, _ = verbose_run
+    assert rec.l3_axes["D"] == 2.0
+    same = verify_run(out, VERBOSE)  # scores every axis 2, like the judge: no discrepancy
+    assert len(same) == 1 and same[0].level == "L3" and same[0].parsed and same[0].discrepancies == []
+    far = verify_run(out, "scripted/first")  # scores every axis 0 and says the prior does not conflict
+    comps = {d.component: d for d in far[0].discrepancies}
+    assert set(comps) == {"D", "Q", "N", "eligible"}
+    assert comps["D"].deterministic == 2.0 and comps["D"].verifier == 0.0
+    assert comps["eligible"].deterministic == "eligible" and comps["eligible"].verifier == "ineligible"
+    assert len(load_verifications(out)) == 2
+    items = pending(out, ledgers=[])
+    assert {i.discrepancy.component for i in items} == {"D", "Q", "N", "eligible"}
+    # the threshold: more than 1 point of 3
+    v = {"D": 3, "prior_awareness": 3, "causal_calibration": 3, "response_to_critique": 3, "scientific_humility": 3,
+         "citation_integrity": 3, "N": 1, "conflicts": True, "reason": ""}
+    assert L3_AXIS_DELTA == 1.0
+    assert compare_l3(rec, v) == [], "a difference of exactly 1 point is within the threshold"
+    v2 = dict(v, N=0)
+    assert [d.component for d in compare_l3(rec, v2)] == ["N"]
+    assert compare_l3(rec.model_copy(update={"commitment": "abstain"}), v2) == [], "N is not scored for an abstention"
+
+
+# ---------------------------------------------------------------- injected dossiers: the perturbation holds
+
+def _tables(world_id):
+    import pandas as pd
+
+    from benchmark.freeze import ensure_built
+    from benchmark.loader import load_suite
+
+    ref = load_suite().worlds[world_id]
+    d = ensure_built(ref)
+    return ref, pd.read_csv(d / "population_expression.csv")
+
+
+def _real_tables(kind):
+    from worlds.scrna.build import dossier, pbmc68k
+
+    return dossier(pbmc68k(), None, kind).dossier["population_expression.csv"]
+
+
+def _val(pop, population, gene, col="mean_lognorm"):
+    return float(pop[(pop.population == population) & (pop.gene == gene)][col].iloc[0])
+
+
+def test_injected_dossiers_are_injected_counterfactuals_with_documented_grounding():
+    from benchmark.loader import load_suite
+
+    injected = [r.world for r in load_suite().worlds.values() if r.world.level == "L3" and r.world.world_class == "injected_cf"]
+    assert len(injected) >= 2
+    for w in injected:
+        assert w.route == "injected" and w.recipe[0].name == "inject_l3_expression"
+        assert "Injected" in w.grounding.citation and "Perturbation" in w.grounding.rationale
+        assert "Verified" in w.grounding.rationale
+
+
+def test_myeloid_mhc2_injection_holds_on_the_written_tables():
+    """Recomputed from the written files against the untouched real data: myeloid MHC-II down, B cells and myeloid
+    identity genes unchanged."""
+    _, pop = _tables("scrna.L3.dossier.mhc2_myeloid")
+    real = _real_tables("mhc2_myeloid")
+    mono, b = "CD14+ Monocyte", "CD19+ B"
+    assert _val(real, mono, "HLA-DRA") > 4.5 and _val(pop, mono, "HLA-DRA") < 2.0
+    assert _val(pop, mono, "HLA-DRA", "frac_detected") < 0.6 < _val(pop, b, "HLA-DRA", "frac_detected")
+    for g in ("HLA-DRA", "HLA-DPB1", "HLA-DQA1", "CD74"):
+        assert _val(pop, mono, g) < _val(pop, b, g) - 2, g
+        assert _val(pop, "Dendritic", g) < _val(real, "Dendritic", g) - 1, g
+    for g in ("LYZ", "CST3", "FCN1", "S100A9"):  # myeloid identity intact (only normalisation moves them)
+        assert abs(_val(pop, mono, g) - _val(real, mono, g)) < 0.25, g
+    assert _val(pop, b, "HLA-DRA") == pytest.approx(_val(real, b, "HLA-DRA"))
+
+
+def test_b_plasma_programme_injection_holds_on_the_written_tables():
+    _, pop = _tables("scrna.L3.dossier.b_plasma_programme")
+    real = _real_tables("b_plasma_programme")
+    b, mono = "CD19+ B", "CD14+ Monocyte"
+    assert _val(real, b, "MS4A1", "frac_detected") > 0.6 and _val(pop, b, "MS4A1", "frac_detected") < 0.2
+    assert _val(pop, b, "HLA-DRA") < _val(pop, mono, "HLA-DRA") - 2 < _val(real, b, "HLA-DRA")
+    assert _val(pop, b, "CD79A", "frac_detected") > 0.95
+    for g in ("IGJ", "MZB1", "TNFRSF17"):
+        assert abs(_val(pop, b, g) - _val(real, b, g)) < 0.25, g
+    assert _val(pop, mono, "HLA-DRA") == pytest.approx(_val(real, mono, "HLA-DRA"))
+
+
+def test_reworked_dossiers_credit_every_defensible_answer_and_ask_neutrally():
+    from benchmark.loader import load_suite
+
+    s = load_suite().worlds
+    mono = s["scrna.L3.dossier.monocyte_labels"].world
+    text = " ".join([mono.expected_act, mono.rubric.evidence_fidelity, *mono.rubric.key_claims]).lower()
+    assert "mixed" in text and "intermediate" in text and "cd16+ (non-classical)" in text
+    assert "intermediate" in mono.prior.conflicts_if
+    biv = s["histone.L3.dossier.bivalent_promoters"].world
+    assert "differentiated" in biv.prior.question.lower() and "sufficient" not in biv.prior.question.lower()
+    assert "ES-like" not in (Path(__file__).resolve().parents[1] / "worlds/histone/dossier.py").read_text().split('"""', 2)[2]

@@ -15,7 +15,8 @@ Pivotal cases (metadata task "pivotal"): oracle picks the corrected plan, naive 
 checking, first option A; the pivotal harness passes the labels in metadata to scripted agents only.
 scripted/verbose L3 only, a long-answer model: every free-text field it writes (prior, report, critique, rebuttal,
                  judge and verifier reasons) is VERBOSE_CHARS characters; as the agent it reads the dossier in two
-                 cells and answers at step 3, and its first rebuttal revises the next experiment. In a grading role
+                 cells and answers at step 3; its first rebuttal revises the next experiment, its second re-reads the
+                 dossier in a cell first. In a grading role
                  it scores every 0-3 axis 2 (see `_verbose`).
 Scripted agents are not language models: they report zero tokens.
 """
@@ -306,6 +307,10 @@ def _verbose(meta: dict, messages: list, optional_params: dict) -> litellm.Model
         return _response("verbose", content=json.dumps(rep))
     if task == "rebuttal":
         rnd = int(meta.get("round") or 1)
+        last_ask = max(i for i, m in enumerate(messages) if m.get("role") == "user")
+        checked = any(m.get("role") == "tool" for m in messages[last_ask:])
+        if rnd == 2 and not checked and optional_params.get("tool_choice") != "none":  # re-checks the dossier
+            return _response("verbose", code="print(open('dossier.md').read()[:500])\n")
         return _response("verbose", content=json.dumps({
             "response": long_text(f"rebuttal round {rnd}"), "concessions": [long_text(f"concession round {rnd}")],
             "revised_hypothesis": None, "revised_commitment": None,
