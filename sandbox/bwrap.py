@@ -381,6 +381,14 @@ class _Channel:
                         if n > MAX_FRAME:
                             self.buf.clear()
                             return "overflow", n
+                        # a JSON body never holds the raw MAGIC (control bytes are escaped), so a MAGIC inside
+                        # the announced body means this header was forged: drop it and resynchronise there
+                        j = self.buf.find(MAGIC, len(MAGIC), hl + n)
+                        if j > 0:
+                            self.bad_frames += 1
+                            self.discarded += j
+                            del self.buf[:j]
+                            continue
                         if len(self.buf) >= hl + n:
                             body = bytes(self.buf[hl:hl + n])
                             del self.buf[:hl + n]

@@ -178,6 +178,13 @@ def test_forged_frames_are_ignored_and_cells_stay_in_step(world):
             print('late')
         """))
         assert "FORGED" in r2.stdout or r2.stdout.strip() == "late"
+        # a forged header announcing a long body, then silence: the real reply must not be swallowed by it
+        r3 = sb.run_python(textwrap.dedent(f"""
+            import sys, os, struct
+            os.write(sys._getframe().f_back.f_locals["proto_fd"], {MAGIC!r} + struct.pack(">Q", 4 << 20))
+            print('real-after-header')
+        """))
+        assert r3.stdout.strip() == "real-after-header" and not r3.restarted, r3.as_text()
         for i in range(3, 6):
             r = sb.run_python(f"print('real{i}')")
             assert r.stdout.strip() == f"real{i}", r.as_text()
