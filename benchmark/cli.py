@@ -219,11 +219,18 @@ def cmd_sandbox_exec(args) -> int:
 def cmd_grade(args) -> int:
     from benchmark.regrade import regrade
 
+    from benchmark.records import ERROR_STATUSES
+    from benchmark.store import RunStore, result_key
+
     rows = regrade(Path(args.run_dir))
-    changed = [(k, new, old) for k, new, old in rows if old is None or old.model_dump() != new.model_dump()]
+    failed = {result_key(r.world_id, r.replicate) for r in RunStore(Path(args.run_dir)).results() if r.status in ERROR_STATUSES}
+    changed = [(k, new, old) for k, new, old in rows
+               if k not in failed and (old is None or old.model_dump() != new.model_dump())]
     for k, new, old in changed:
         print(f"{k}: {old.status if old else '-'} {old.score if old else '-'} -> {new.status} {new.score:.1f} ({new.grader} v{new.grader_version})")
-    print(f"regraded {len(rows)} results from stored trajectories; {len(changed)} changed; wrote {Path(args.run_dir) / 'grades.jsonl'}")
+    print(f"regraded {len(rows)} results from stored trajectories; {len(changed)} changed; wrote {Path(args.run_dir) / 'grades.jsonl'}"
+          + (f"; {len(failed)} failed result(s) (model, sandbox or harness errors) have no grade: rerun them with "
+             "`run --resume`" if failed else ""))
     return 0
 
 

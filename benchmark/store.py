@@ -48,7 +48,7 @@ def init_run_dir(root: Path, config: dict, resume: bool, must_match: tuple[str, 
         old = read_json_file(cfg_path, "run configuration")
         differ = [k for k in must_match if _norm(old.get(k)) != _norm(config.get(k))]
         if differ and not force:
-            what = "; ".join(f"'{k}' was {old.get(k)!r}, now {config.get(k)!r}" for k in differ)
+            what = "; ".join(f"field '{k}' was {old.get(k)!r}, now {config.get(k)!r}" for k in differ)
             raise BenchmarkError(f"{cfg_path}: --resume would change the run's configuration ({what}); resume with the "
                                  "recorded settings, use another --out, or pass --force-config to continue anyway")
         if differ:

@@ -387,7 +387,7 @@ def test_resume_refuses_a_changed_configuration_naming_the_keys(run_copy, capsys
     before = snapshot(run_copy)
     rc, _, err = cli(capsys, "run", "--model", "scripted/first", "--out", run_copy, "--worlds", W1, "--levels", "L1",
                      "--resume", "--seed", "7", "--judge", "local/other")
-    assert rc == 2 and "'seed' was 0, now 7" in err and "'judge'" in err and "--force-config" in err
+    assert rc == 2 and "field 'seed' was 0, now 7" in err and "'judge'" in err and "--force-config" in err
     assert snapshot(run_copy) == before
     rc, _, err = cli(capsys, "run", "--model", "scripted/first", "--out", run_copy, "--worlds", W1, W2, "--levels", "L1",
                      "--resume")
