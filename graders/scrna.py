@@ -551,7 +551,12 @@ def run_deseq(counts: pd.DataFrame, meta: pd.DataFrame, design: str, contrast: l
     from threadpoolctl import threadpool_limits
 
     logging.getLogger("pydeseq2").setLevel(logging.ERROR)
-    keep = counts.columns[((counts.sum(0) >= 30) & ((counts > 0).sum(0) >= 2)).to_numpy()]
+    # independent filtering before the test: a gene is tested when it has >= 5 counts in at least 2 donors of every
+    # condition (a signal carried by one donor, e.g. a single plasma cell's immunoglobulin, is not reproducible)
+    ok = (counts.sum(0) >= 30).to_numpy()
+    for _, idx in meta.groupby("condition").groups.items():
+        ok &= ((counts.loc[idx] >= 5).sum(0) >= 2).to_numpy()
+    keep = counts.columns[ok]
     # one BLAS thread: the per-gene fits are tiny, and thread oversubscription makes them ~4x slower
     with warnings.catch_warnings(), threadpool_limits(limits=1):
         warnings.simplefilter("ignore")
@@ -588,7 +593,7 @@ def l2_condition_de(world_dir: Path, world) -> dict:
     pb.columns = genes
     # one DESeq2 fit per compartment (each donor contributes one pseudobulk sample per fit: no pseudoreplication);
     # a lane covariate only when lane varies within a condition (otherwise it is aliased with condition)
-    sig_parts, lfc_parts, designs = [], {}, {}
+    sig_parts, lfc_parts, designs, min_padj = [], {}, {}, {}
     for comp_name in ("lymphoid", "myeloid"):
         sel = (pmeta["compartment"] == comp_name).to_numpy()
         m = pmeta[sel]
@@ -600,6 +605,8 @@ def l2_condition_de(world_dir: Path, world) -> dict:
         design = "~" + " + ".join(terms + ["condition"])
         designs[comp_name] = design
         res = run_deseq(pb[sel], m, design, ["condition", test, ref]).dropna(subset=["padj"])
+        for g, q in zip(res.index, res["padj"]):
+            min_padj[g] = min(min_padj.get(g, 1.0), float(q))
         s_ = res[(res["padj"] < 0.05) & (res["log2FoldChange"].abs() > 0.5)]
         sig_parts.append(s_.assign(compartment=comp_name))
         for g in s_.index:
@@ -625,6 +632,28 @@ def l2_condition_de(world_dir: Path, world) -> dict:
         "naive_cell_level_n_de": int(len(cl_sig)),
         "naive_cell_level_top": cl_sig.sort_values("padj")["gene"].head(30).tolist(),
         "myeloid_fraction_by_condition": {k: round(float(v), 4) for k, v in sorted(comp.items())},
+        **_de_products(X, genes, de, lfc_parts, cl, min_padj, getattr(world, "defect", None)),
+    }
+
+
+def _de_products(X, genes, de, lfc_parts, cl, min_padj, defect) -> dict:
+    """What the per-gene table is value-checked on: the reference log2FC of every DE gene (mean over the compartments
+    where it is DE), and the genes the world's trap calls DE that the reference finds null in every compartment
+    (padj >= 0.05 or not testable; their padj must be >= 0.05: golden value 1.0 with abs_tol 0.95); on the clean
+    control, the 20 most expressed genes both call null."""
+    naive_sig = cl[cl["padj"] < 0.05].sort_values(["padj", "gene"])
+    trap_de = sorted(naive_sig["gene"]) if defect else []
+    ref_null = {g for g in genes if min_padj.get(g, 1.0) >= 0.05}
+    if defect:
+        null = [g for g in naive_sig["gene"] if g in ref_null][:30]
+    else:
+        expr = X.sum(0)
+        null = [genes[i] for i in np.argsort(-expr) if genes[i] in ref_null and genes[i] not in set(naive_sig["gene"])][:20]
+    return {
+        "de_log2fc": {g: round(float(np.mean(list(lfc_parts[g].values()))), 4) for g in de},
+        "trap_de_genes": trap_de,
+        "null_padj": {g: 1.0 for g in sorted(null)},
+        "naive_de_genes": sorted(naive_sig["gene"]),
     }
 
 
@@ -890,7 +919,7 @@ test, ref = task['test_condition'], task['reference_condition']
 pb, pmeta = pseudobulk(X, cells)
 pb.columns = genes
 print(pmeta.to_string())
-sig_parts, lfc_parts, designs = [], {}, {}
+sig_parts, lfc_parts, designs, tables = [], {}, {}, []
 for comp_name in ('lymphoid', 'myeloid'):
     sel = (pmeta['compartment'] == comp_name).to_numpy()
     m = pmeta[sel]
@@ -899,7 +928,10 @@ for comp_name in ('lymphoid', 'myeloid'):
     terms = ['lane'] if 'lane' in m and m.groupby('condition')['lane'].nunique().max() > 1 else []
     design = '~' + ' + '.join(terms + ['condition'])
     designs[comp_name] = design
-    res = run_deseq(pb[sel], m, design, ['condition', test, ref]).dropna(subset=['padj'])
+    res = run_deseq(pb[sel], m, design, ['condition', test, ref])
+    tables.append(pd.DataFrame({'gene': res.index, 'log2fc': res['log2FoldChange'].to_numpy(),
+                                'padj': res['padj'].fillna(1.0).to_numpy(), 'compartment': comp_name}))
+    res = res.dropna(subset=['padj'])
     s_ = res[(res['padj'] < 0.05) & (res['log2FoldChange'].abs() > 0.5)]
     print(comp_name, design, len(s_), s_.sort_values('padj').head(10)[['log2FoldChange', 'padj']].round(4).to_dict('index'))
     sig_parts.append(s_)
@@ -908,6 +940,11 @@ for comp_name in ('lymphoid', 'myeloid'):
 de = sorted(set().union(*[set(s.index) for s in sig_parts])) if sig_parts else []
 up = sorted(g for g in de if np.mean(list(lfc_parts[g].values())) > 0)
 down = sorted(g for g in de if np.mean(list(lfc_parts[g].values())) < 0)
+# per-gene table: each gene's result in the compartment where its condition effect is strongest (smallest padj)
+tab = pd.concat(tables).sort_values(['gene', 'padj', 'compartment']).drop_duplicates('gene').set_index('gene')
+tab = tab.reindex(genes)  # genes filtered out before testing (too few donors express them): not significant
+tab['padj'] = tab['padj'].fillna(1.0)
+tab.rename_axis('gene').reset_index()[['gene', 'log2fc', 'padj', 'compartment']].to_csv('de_results.csv', index=False)
 issues = []
 # composition
 comp = cells.assign(myeloid=cells['cell_type'].isin(MYELOID_LABELS)).groupby('condition')['myeloid'].mean()
@@ -926,13 +963,13 @@ if single:
 # pseudoreplication
 cl = cell_level_wilcoxon(X, genes, cells['condition'].to_numpy(), test)
 n_cell = int(((cl['padj'] < 0.05) & (cl['log2fc'].abs() > 0.25)).sum())
-if n_cell >= 3 * len(de) + 20:
+if n_cell >= 3 * len(de) + 20 and not issues:
     issues.append(f'pseudoreplication: a cell-level Wilcoxon test treating cells as independent replicates calls {n_cell} '
                   f'genes, the donor-level pseudobulk test {len(de)}; cells of one donor are not independent, so the donor '
                   f'is the unit of replication ({cells["donor"].nunique()} donors)')
 report = {
     'test_condition': test, 'reference_condition': ref,
-    'de_genes': de, 'n_de_genes': len(de), 'up_genes': up, 'down_genes': down,
+    'de_genes': de, 'n_de_genes': len(de), 'up_genes': up, 'down_genes': down, 'de_table': 'de_results.csv',
     'method': {'unit_of_replication': 'donor: pseudobulk (sum of UMI counts) per donor x compartment',
                'test': 'pydeseq2 Wald test per compartment (myeloid, lymphoid), BH FDR 5%, |log2FC| > 0.5',
                'normalization': 'DESeq2 median-of-ratios size factors on pseudobulk counts',
@@ -961,11 +998,13 @@ sc.pp.log1p(adata)
 sc.tl.rank_genes_groups(adata, 'condition', groups=[test], reference=ref, method='wilcoxon')
 df = sc.get.rank_genes_groups_df(adata, group=test)
 sig = df[df['pvals_adj'] < 0.05]
+df[['names', 'logfoldchanges', 'pvals_adj']].set_axis(['gene', 'log2fc', 'padj'], axis=1).to_csv('de.csv', index=False)
 print(sig.head(20))
 report = {
     'test_condition': test, 'reference_condition': ref,
     'de_genes': sig['names'].tolist(), 'n_de_genes': int(len(sig)),
     'up_genes': sig[sig['logfoldchanges'] > 0]['names'].tolist(), 'down_genes': sig[sig['logfoldchanges'] < 0]['names'].tolist(),
+    'de_table': 'de.csv',
     'method': {'unit_of_replication': 'cell', 'test': 'wilcoxon (scanpy rank_genes_groups), BH-adjusted p < 0.05',
                'normalization': 'normalize_total (1e4) + log1p', 'covariates': 'none'},
     'issues_found': [], 'analysis_usable': True,
