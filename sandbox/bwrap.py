@@ -40,7 +40,6 @@ logged in `collect_log`. Nothing is ever resolved through a path the agent made.
 """
 from __future__ import annotations
 
-import errno
 import fcntl
 import hashlib
 import json
@@ -249,13 +248,45 @@ def _owner_alive(folder: Path) -> bool:
     return _starttime(int(pid_s)) == start
 
 
+def _lock_if_free(uid: int) -> int | None:
+    """The lease lock of `uid` if nobody holds it (caller closes the fd to release), else None."""
+    try:
+        fd = os.open(_state_dir() / f"uid-{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return fd
+    except OSError:
+        os.close(fd)
+        return None
+
+
 def clean_leftovers(tmp_root: Path | None = None) -> list[Path]:
-    """Remove `benchmark-sandbox-*` folders whose owner process is dead (a `kill -9`'d run). Returns them."""
+    """Remove what a `kill -9`'d run left: `benchmark-sandbox-*` folders whose owner process is dead, and (as root)
+    `discern-sandbox-<uid>` cgroups whose uid nobody leases. Returns what was removed."""
     removed = []
     for folder in Path(tmp_root or tempfile.gettempdir()).glob(SANDBOX_PREFIX + "*"):
         if folder.is_dir() and not folder.is_symlink() and not _owner_alive(folder):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
+    if os.geteuid() == 0:
+        for ctrl in ("", "memory", "pids"):
+            own = _Cgroup._own(ctrl)
+            if own is None:
+                continue
+            base = Path("/sys/fs/cgroup") / ctrl / own.lstrip("/") if ctrl else Path("/sys/fs/cgroup") / own.lstrip("/")
+            if ctrl == "" and not (Path("/sys/fs/cgroup") / "cgroup.controllers").exists():
+                continue
+            for d in base.glob("discern-sandbox-*"):
+                uid = d.name.rsplit("-", 1)[-1]
+                fd = _lock_if_free(int(uid)) if uid.isdigit() else None
+                if fd is not None:  # held while removing, so no new lease of this uid can race us
+                    try:
+                        _Cgroup._remove_dir(d)
+                        removed.append(d)
+                    finally:
+                        os.close(fd)
     return removed
 
 

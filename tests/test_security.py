@@ -4,7 +4,6 @@ Each test is an attack or a fault an agent (or a crash) can cause; each failed o
 """
 from __future__ import annotations
 
-import errno
 import json
 import os
 import signal
@@ -392,8 +391,10 @@ def test_leftovers_of_a_killed_run_are_cleaned_at_next_start(world):
     assert p.returncode == -signal.SIGKILL
     uid, folder = p.stdout.split()
     assert Path(folder).is_dir(), "the killed run left its folder behind"
+    cg = Path(f"/sys/fs/cgroup/pids/discern-sandbox-{uid}")
     with Sandbox(world) as sb:
         assert not Path(folder).exists()
+        assert not cg.exists(), "the killed run's cgroup is removed at the next start"
         assert sb.run_python("print(1)").stdout.strip() == "1"
     assert not _live(int(uid))
 
