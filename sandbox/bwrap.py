@@ -10,7 +10,8 @@ How it is sealed (as root; the non-root mode binds the roots where they are and 
 guarantees):
   * A distinct unprivileged uid per live sandbox, leased under an flock on `<state>/uid-N.lock`; the kernel drops
     the lock when the owner dies, so a `kill -9`'d harness's uids are reclaimed (orphans of that uid are killed
-    first). `setpriv` drops to it before `bwrap` runs, so RLIMIT_NPROC counts this sandbox only.
+    first). `setpriv` drops to it before `bwrap` runs, so RLIMIT_NPROC counts this sandbox only. The uid range
+    must be unused on the host; `<state>` is /run/discern-bench (as root) or $DISCERN_SANDBOX_STATE.
   * `--unshare-all` (no network but loopback, own pid/ipc/uts namespaces), `--clearenv` (no API keys or host
     variables), `--die-with-parent`, `--new-session`; `/` and `/dev` read-only; `/workspace`, `/tmp` and
     `/dev/shm` are tmpfs with `--size` caps.
