@@ -406,14 +406,18 @@ def two_conditions(d: HistoneData, rng: np.random.Generator, domain_scale: float
                    treated_gain: dict | None = None, mapq0_artifact: dict | None = None,
                    treated_jackpots: dict | None = None, fe: float = 5.0,
                    frip: float = 0.5, n_chip_treated: int | None = None, n_input_treated: int | None = None,
-                   expression_noise: float = 0.15) -> HistoneData:
+                   expression_noise: float = 0.15, frac_changed: float | None = None,
+                   gain_factor: float = 2.5, balance: bool = False) -> HistoneData:
     """H3K27me3 in control (DMSO) and treated (EZH2 inhibitor) cells, each with its own input, plus a
     Drosophila spike-in (ChIP-Rx style): a fixed amount of fly chromatin is added per cell before IP, so the
     spike-in share of ChIP reads is inversely proportional to the human H3K27me3 yield.
 
     Model: control ChIP = the substrate's domains re-drawn at fold enrichment LogNormal(log fe, 0.3) and FRiP
     `frip` (defaults 5 and 0.5: a high-quality antibody, so changes are measurable). Treated ChIP domain fragments = control's x
-    domain_scale (global change), with `frac_lost` of domains set to 0.15x and `frac_gained` to 2.5x. The human
+    domain_scale (global change), with `frac_lost` of domains set to 0.15x and `frac_gained` to gain_factor x
+    (`frac_changed` sets both: the L2 worlds draw it and which domains change; with `balance` the gain factor is
+    solved so that the domains' total, fold enrichment x length, is unchanged apart from domain_scale, clipped to
+    1.3-4x: a treatment that redistributes H3K27me3 without changing its total). The human
     background (unenriched nucleosomes) yield is the same in both. Spike-in fragments in each ChIP =
     spike_fraction x (control human yield), i.e. the same absolute amount; both libraries are then sequenced to
     n_chip reads (the treated ChIP to n_chip_treated and its input to n_input_treated when given; the L2 worlds draw
@@ -430,9 +434,17 @@ def two_conditions(d: HistoneData, rng: np.random.Generator, domain_scale: float
     d.domains = d.domains.assign(fe=np.exp(rng.normal(np.log(fe), 0.3, nd)))
     scale = np.full(nd, domain_scale)
     order = rng.permutation(nd)
+    if frac_changed is not None:
+        frac_lost = frac_gained = float(frac_changed)
     nl, ng = int(round(frac_lost * nd)), int(round(frac_gained * nd))
     scale[order[:nl]] *= 0.15
-    scale[order[nl:nl + ng]] *= 2.5
+    if balance and ng:
+        # the gain that keeps the domains' total (fold enrichment x length) unchanged, clipped to [1.3, 4]
+        wd = ((d.domains.end - d.domains.start) * d.domains.fe).to_numpy()
+        lost, gained = order[:nl], order[nl:nl + ng]
+        gain_factor = float(np.clip((wd.sum() - np.delete(wd, np.r_[lost, gained]).sum() - 0.15 * wd[lost].sum())
+                                    / wd[gained].sum(), 1.3, 4.0))
+    scale[order[nl:nl + ng]] *= gain_factor
     d.domains = d.domains.assign(treated_scale=scale)
     # human yield in units of "control ChIP reads": domains frip*scale_mean_weighted + background (1 - frip)
     L_dom = (d.domains.end - d.domains.start).to_numpy() * d.domains.fe.to_numpy()
