@@ -426,3 +426,20 @@ def test_ledger_pending_escapes_agent_text(run_copy, capsys, tmp_path):
     assert rc == 0 and "1 pending item" in out
     assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out
     assert "fake" in out and "done" in out, "the text itself is still shown"
+
+
+def test_error_rows_never_enter_a_mean_and_count_as_missing_coverage():
+    from benchmark.aggregate import Options, aggregate
+    from tests.aggregate_helpers import rec, run_input, zero_pricing
+
+    ok = rec("t.L1.f.a", "t", "L1", 80.0)
+    failed = rec("t.L1.f.b", "t", "L1").model_copy(update={"status": "model_error", "score": None, "grade": None})
+    other = [rec("t.L1.f.a", "t", "L1", 60.0, model="m/b"), rec("t.L1.f.b", "t", "L1", 60.0, model="m/b")]
+    data = aggregate([run_input([ok, failed]), run_input(other, run_id="run-b")], {}, zero_pricing(),
+                     Options(bootstrap_draws=0, permutation_draws=0))
+    a = next(s for s in data["models"] if s["model"] == "m/a")
+    assert a["levels"]["L1"]["mean"] == 80.0, "the failed world is not a 0"
+    assert a["coverage"]["answered"] == 1 and a["coverage"]["missing"] == 1 and a["coverage"]["errors"] == 1
+    assert not a["ranked"] and a["rank"] is None
+    b = next(s for s in data["models"] if s["model"] == "m/b")
+    assert b["ranked"] and b["rank"] == 1
