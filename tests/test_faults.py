@@ -160,6 +160,11 @@ def test_missing_bubblewrap_stops_the_run_before_the_first_world(tmp_path):
     assert p.returncode == 2, p.stdout + p.stderr
     assert "bwrap" in one_line(p.stderr) and "setup.sh" in p.stderr
     assert not out.exists(), "nothing is written when a tool is missing"
+    (empty / "bwrap").symlink_to(shutil.which("bwrap"))  # bubblewrap present, the histone track's tools absent
+    histone = load_suite().select(None, ["histone"], ["L1"])[0].id
+    p = run_cli(out, dead_url(), worlds=(histone,), env={"PATH": str(empty)})
+    assert p.returncode == 2 and "samtools" in one_line(p.stderr) and "track histone" in p.stderr, p.stderr
+    assert not out.exists()
 
 
 # ------------------------------------------------------------------ no output can stop a campaign
