@@ -66,6 +66,7 @@ def one_line(stderr: str) -> str:
 # ------------------------------------------------------------------ faults are not scores
 
 
+@pytest.mark.slow
 def test_dead_endpoint_is_no_score_incomplete_then_resume_scores_it(tmp_path):
     from benchmark.leaderboard import build, render_markdown
 
@@ -92,6 +93,7 @@ def test_dead_endpoint_is_no_score_incomplete_then_resume_scores_it(tmp_path):
     assert s["ranked"] and s["coverage"]["complete"]
 
 
+@pytest.mark.slow
 def test_500_then_429_then_success_is_retried_by_the_harness_and_each_attempt_recorded(tmp_path):
     out = tmp_path / "retry"
     with FakeOpenAI([error(500), rate_limited("1"), report(valid_report())]) as srv:
@@ -170,6 +172,7 @@ def test_missing_bubblewrap_stops_the_run_before_the_first_world(tmp_path):
 # ------------------------------------------------------------------ no output can stop a campaign
 
 
+@pytest.mark.slow
 def test_deeply_nested_report_is_a_harness_error_the_next_world_runs_and_resume_passes(tmp_path):
     out = tmp_path / "nested"
     deep = "[" * 200_000 + "]" * 200_000
