@@ -22,8 +22,9 @@ real cells).
 Recipes (names are registered as "scrna.<name>")
 ------------------------------------------------
 Every L1/L2 world starts with
-  subsample_cells(fraction)           a seeded random subsample of the cells (fraction drawn per world), so no world
-                                      ships a file byte-identical to the substrate or to another world
+  subsample_cells(fraction, drop_genes)  a seeded random subsample of the cells (fraction drawn per world) and of the
+                                      genes (drop_genes drawn, never a gene a recipe or reference analysis uses), so
+                                      no world ships a file byte-identical to the substrate or to another world
 L1 integrity
   subsample_groups(fractions | lymphoid_fraction)  keep a fraction of cells per label group (boundary: myeloid-rich
                                       sample); `lymphoid_fraction` keeps that fraction of T, B and NK cells
@@ -165,12 +166,38 @@ def _thin(rng: np.random.Generator, counts: np.ndarray, p) -> np.ndarray:
 
 # ---------------------------------------------------------------- L1 recipes
 
+# Genes a recipe or a reference analysis relies on: never dropped by subsample_cells.
+PROTECTED_GENES = frozenset(
+    {"CD3D", "CD3E", "CD3G", "CD79A", "MS4A1", "GNLY", "NKG7", "GZMB", "PRF1", "LYZ", "CST3", "S100A8", "S100A9", "FCN1",
+     "MT-ND3", *ISG_GENES, *STRESS_GENES,
+     "BST2", "IFI30", "IFITM1", "IFITM2", "IFITM3", "ISG20", "LY6E", "OAS1", "SP110",
+     "DNAJB1", "FOS", "HSP90AB1", "HSPB1", "HSPD1", "JUNB", "KLF6", "NFKBIA",
+     "VIM", "CLIC1", "PPIA", "C19orf43", "PSME2", "ERP29", "CALM1", "TAGLN2", "COPE", "NDUFA4", "LAMTOR4", "RNASET2",
+     "NAP1L1", "SUMO2", "TRAPPC1", "TOMM7", "CSTB", "GPX4", "ATP5O", "GPX1", "EIF3G", "LDHA", "PPIB", "ATP6V1G1", "TCEB2",
+     "ATP5B", "CAP1", "ATP6V0E1", "NDUFA11", "NDUFB11", "SAP18", "ICAM3", "EIF4A2", "ANXA5", "CCNI", "ATP5J2", "HNRNPDL",
+     "TKT", "PSMB6", "MZT2B",
+     # markers and trap genes the manifests name
+     "CD79B", "TNFRSF13B", "SPIB", "CLIC3", "SPON2", "CTSW", "CD7", "FTL", "PSAP", "AIF1", "TYROBP", "FCER1G", "LST1",
+     "FCGR3A", "CTSS", "CFD", "HLA-DRA", "HLA-DRB1", "HLA-DPA1", "HLA-DPB1", "LGALS2", "HLA-DQA1", "CCL5", "KLRG1",
+     "GZMK", "LAG3", "LYAR", "CD8B", "CCR7", "IL32", "LDHB", "CST7", "GZMA", "PTPRCAP", "CD52", "RPS24", "NPM1", "CD74",
+     "S100A4", "TMEM176B", "HMGB2", "IGLL5", "IGJ", "MZB1"})
+
+
 @recipe(TRACK, "subsample_cells")
-def subsample_cells(data: ScData, rng, fraction: float) -> ScData:
-    """Keep round(fraction * n) cells chosen at random (the world's seeded subsample of the real data)."""
+def subsample_cells(data: ScData, rng, fraction: float, drop_genes: int = 0) -> ScData:
+    """Keep round(fraction * n) cells chosen at random (the world's seeded subsample of the real data), and drop
+    `drop_genes` random genes that no recipe or reference analysis relies on (so even the feature table is the
+    world's own)."""
     n = len(data.barcodes)
     k = int(round(fraction * n))
-    return data.subset(np.sort(rng.choice(n, k, replace=False)))
+    data.subset(np.sort(rng.choice(n, k, replace=False)))
+    if drop_genes:
+        free = [i for i, g in enumerate(data.genes) if g not in PROTECTED_GENES]
+        drop = set(int(i) for i in rng.choice(free, drop_genes, replace=False))
+        keep = [i for i in range(len(data.genes)) if i not in drop]
+        data.counts = data.counts[:, keep]
+        data.genes = [data.genes[i] for i in keep]
+    return data
 
 
 @recipe(TRACK, "subsample_groups")
@@ -468,7 +495,7 @@ def dossier(data: ScData, rng, kind: str) -> ScData:
 META_BASE = {
     "assay": "droplet single-cell RNA-seq (10x Genomics, v1 chemistry; 14-nt cell barcodes with a -N suffix naming the 10x library of the original data set)",
     "sample": "human peripheral blood mononuclear cells; a subsample of the public 10x PBMC 68k data set (Zheng et al. 2017, Nat Commun 8:14049)",
-    "genes": "765 genes (a gene subset of the transcriptome); per-cell totals cover these genes only",
+    "genes": "a gene subset of the transcriptome (n_genes below); per-cell totals cover these genes only",
     "gene_ids": "the source provides HGNC gene symbols only, so features.tsv.gz repeats the symbol in its gene_id and gene_symbol columns",
     "cell_type": "published annotation, assigned by correlating each cell with reference profiles of purified PBMC populations",
 }
