@@ -24,7 +24,7 @@ from pathlib import Path
 
 from benchmark.agent import HARNESS_VERSION, RetryPolicy, run_episode
 from benchmark.audit import audit_cells
-from benchmark.errors import BenchmarkError
+from benchmark.errors import BenchmarkError, LockMismatch
 from benchmark.freeze import ensure_built, read_golden, tool_versions
 from benchmark.loader import WorldRef, load_suite
 from benchmark.manifest import STEP_BUDGET, Level
@@ -109,6 +109,8 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
             report_raw, status, error = ep.report_raw, ep.status, ep.error
             outputs = sb.collect(store.artifacts / key)
             violations = list(sb.violations)
+    except LockMismatch as exc:  # the world's files changed under the run: not the sandbox's fault
+        status, error = "harness_error", str(exc)
     except BenchmarkError as exc:
         status, error = "sandbox_error", str(exc)
     except Exception as exc:  # noqa: BLE001 - the harness failed on this world; record it, keep the campaign going
