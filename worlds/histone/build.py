@@ -268,14 +268,20 @@ def select_mark(d: HistoneData, rng: np.random.Generator, mark: str, claimed_mar
 
 @recipe("histone", "resequence")
 def resequence(d: HistoneData, rng: np.random.Generator, chip_reads: int, input_reads: int,
-               expression_noise: float = 0.15) -> HistoneData:
+               expression_noise: float = 0.15, state_switch: float = 0.0) -> HistoneData:
     """A fresh delivery from the same cells: the published mark's ChIP and input libraries are re-drawn from the
     substrate's truth (peaks or domains, same generative model as the substrate) at `chip_reads` and `input_reads`
     fragments, drawn independently per world so that depth says nothing about a file's role; gene_expression is
-    re-measured as TPM x LogNormal(0, expression_noise) (a replicate RNA-seq), rounded to 3 decimals. The world's
-    files therefore differ from every other world's even when no defect is injected."""
+    re-measured as TPM x LogNormal(0, expression_noise) (a replicate RNA-seq), rounded to 3 decimals. With
+    `state_switch` > 0 the cells are another sample of the line: that fraction of genes re-draws its chromatin state
+    (same probabilities as the substrate), their expression is re-drawn from the new state, and the peaks (H3K4me3)
+    and domains (H3K27me3) are rebuilt from the new states with the substrate's generative model, so which genes are
+    marked differs between worlds. The world's files therefore differ from every other world's even when no defect
+    is injected."""
     mark = next(iter(d.files.values())).rsplit("_", 1)[0]
     L, ci = _lengths(d), _cidx(d)
+    if state_switch:
+        _switch_states(d, rng, float(state_switch))
     if mark == "H3K4me3":
         d.libs[f"{mark}_chip"] = h3k4me3_reads(rng, d.peaks, ci, L, int(chip_reads))
     else:
@@ -283,6 +289,48 @@ def resequence(d: HistoneData, rng: np.random.Generator, chip_reads: int, input_
     d.libs[f"{mark}_input"] = uniform_reads(rng, L, int(input_reads))
     _remeasure_expression(d, rng, expression_noise)
     return d
+
+
+def _switch_states(d: HistoneData, rng: np.random.Generator, frac: float) -> None:
+    """Re-draw the chromatin state of `frac` of the genes and rebuild expression, peaks and domains (substrate model)."""
+    g = d.genes.copy().reset_index(drop=True)
+    pick = np.flatnonzero(rng.random(len(g)) < frac)
+    new = rng.choice(["active", "repressed", "bivalent", "silent"], size=len(pick), p=[0.55, 0.15, 0.10, 0.20])
+    g.loc[pick, "state"] = new
+    expr = g["gene_expression"].to_numpy().astype(float)
+    for st in ("active", "bivalent", "repressed", "silent"):
+        m = pick[new == st]
+        if st == "active":
+            expr[m] = 2 ** np.clip(rng.normal(5.5, 1.8, len(m)), 2, 12) - 1
+        elif st == "bivalent":
+            expr[m] = rng.uniform(0, 1.5, len(m))
+        elif st == "repressed":
+            expr[m] = rng.exponential(0.2, len(m))
+        else:
+            expr[m] = rng.exponential(0.5, len(m))
+    g["gene_expression"] = np.round(expr, 3)
+    d.genes = g
+    pk = g[g.state.isin(["active", "bivalent"])].copy()
+    l2 = np.log2(pk["gene_expression"] + 1)
+    nfr = np.where(pk.state == "active", 420 * (l2 / 6) ** 1.5 * np.exp(rng.normal(0, 0.25, len(pk))),
+                   0.35 * 420 * np.exp(rng.normal(0, 0.3, len(pk))))
+    d.peaks = pd.DataFrame(dict(chrom=pk.chrom, tss=pk.tss, gene_id=pk.gene_id, centre=pk.tss + 150 * pk.strand,
+                                n_frag=np.round(nfr, 2))).reset_index(drop=True)
+    clen = dict(d.chroms)
+    drows = []
+    for _, r in g[g.state.isin(["repressed", "bivalent"])].iterrows():
+        dl = float(np.exp(rng.uniform(np.log(10_000), np.log(100_000))))
+        f = rng.uniform(0.2, 0.8)
+        st, en = r.tss - f * dl, r.tss + (1 - f) * dl
+        act = g[(g.chrom == r.chrom) & (g.state == "active")].tss.to_numpy()
+        left, right = act[act < r.tss], act[act > r.tss]
+        if len(left):
+            st = max(st, left.max() + 3_000)
+        if len(right):
+            en = min(en, right.min() - 3_000)
+        st, en = int(max(st, 5_000)), int(min(en, clen[r.chrom] - 5_000))
+        drows.append(dict(chrom=r.chrom, start=st, end=en, gene_id=r.gene_id, fe=float(np.exp(rng.normal(np.log(2.0), 0.3)))))
+    d.domains = pd.DataFrame(drows)
 
 
 def _remeasure_expression(d: HistoneData, rng: np.random.Generator, noise: float) -> None:
