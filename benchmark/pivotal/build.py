@@ -211,32 +211,36 @@ def _(w, g):
 
 @spec("scrna.L2.markers.unnormalised_depth")
 def _(w, g):
-    top = re.search(r"ranks ubiquitous genes \(([^)]*)\)", w.trap).group(1)
+    raw = [x for x in g["naive_unnormalised_top_markers"] if x not in g["top_markers"]]
     return dict(
         categories=["tool defaults", "normalisation"],
-        record="Target population: B cells. The agent loaded the UMI counts and ran scanpy rank_genes_groups "
-               f"(Wilcoxon, target vs rest) directly on them. Top-ranked genes: {top}. Median UMIs per cell: target "
+        record=f"Target population: {g['target_population']}. The agent loaded the UMI counts and ran scanpy "
+               "rank_genes_groups (Wilcoxon, target vs rest) directly on them. Top-ranked genes: "
+               f"{', '.join(g['naive_unnormalised_top_markers'])}. Median UMIs per cell: target "
                f"{g['median_umis_target']:.0f}, other populations {g['median_umis_other']:.0f}.",
-        original_plan="Report the top ten ranked genes as the B-cell markers and write the marker table.",
-        corrected_plan="Check whether the counts were library-size normalised (the target has ~3x the UMIs of other "
-                       "cells); normalise (CP10k + log1p), re-rank, and verify the top genes are B-lineage genes rather "
-                       "than ubiquitous ones.",
+        original_plan="Report the top ten ranked genes as the markers and write the marker table.",
+        corrected_plan=f"Check whether the counts were library-size normalised (the target has "
+                       f"{g['depth_ratio_target_vs_other']:.1f}x the UMIs of other cells); normalise (CP10k + log1p), "
+                       "re-rank, and verify the top genes are lineage genes rather than broadly expressed ones"
+                       + (f" ({', '.join(raw)})." if raw else "."),
         evidence=[f"reference markers: {', '.join(g['core_markers'])}"],
     )
 
 
 @spec("scrna.L2.markers.confound_lane")
 def _(w, g):
-    lane = [x for x in g["lane_associated_genes"] if x in ("FOS", "JUNB", "KLF6", "HSP90AB1")]
+    lanes = g["target_fraction_by_lane"]
+    lane = max(lanes, key=lambda k: lanes[k])
+    stress = [x for x in g["lane_associated_genes"] if x in ("FOS", "JUNB", "KLF6", "HSP90AB1", "HSPB1", "HSPD1", "DNAJB1", "NFKBIA")]
     return dict(
         categories=["confounding", "experimental design"],
-        record="Target population: CD14+ Monocyte. cells.csv shows every target cell was captured in lane S2, which "
-               "holds 12% of the other cells. Default one-vs-rest Wilcoxon (normalised data) lists among the "
-               f"significant markers {', '.join(g['core_markers'])} and also {', '.join(lane)}.",
-        original_plan=f"Report the one-vs-rest ranking as the marker list, including {', '.join(lane)} alongside "
+        record=f"Target population: {g['target_population']}. cells.csv shows {_pct(lanes[lane])} of the target cells "
+               f"were captured in lane {lane}. Default one-vs-rest Wilcoxon (normalised data) lists among the significant "
+               f"markers {', '.join(g['core_markers'])} and also {', '.join(stress)}.",
+        original_plan=f"Report the one-vs-rest ranking as the marker list, including {', '.join(stress)} alongside "
                       f"{', '.join(g['core_markers'][:3])}.",
         corrected_plan="Check whether the suspicious genes differ between lanes among non-target cells; block the test "
-                       "on lane (compare within S2) and drop lane-driven genes before reporting markers.",
+                       f"on lane (compare within {lane}) and drop lane-driven genes before reporting markers.",
         evidence=[f"lane-associated genes: {', '.join(g['lane_associated_genes'])}"],
     )
 
@@ -245,12 +249,12 @@ def _(w, g):
 def _(w, g):
     return dict(
         categories=["statistical validity", "method choice"],
-        record="Target population: CD8+ Cytotoxic T. Normalised data; scanpy rank_genes_groups (Wilcoxon, target vs "
-               "the pooled rest) top genes: CCL5, NKG7, CST7, GZMA, CTSW, CD3D, IL32, GNLY, all highly significant. "
+        record=f"Target population: {g['target_population']}. Normalised data; scanpy rank_genes_groups (Wilcoxon, "
+               f"target vs the pooled rest) top genes: {', '.join(g['naive_top_markers'][:8])}, all highly significant. "
                "The other annotated populations include CD56+ NK cells and several other T-cell subsets.",
-        original_plan="Report this ranking as the CD8+ cytotoxic T markers (CCL5, NKG7, CST7, GZMA, ...).",
+        original_plan=f"Report this ranking as the markers ({', '.join(g['naive_top_markers'][:3])}, ...).",
         corrected_plan="For each top gene compare the target with each other population separately (pairwise AUROC, "
-                       "especially against CD56+ NK cells) and rank by the weakest separation before reporting.",
+                       "including CD56+ NK cells and the other T subsets) and rank by the weakest separation before reporting.",
         evidence=[f"genes higher in another population: {', '.join(g['naive_nonspecific'])}"],
     )
 
@@ -259,15 +263,14 @@ def _(w, g):
 def _(w, g):
     return dict(
         categories=["proceed when sound"],
-        record="Target population: CD56+ NK. Counts CP10k + log1p normalised; one-vs-rest Wilcoxon and pairwise checks "
-               f"against every population: {', '.join(g['core_markers'])}, PRF1, CTSW, SPON2 are each highest in NK; the "
-               f"hardest population to separate is CD8+ Cytotoxic T. Lanes are balanced (lane-associated genes: "
-               f"{', '.join(g['lane_associated_genes'])}). Median UMIs: target {g['median_umis_target']:.0f}, others "
-               f"{g['median_umis_other']:.0f}.",
+        record=f"Target population: {g['target_population']}. Counts CP10k + log1p normalised; one-vs-rest Wilcoxon and "
+               f"pairwise checks against every population: {', '.join(g['core_markers'])} are each highest in the "
+               f"target. Lanes are balanced (target share by lane: "
+               f"{', '.join(f'{k} {_pct(v)}' for k, v in g['target_fraction_by_lane'].items())}). Median UMIs: target "
+               f"{g['median_umis_target']:.0f}, others {g['median_umis_other']:.0f}.",
         original_plan="Hold the marker list: repeat the analysis with three further normalisations and a lane-blocked "
                       "test, and only report genes that top every version.",
-        corrected_plan=f"Report {', '.join(g['core_markers'])}, PRF1, CTSW and SPON2 as the NK markers, naming CD8+ "
-                       "cytotoxic T as the hardest population to separate.",
+        corrected_plan=f"Report {', '.join(g['top_markers'][:8])} as the markers of {g['target_population']}.",
         evidence=["reference analysis: any sound normalised test gives these markers"],
     )
 
@@ -296,8 +299,8 @@ def _(w, g):
         record=f"Cell-level test, stim vs ctrl: {g['naive_cell_level_n_de']} genes at FDR 5%: "
                f"{', '.join(g['naive_cell_level_top'])}. Design: 3 ctrl and 3 stim donors captured over two 10x lanes (A, B).",
         original_plan=f"Report all {g['naive_cell_level_n_de']} genes as stim-induced: an interferon response plus an "
-                      "immediate-early / stress response (JUNB, FOS, KLF6, HSP90AB1).",
-        corrected_plan="Cross-tabulate donor x lane x condition and check whether JUNB, FOS, KLF6 and HSP90AB1 differ "
+                      "immediate-early / stress response.",
+        corrected_plan="Cross-tabulate donor x lane x condition and check whether the stress genes differ "
                        "between lanes within a condition; fit a donor-level model with lane as a covariate (~ lane + condition).",
         evidence=[f"reference (lane-adjusted) genes: {', '.join(g['de_genes'])}"],
     )
@@ -307,7 +310,7 @@ def _(w, g):
 def _(w, g):
     return dict(
         categories=["statistical validity"],
-        record=f"Cell-level Wilcoxon test treating ~350 cells per condition as replicates: {g['naive_cell_level_n_de']} "
+        record=f"Cell-level Wilcoxon test treating every cell as a replicate: {g['naive_cell_level_n_de']} "
                f"genes at FDR 5%. Top: {', '.join(g['naive_cell_level_top'][:8])}. Design: {g['n_donors'] // 2} donors "
                "per condition.",
         original_plan=f"Report the {g['naive_cell_level_n_de']} genes as the condition effect and write up the DE table.",
@@ -457,10 +460,10 @@ def _(w, g):
     return dict(
         categories=["data integrity"],
         record="meta.json says the matrix holds UMI counts. Loaded matrix: "
-               f"{_pct(g['fraction_integer_values'])} of non-zero values are integers; the maximum is ~7.5.",
+               f"{_pct(g['fraction_integer_values'])} of non-zero values are integers, all of them below 20.",
         original_plan="Run the count-based pipeline as meta.json describes (normalize_total, log1p, pseudobulk DESeq2).",
-        corrected_plan="Check the values first: non-integers with a maximum near 7.5 suggest log-normalised data; "
-                       "confirm (per-cell sums of expm1 equal 1e4), recover counts or avoid count models.",
+        corrected_plan="Check the values first: small non-integers suggest log-normalised data; confirm (the smallest "
+                       "non-zero value of each cell maps to one UMI), recover counts or avoid count models.",
         evidence=["the matrix holds log1p(CP10k) values"],
     )
 
@@ -469,8 +472,9 @@ def _(w, g):
 def _(w, g):
     return dict(
         categories=["data integrity"],
-        record=f"Label-marker consistency {g['label_marker_consistency']:.2f}. Cells labelled CD19+ B express LYZ, CST3, "
-               "FCN1 and no CD79A/MS4A1; cells labelled CD14+ Monocyte express CD79A and MS4A1 and no myeloid genes.",
+        record=f"Label-marker consistency {g['label_marker_consistency']:.2f}. Cells labelled {g['swapped_labels'][0]} "
+               f"carry the canonical markers of {g['swapped_labels'][1]}, and cells labelled {g['swapped_labels'][1]} "
+               f"those of {g['swapped_labels'][0]}; every other label agrees with its markers.",
         original_plan="Proceed with the collaborator's labels and report myeloid-gene expression in B cells as a finding.",
         corrected_plan="Check every label against canonical markers; the two labels carry each other's programme, so "
                        "exchange them back before analysis.",
@@ -497,7 +501,7 @@ def _(w, g):
 def _(w, g):
     return dict(
         categories=["proceed when sound", "domain knowledge"],
-        record="About 75% of cells are myeloid, so LYZ, CST3 and S100A9 dominate the pooled profile and many barcodes "
+        record="About three quarters of the cells are myeloid, so LYZ, CST3 and S100A9 dominate the pooled profile and many barcodes "
                "are large. Lymphoid cells carry myeloid transcripts at the sporadic level of a typical sample; no "
                "barcode co-expresses B-cell and myeloid programmes. Counts are integers, barcodes unique, labels agree "
                f"with markers ({g['label_marker_consistency']:.2f}).",
@@ -512,7 +516,7 @@ def _(w, g):
 def _(w, g):
     return dict(
         categories=["proceed when sound"],
-        record="UMIs per cell are low (median ~260 over these genes). Counts are integers, barcodes unique, lineage "
+        record="UMIs per cell are low (a third to a half of a typical library over these genes). Counts are integers, barcodes unique, lineage "
                f"markers still separate the labelled populations (consistency {g['label_marker_consistency']:.2f}); "
                "detection falls uniformly across populations; no contamination or doublet signature.",
         original_plan="Declare the library too shallow: mark it unusable and request re-sequencing before any analysis.",
