@@ -12,6 +12,7 @@ from benchmark.canonical import _atomic_write
 from benchmark.errors import BenchmarkError
 from benchmark.freeze import read_golden
 from benchmark.loader import load_suite
+from benchmark.records import ERROR_STATUSES
 from benchmark.store import RunStore, result_key
 from graders.grade import Grade, grade
 
@@ -24,6 +25,8 @@ def regrade(run_dir: Path) -> list[tuple[str, Grade, Grade | None]]:
     suite = load_suite()
     out = []
     for rec in sorted(store.results(), key=lambda r: (r.world_id, r.replicate)):
+        if rec.status in ERROR_STATUSES:
+            continue  # a fault has no grade to recompute: `run --resume` retries it
         if rec.world_id not in suite.worlds:
             raise BenchmarkError(f"{store.results_path}: world '{rec.world_id}' is not in this checkout's suite")
         ref = suite.worlds[rec.world_id]

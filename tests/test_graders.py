@@ -223,7 +223,11 @@ def test_l2_invented_traps_halve_recognition():
 
 
 def test_l2_malformed_is_noncompliant_not_an_exception():
-    for bad in ("{", json.dumps({"total_mb": "x"}), json.dumps([1, 2]), None):
+    deep: object = 1
+    for _ in range(50):
+        deep = [deep]
+    for bad in ("{", json.dumps({"total_mb": "x"}), json.dumps([1, 2]), None, "[" * 200_000 + "]" * 200_000,
+                json.dumps({"total_mb": 6.4, "issues_found": deep})):
         g = grade_l2(l2_world(), l2_family(), GOLD2, bad)
         assert g.status == "NONCOMPLIANT" and g.score == 0.0
 
