@@ -455,7 +455,7 @@ def two_conditions(d: HistoneData, rng: np.random.Generator, domain_scale: float
                    treated_jackpots: dict | None = None, fe: float = 5.0,
                    frip: float = 0.5, n_chip_treated: int | None = None, n_input_treated: int | None = None,
                    expression_noise: float = 0.15, frac_changed: float | None = None,
-                   gain_factor: float = 2.5, balance: bool = False) -> HistoneData:
+                   gain_factor: float = 2.5, balance: bool = False, state_switch: float = 0.0) -> HistoneData:
     """H3K27me3 in control (DMSO) and treated (EZH2 inhibitor) cells, each with its own input, plus a
     Drosophila spike-in (ChIP-Rx style): a fixed amount of fly chromatin is added per cell before IP, so the
     spike-in share of ChIP reads is inversely proportional to the human H3K27me3 yield.
@@ -470,7 +470,8 @@ def two_conditions(d: HistoneData, rng: np.random.Generator, domain_scale: float
     spike_fraction x (control human yield), i.e. the same absolute amount; both libraries are then sequenced to
     n_chip reads (the treated ChIP to n_chip_treated and its input to n_input_treated when given; the L2 worlds draw
     all four depths independently), so library-size normalisation rescales the treated sample to the same total.
-    gene_expression is re-measured as in `resequence` (TPM x LogNormal(0, expression_noise)).
+    gene_expression is re-measured as in `resequence` (TPM x LogNormal(0, expression_noise)); `state_switch` re-draws
+    that fraction of the genes' chromatin states first (as in `resequence`), so each world has its own domains.
     treated_gain: {chrom, start, end, gain} a copy-number gain present only in the treated cells (ChIP + input).
     mapq0_artifact: {n_regions, reads_per_region} MAPQ-0 pile-ups (reads multi-mapping to a repeat family that
     expanded in the treated subline, 3-6 kb blocks placed inside H3K27me3 domains) in the treated ChIP only.
@@ -478,6 +479,8 @@ def two_conditions(d: HistoneData, rng: np.random.Generator, domain_scale: float
     treatment): n_fragments fragments inside domains each get Uniform(lo, hi) identical PCR copies.
     """
     L, ci = _lengths(d), _cidx(d)
+    if state_switch:
+        _switch_states(d, rng, float(state_switch))
     nd = len(d.domains)
     d.domains = d.domains.assign(fe=np.exp(rng.normal(np.log(fe), 0.3, nd)))
     scale = np.full(nd, domain_scale)
