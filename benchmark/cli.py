@@ -332,7 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--concurrency", type=int, default=2)
     sp.add_argument("--suite", help="check a private campaign folder instead of the committed goldens and locks")
     sp.add_argument("--agents-out", help="keep the agents' run folders here (default: a temporary folder); pass them "
-                                         "to `leaderboard --runs` to show the baselines beside the models")
+                                         "to `leaderboard --baselines DIR` to show the baselines beside the models")
     sp.set_defaults(fn=cmd_worlds_check)
 
     sp = wsub.add_parser("grade", help="grade a report file against a world")

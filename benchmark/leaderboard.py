@@ -217,6 +217,13 @@ def render_markdown(data: dict) -> str:
                          _f(sh["mean"], 3), f"{sh['retained']}/{sh['partitions']}", str(len(m["tracks_used"]))])
         L += _md_table(["Measure", "W", "Null mean", "p", "p (BH)", "Split-half r", "Retained", "Tracks"], rows)
         L.append("")
+    if data.get("baselines"):  # optional section: scripted baselines (--baselines), absent otherwise
+        b = data["baselines"]
+        L += ["## Baselines: strategies that skip the analysis", "",
+              "Scripted agents run through the same sandbox and graders (`worlds check --agents`): oracle solves, naive "
+              f"runs tool defaults, all_clear trusts everything; the rest game the grader ({b['rule']}).", ""]
+        L += _md_table(["Agent", *b["columns"]], [[r["agent"], *[_f(x) for x in r["scores"]]] for r in b["rows"]])
+        L.append("")
     if data.get("grounding"):  # optional section: evidence grounding runs (--grounding), absent otherwise
         from benchmark.grounding.metrics import render_leaderboard_md
 
@@ -406,6 +413,10 @@ def cmd_leaderboard(args) -> int:
         from benchmark.grounding.metrics import leaderboard_rows
 
         data["grounding"] = leaderboard_rows([Path(p) for p in args.grounding], args.bootstrap, args.seed)
+    if getattr(args, "baselines", None):  # optional: the scripted agents of `worlds check --agents --agents-out DIR`
+        from benchmark.validity import baselines_section
+
+        data["baselines"] = baselines_section(Path(args.baselines))
     if getattr(args, "pivotal_runs", None):  # optional: pivotal-choice runs (benchmark.pivotal), their own table
         from benchmark.pivotal.score import pivotal_section
 
@@ -437,4 +448,6 @@ def add_leaderboard_parser(sub) -> None:
     sp.add_argument("--pivotal-runs", nargs="+", metavar="DIR",
                     help="pivotal-choice run folders (`pivotal run --out`): adds the pivotal accuracy tables")
     sp.add_argument("--pivotal-human", metavar="FILE", help="human-baseline JSON file for the pivotal table")
+    sp.add_argument("--baselines", metavar="DIR",
+                    help="scripted-agent runs from `worlds check --agents --agents-out DIR`: adds the baselines table")
     sp.set_defaults(fn=cmd_leaderboard)

@@ -79,7 +79,7 @@ def gaming_problems(table: dict[tuple[str, str], dict[str, float]]) -> list[str]
             continue
         for agent in GAMING:
             s = row.get(agent)
-            if s is None:
+            if s is None or agent == "all_clear":  # the bar itself: the share of sound worlds in the selection
                 continue
             if s > bar + GAMING_MARGIN:
                 out.append(f"{track} {level}: scripted/{agent} scores {s:.1f}, more than blind trust ({bar:.1f}) + {GAMING_MARGIN:g}")
@@ -155,3 +155,25 @@ def render_table(results: dict[str, list[ResultRecord]]):
     for agent in results:
         t.add_row(agent, *[f"{table[c].get(agent, float('nan')):.1f}" for c in cols])
     return t
+
+
+def baselines_section(root: Path) -> dict:
+    """The scripted agents' level scores from a `worlds check --agents --agents-out DIR` folder, for the leaderboard:
+    what blind trust, flagging everything, keyword stuffing, a constant report and metadata earn beside the models."""
+    from benchmark.errors import BenchmarkError
+    from benchmark.store import RunStore
+
+    root = Path(root)
+    results: dict[str, list[ResultRecord]] = {}
+    for agent in AGENTS:
+        d = root / agent
+        if (d / "results.jsonl").exists():
+            results[agent] = [r for r in RunStore(d).results() if r.score is not None]
+    if not results:
+        raise BenchmarkError(f"{root} holds no scripted-agent runs; create it with "
+                             "`python -m benchmark worlds check --agents --agents-out DIR`")
+    table = agent_table(results)
+    cols = sorted(table)
+    return {"columns": [f"{t} {lv}" for t, lv in cols],
+            "rows": [{"agent": a, "scores": [table[c].get(a) for c in cols]} for a in results],
+            "rule": f"no gaming agent may beat all_clear by more than {GAMING_MARGIN:g} points or exceed {GAMING_CEILING:g}"}

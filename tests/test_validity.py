@@ -75,3 +75,21 @@ def test_an_invented_defect_lowers_the_oracles_score(agents):
         base = grade(ref, read_golden(ref).values, report, cells, products).score
         worse = grade(ref, read_golden(ref).values, json.dumps(doc), cells, products).score
         assert base == pytest.approx(100.0) and worse < base, (ref.id, base, worse)
+
+
+def test_gaming_agents_through_the_run_path_and_the_leaderboard_baselines(tmp_path):
+    """Blind trust and flag-everything on one clean and one defective world, through the real sandbox; the
+    leaderboard shows them as baselines beside the models."""
+    from benchmark.leaderboard import build, render_markdown
+    from benchmark.validity import baselines_section
+
+    worlds = ["histone.L1.integrity.clean", "histone.L1.integrity.pcr_duplicates"]
+    problems, results = check_agents(worlds, None, ["L1"], out=tmp_path, agents=("all_clear", "flag_all"))
+    by = {(a, r.world_id): r.score for a, rs in results.items() for r in rs}
+    assert by[("all_clear", worlds[0])] == 100.0 and by[("all_clear", worlds[1])] == 0.0
+    assert by[("flag_all", worlds[0])] == 0.0 and by[("flag_all", worlds[1])] == 0.0
+    assert problems == []
+    data = build([tmp_path / "all_clear"], ledgers=[])
+    data["baselines"] = baselines_section(tmp_path)
+    md = render_markdown(data)
+    assert "## Baselines" in md and "| flag_all | 0.0 |" in md and "| all_clear | 50.0 |" in md
