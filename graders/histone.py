@@ -383,6 +383,9 @@ def integrity_values(world_dir: Path) -> dict:
     out["genes_unmatched"] = int(unmatched.sum())
     out["genes_unmatched_fraction"] = round(float(unmatched.mean()), 4)
     out["contigs_unmatched"] = int(sum(c not in set(bam_names) for c in gene_names))
+    # the harmonised annotation (genes renamed to the BAM's contigs), one of the two acceptable fixes
+    bam_by_norm = {norm_chrom(c): c for c in bam_names}
+    out["genes_chrom_bam_names"] = {g: bam_by_norm.get(norm_chrom(c), str(c)) for g, c in zip(genes.gene_id, genes.chrom)}
     if not set(gene_names) & set(bam_names) and {norm_chrom(c) for c in gene_names} & {norm_chrom(c) for c in bam_names}:
         findings.add("chrom_naming_mismatch")
     d = fragment_length(chip)

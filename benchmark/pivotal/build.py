@@ -69,7 +69,7 @@ def spec(world_id: str):
 
 @spec("histone.L2.quantify.broad_mark_narrow_default")
 def _(w, g):
-    narrow = _trap_number(w, r"~([\d.]+(?:-[\d.]+)?) Mb vs")
+    narrow = g["narrow_domains"]["total_mb"]
     return dict(
         categories=["tool defaults", "method choice"],
         record=f"Target mark (meta.json): {g['target_mark']}. The agent ran `macs3 callpeak` on the ChIP with the input "
@@ -87,18 +87,21 @@ def _(w, g):
 
 @spec("histone.L2.quantify.amplified_region")
 def _(w, g):
+    gain = g["gain_regions"][0] if g["gain_regions"] else {"chrom": "?", "start": 0, "end": 0, "copy_ratio": float("nan")}
     return dict(
         categories=["confounding", "normalisation"],
-        record=f"Target mark: {g['target_mark']}. Domains called with macs3 --broad and the input: {g['domains']['n']} "
-               f"domains, {g['domains']['total_mb']} Mb. Per-gene promoter signal computed as raw ChIP CPM in TSS "
-               f"+-{g['promoter_window_bp'] / 1000:.1f} kb windows (the input BAM was used for peak calling only). "
-               f"Signal vs expression: Spearman {g['naive_raw_chip_spearman']:+.2f}, weaker than the agent expected for this mark.",
-        original_plan="Report the raw-ChIP promoter signal as the result: a moderate negative relation between "
-                      f"{g['target_mark']} and expression (Spearman {g['naive_raw_chip_spearman']:+.2f}), and write up.",
-        corrected_plan="Look at input coverage along the panel for blocks of raised coverage shared by ChIP and input, "
-                       "recompute promoter signal normalised to the matched input (log2 ChIP/input CPM) and compare it "
-                       "with the raw-ChIP result before reporting.",
-        evidence=[f"input-normalised Spearman {g['signal_expression_spearman']:+.2f}; a ~4-fold amplification inflates raw ChIP coverage"],
+        record=f"Target mark: {g['target_mark']}. Domains called with macs3 --broad and the input. Per-gene promoter "
+               "signal computed as log2 ChIP/input CPM (pysam counts, TSS +-1 kb). Signal vs expression: Spearman "
+               f"{g['trap_spearman']:+.2f}, weaker than expected for this mark. A genome browser view shows ChIP "
+               f"background raised over a Mb-scale block on {gain['chrom']} (active genes included) while the input is "
+               "flat there; the input was prepared from an earlier passage of the cells.",
+        original_plan="Report the input-normalised promoter signal as the result: a moderate negative relation between "
+                      f"{g['target_mark']} and expression (Spearman {g['trap_spearman']:+.2f}), and write up.",
+        corrected_plan="Scan ChIP/input depth in 100-kb bins for Mb-scale blocks of uniformly raised ChIP background (a "
+                       "copy-number difference between the ChIP's and the input's cells), correct the ChIP counts there "
+                       "by the block's copy ratio (or exclude those genes) and recompute before reporting.",
+        evidence=[f"{gain['chrom']}:{gain['start']}-{gain['end']} at ~{gain['copy_ratio']:.1f}x in the ChIP only; "
+                  f"corrected Spearman {g['signal_expression_spearman']:+.2f}"],
     )
 
 
@@ -142,12 +145,12 @@ def _(w, g):
     ls, sp = g["library_size_with_input"], g["spike_in_reads"]
     return dict(
         categories=["statistical validity", "normalisation"],
-        record=f"Consensus H3K27me3 domains: {g['domains']['n']} ({g['domains']['total_mb']} Mb). Both ChIP libraries were "
-               "sequenced to the same depth. Counts normalised by library size (CPM) and corrected with the inputs: "
+        record=f"Consensus H3K27me3 domains: {g['domains']['n']} ({g['domains']['total_mb']} Mb). Counts normalised by "
+               "library size (CPM) and corrected with the inputs: "
                f"global log2FC treated/control {ls['global_log2fc']:+.2f} ({ls['direction']}), {_pct(ls['changed_fraction'])} "
                f"of domains changed. Alignment summary, Drosophila spike-in reads: control ChIP {sp['control_chip']:,}, "
-               f"treated ChIP {sp['treated_chip']:,}, inputs {sp['control_input']:,} each.",
-        original_plan=f"Report a ~2-fold global loss of H3K27me3 (log2FC {ls['global_log2fc']:+.2f}, decrease) from the "
+               f"treated ChIP {sp['treated_chip']:,} (inputs {sp['control_input']:,} and {sp['treated_input']:,}).",
+        original_plan=f"Report a modest global loss of H3K27me3 (log2FC {ls['global_log2fc']:+.2f}, decrease) from the "
                       "library-size normalised counts and move on to the per-domain table.",
         corrected_plan="Compare the spike-in read fractions of the two ChIPs; because they differ, scale each ChIP by its "
                        "spike-in reads (ChIP-Rx) instead of library size, correct with the inputs and recompute the global change.",
@@ -162,8 +165,8 @@ def _(w, g):
         categories=["tool defaults", "data integrity"],
         record="Reads counted in consensus H3K27me3 domains with the tools' default filters (all aligned reads). "
                f"Library-size normalised global log2FC treated/control {nv['global_log2fc']:+.2f} ({nv['direction']}), "
-               f"{_pct(nv['changed_fraction'])} of domains changed. Spike-in reads are equal in the two ChIPs "
-               f"({sp['control_chip']:,} vs {sp['treated_chip']:,}). Most of the treated excess comes from a few dozen "
+               f"{_pct(nv['changed_fraction'])} of domains changed. Spike-in reads: control ChIP {sp['control_chip']:,}, "
+               f"treated ChIP {sp['treated_chip']:,}. Most of the treated excess comes from a few dozen "
                "tall, narrow pile-ups inside domains.",
         original_plan=f"Report a global H3K27me3 gain in treated cells (log2FC {nv['global_log2fc']:+.2f}, increase) and "
                       "start the per-domain write-up.",
@@ -180,8 +183,7 @@ def _(w, g):
         categories=["data integrity", "confounding"],
         record="All reads counted in consensus H3K27me3 domains, library-size normalised (no duplicate removal; "
                f"duplicate rates not computed). Global log2FC treated/control {nv['global_log2fc']:+.2f}; "
-               f"{_pct(nv['changed_fraction'])} of domains individually changed, almost all upwards. Spike-in reads "
-               "are equal in the two ChIPs.",
+               f"{_pct(nv['changed_fraction'])} of domains individually changed, mostly upwards.",
         original_plan=f"Report the per-domain table as it is: {_pct(nv['changed_fraction'])} of domains gain H3K27me3 in "
                       f"treated cells, with a small global gain (log2FC {nv['global_log2fc']:+.2f}).",
         corrected_plan="Compare duplicate rates between the libraries; remove duplicates (same contig, 5' position, "
@@ -196,13 +198,13 @@ def _(w, g):
     return dict(
         categories=["proceed when sound"],
         record=f"Consensus H3K27me3 domains: {g['domains']['n']} ({g['domains']['total_mb']} Mb). Reads deduplicated and "
-               "filtered to MAPQ >= 30 before counting; inputs used for correction. Spike-in reads equal in the two "
-               f"ChIPs ({sp['control_chip']:,} vs {sp['treated_chip']:,}). Global log2FC treated/control: spike-in "
+               "filtered to MAPQ >= 30 before counting; inputs used for correction. Spike-in reads: control ChIP "
+               f"{sp['control_chip']:,}, treated ChIP {sp['treated_chip']:,}. Global log2FC treated/control: spike-in "
                f"normalised {_fc(g['global_log2fc'])}, library-size normalised {_fc(ls['global_log2fc'])}; the two agree.",
         original_plan="Treat the null result as suspect: re-call domains with two further callers and request an extra "
                       "replicate, and report nothing until every version agrees.",
-        corrected_plan="Report no global change of H3K27me3 (log2FC ~0, direction no_change) with the per-domain "
-                       "table; the spike-in and library-size normalisations agree.",
+        corrected_plan=f"Report no global change of H3K27me3 (log2FC {_fc(g['global_log2fc'])}, direction no_change) "
+                       "with the per-gene table; the spike-in and library-size normalisations agree.",
         evidence=["reference: no_change"],
     )
 
@@ -358,7 +360,7 @@ def _(w, g):
         categories=["data integrity"],
         record=f"ChIP BAM: {g['n_reads_chip']:,} mapped reads (input {g['n_reads_input']:,}); samtools flagstat reports 0 "
                "duplicates (reads were never marked). Peaks are sharp and sit at TSSs of expressed genes.",
-        original_plan="Proceed to peak calling and quantification on all reads; the ChIP library is deeper than the input, which helps power.",
+        original_plan="Proceed to peak calling and quantification on all reads; a deep ChIP library helps power.",
         corrected_plan="Compute the duplicate fraction / NRF / PBC of each library and compare with ENCODE thresholds; "
                        "deduplicate before analysis if complexity is low.",
         evidence=[f"duplicate fraction {g['duplicate_fraction_chip']}"],
@@ -411,9 +413,11 @@ def _(w, g):
 
 @spec("histone.L1.integrity.amplified_input")
 def _(w, g):
+    gain = g["input_gain_regions"][0] if g["input_gain_regions"] else {"chrom": "?", "start": 0, "end": 0, "ratio": float("nan")}
     return dict(
         categories=["proceed when sound", "domain knowledge"],
-        record="The input shows a ~500-kb block on chr20 at ~3-fold coverage. The ChIP shows the same gain; the "
+        record=f"The input shows a ~{(gain['end'] - gain['start']) / 1e3:.0f}-kb block on {gain['chrom']} at "
+               f"~{gain['ratio']:.1f}-fold coverage. The ChIP shows the same gain; the "
                "ChIP/input ratio across the block is flat apart from promoter peaks. Top-1% bin fraction: ChIP "
                f"{_pct(g['concentration_chip_file'])}, input {_pct(g['concentration_input_file'])}; "
                f"{_pct(g['tss_signal_fraction'])} of top-quartile expressed genes show TSS enrichment.",
