@@ -28,6 +28,14 @@ strand) and named r0000001... in that order.
     domains (FRiP 0.30); the rest is uniform background.
 Ground truth (states, peaks, domains) stays on the data object and is never written to a public file.
 
+Per-world draws (graders/README.md section 1). The substrate above is shared, but no L1/L2 world publishes its
+libraries: every world starts with `resequence` (L1, quantify) or `two_conditions` (differential), which re-draw
+the ChIP and input libraries from the truth at seed-drawn, independent depths (ChIP and input from the same range,
+so depth says nothing about a file's role), re-measure expression, and in L2 re-draw 20-35% of the genes' chromatin
+states (so which genes are marked differs between worlds). Defect magnitudes and positions (duplicate rate,
+truncation point and file, build offsets, gain position/size/fold, jackpot genes, MAPQ-0 pile-ups, global loss,
+redistributed domains) are drawn in each manifest; the ranges are documented there and in each recipe.
+
 Recipes perturb the in-memory object (swap files, add PCR duplicate copies, rename contigs, shift gene
 coordinates to another build, add a copy-number gain, make a second condition with a spike-in, ...); the
 writer honours file-level defect flags (truncation, unsorted/unindexed BAM). Each recipe documents its own
