@@ -328,12 +328,13 @@ def _(w, g):
     return dict(
         categories=["proceed when sound"],
         record="Donor-level pseudobulk DESeq2 per compartment (~ lane + condition): "
-               f"{', '.join(g['up_genes'])} up in stim, nothing down. A cell-level test agrees "
+               f"{', '.join(g['up_genes'])} up in stim, {', '.join(g['down_genes']) or 'nothing'} down. A cell-level test agrees "
                f"({g['naive_cell_level_n_de']} genes; top {', '.join(g['naive_cell_level_top'][:5])}). Composition is "
                f"balanced (myeloid {_pct(m['ctrl'])} ctrl vs {_pct(m['stim'])} stim) and lanes hold both conditions.",
         original_plan="Do not report yet: the cell-level and donor-level gene lists differ by two genes, so re-run with "
                       "a mixed model and a third test and request more donors before drawing any conclusion.",
-        corrected_plan=f"Report the donor-level result: an interferon response ({', '.join(g['up_genes'])} up; nothing down).",
+        corrected_plan=f"Report the donor-level result: an interferon response ({', '.join(g['up_genes'])} up; "
+                       f"{', '.join(g['down_genes']) or 'nothing'} down).",
         evidence=["reference: the interferon-stimulated genes; usable"],
     )
 
