@@ -291,6 +291,9 @@ class L2World(WorldBase):
     level: Literal[Level.L2]
     trap: str | None = Field(None, description="the confound or trap, in words; null for the clean control")
     defect: str | None = Field(None, description="the trap's code in the family's defect_catalog; null for the clean control")
+    also_present: list[str] = Field(default_factory=list,
+                                    description="other catalogued traps genuinely present in this world (naming them is "
+                                                "not an invention), e.g. the narrow-default pitfall of every broad mark")
     rubric: L2Rubric
 
     @model_validator(mode="after")

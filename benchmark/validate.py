@@ -94,6 +94,9 @@ def contract_problems(path, w: L1World | L2World, family) -> list[str]:
                 if c.reads_words:
                     out.append(f"{path}: field 'rubric.{part}' check '{c.id}': a {c.kind} check credits words; an L1 "
                                "measure or action must check a value or a product")
+    for code in getattr(w, "also_present", []):
+        if code not in family.defect_catalog:
+            out.append(f"{path}: field 'also_present': '{code}' is not in the family's defect_catalog")
     if w.defect and family.defect_catalog and w.defect not in family.defect_catalog:
         out.append(f"{path}: field 'defect': '{w.defect}' is not in the family's defect_catalog "
                    f"({', '.join(sorted(family.defect_catalog))})")

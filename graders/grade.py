@@ -40,6 +40,9 @@ class Grade(BaseModel):
 def grade(ref: WorldRef, golden: dict[str, Any], report: Any, code_cells: list[str] | None = None,
           products: Path | None = None) -> Grade:
     """`products` is the folder holding the work products the agent wrote (the run's artifacts/<key>/)."""
+    from benchmark.registry import load_track_module
+
+    load_track_module(ref.track.solver_module)  # registers the track's product validators (gold side)
     w = ref.world
     if isinstance(w, L1World):
         g = grade_l1(w, ref.family, golden, report, code_cells, products)

@@ -56,7 +56,7 @@ def invented_traps(world: L2World, family: FamilyManifest, report: dict[str, Any
     named: set[str] = set()
     for it in items:
         named |= named_defects(family, flatten_text(it))
-    return sorted(named - {world.defect})
+    return sorted(named - {world.defect} - set(world.also_present))
 
 
 def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw_report: Any,
