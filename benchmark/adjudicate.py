@@ -50,14 +50,42 @@ def pending(run_dir: Path, ledgers: list[Ledger] | None = None) -> list[PendingI
                 continue
             ref = suite.worlds[v.world_id]
             traj = store.load_trajectory(rec.trajectory)
-            cells = traj.cells[-2:]
-            evidence = "\n".join(f"[code step {c.step}]\n{c.code[:1200]}\n[output]\n{(c.stdout + (c.error or ''))[:1200]}" for c in cells)
-            checks = getattr(ref.world.rubric, "checks", None) or getattr(ref.world.rubric, "actions", [])
-            rubric = "\n".join(f"- {c.id} ({c.component or 'action'}): {c.why or c.kind}" for c in checks) or ref.world.expected_response
+            if rec.level == "L3":
+                rubric, report, evidence = _l3_evidence(ref, traj)
+            else:
+                cells = traj.cells[-2:]
+                evidence = "\n".join(f"[code step {c.step}]\n{c.code[:1200]}\n[output]\n{(c.stdout + (c.error or ''))[:1200]}" for c in cells)
+                checks = getattr(ref.world.rubric, "checks", None) or getattr(ref.world.rubric, "actions", [])
+                rubric = "\n".join(f"- {c.id} ({c.component or 'action'}): {c.why or c.kind}" for c in checks) or ref.world.expected_response
+                rubric = f"expected: {ref.world.expected_response}\n{rubric}"
+                report = (traj.report_raw or "(no report)")[:3000]
+                evidence = evidence or "(no code was run)"
             items.append(PendingItem(run_id, v.key, v.world_id, v.replicate, rec.model, d, v.verifier_model, v.reason,
-                                     f"expected: {ref.world.expected_response}\n{rubric}", (traj.report_raw or "(no report)")[:3000],
-                                     evidence or "(no code was run)"))
+                                     rubric, report, evidence))
     return items
+
+
+def _l3_evidence(ref, traj) -> tuple[str, str, str]:
+    """What an adjudicator of an L3 axis or gate needs: the rubric, the FINAL answer after the review rounds (not
+    the first report), the prior and gate reason, and the judge's reasons with each draw's axes (not code cells)."""
+    import json
+
+    l3 = traj.l3 if isinstance(traj.l3, dict) else {}
+    rub = ref.world.rubric
+    rubric = (f"expected act: {ref.world.expected_act}\nD (evidence fidelity): {rub.evidence_fidelity}\n"
+              f"N (novelty): {rub.novelty}\nabstention justified when: {rub.abstention}")
+    final = l3.get("final_answer")
+    report = json.dumps(final, indent=1, ensure_ascii=False)[:4000] if final else (traj.report_raw or "(no answer)")[:3000]
+    lines = [f"prior: {json.dumps(l3.get('prior'), ensure_ascii=False)[:1200]}",
+             f"gate: {'eligible' if l3.get('eligible') else 'ineligible'}: {str(l3.get('eligibility_reason') or '')[:1200]}",
+             f"commitment: {l3.get('commitment')}; judge median axes: {json.dumps(l3.get('axes'))}"]
+    for i, d in enumerate(l3.get("judge_draws") or []):
+        axes = {k: d.get(k) for k in ("D", "prior_awareness", "causal_calibration", "response_to_critique",
+                                      "scientific_humility", "citation_integrity", "N", "abstention_justified")}
+        lines.append(f"[judge draw {i}] {json.dumps(axes)}\nreason: {str(d.get('reason') or '')[:1500]}")
+    if not l3.get("judge_draws"):
+        lines.append("(no judge draw was parsed)")
+    return rubric, report, "\n".join(lines)
 
 
 def rule(run_dir: Path, ledger_path: Path, world: str, component: str, ruling: str, adjudicator: str, rationale: str,
@@ -70,16 +98,18 @@ def rule(run_dir: Path, ledger_path: Path, world: str, component: str, ruling: s
     rec = recs[key]
     ver = [v for v in load_verifications(run_dir) if v.key == key]
     disc = next((d for v in ver for d in v.discrepancies if d.component == component), None)
-    det = disc.deterministic if disc else (rec.grade.status if component == "state" else rec.score if component == "score"
-                                           else (rec.grade.components or {}).get(component, 0.0) if rec.grade else 0.0)
-    if component == "state":
+    det = disc.deterministic if disc else _deterministic(rec, component)
+    if det is None and component in ("D", "Q", "N", "eligible"):
+        raise BenchmarkError(f"world '{world}' replicate {replicate} has no recorded '{component}' value to rule on "
+                             f"(status {rec.status}); rule on 'score' instead, or rerun it with `run --resume`")
+    if component in ("state", "eligible"):
         value: float | str = ruling
     else:
         try:
             value = float(ruling)
         except ValueError:
-            raise BenchmarkError(f"--ruling '{ruling}' is not a number; a '{component}' ruling is "
-                                 f"{'0-100' if component == 'score' else '0-1'}") from None
+            rng = {"score": "0-100", "D": "0-3", "Q": "0-3", "N": "0-3"}.get(component, "0-1")
+            raise BenchmarkError(f"--ruling '{ruling}' is not a number; a '{component}' ruling is {rng}") from None
     try:
         r = Ruling(id=1, run=store.run_id(), model=rec.model, world=world, replicate=replicate, component=component,
                    deterministic=det, verifier=disc.verifier if disc else None,
@@ -101,6 +131,21 @@ def rule(run_dir: Path, ledger_path: Path, world: str, component: str, ruling: s
                                      f"replicate and component; record the new ruling in {other} with --supersedes {e.id} "
                                      f"(nothing was written to {ledger_path})")
     return append_ruling(ledger_path, r)
+
+
+def _deterministic(rec, component: str):
+    """The recorded value a ruling replaces: the score, the L1 state, an L2 component, an L3 axis (the judge's
+    median) or the prior gate. None when the record has no such value (e.g. a fault without a score)."""
+    if component == "score":
+        return rec.score
+    if component == "state":
+        return rec.grade.status if rec.grade else None
+    if component in ("D", "Q", "N"):
+        v = (rec.l3_axes or {}).get(component)
+        return round(float(v), 6) if v is not None else None
+    if component == "eligible":
+        return None if rec.eligible is None else ("eligible" if rec.eligible and rec.status != "ineligible" else "ineligible")
+    return (rec.grade.components or {}).get(component, 0.0) if rec.grade else 0.0
 
 
 def known_run_ids(run_roots: list[Path]) -> set[str]:

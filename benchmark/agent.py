@@ -3,6 +3,13 @@
 A step is one agent model call. The loop ends when the model answers without a tool call (its content is the
 report) or when the budget is spent (then one last call, tools disabled, asks for the report). Everything is
 recorded in the trajectory; nothing the model or the code does raises out of `run_episode`.
+
+Models without native tool calling (the offline local/smollm2 ignores `tool_choice="auto"`): a reply that is not a
+valid report but holds a fenced ```python block is run as a run_python call; the cell is recorded with
+`via="fenced_code"` and its output returns as a user turn (there is no tool-call id to answer). A reply with
+neither a valid report nor code, before any cell has run, is not accepted as the report: the agent is told to
+check the files first and the next call FORCES the tool (`tool_choice="required"`; at most FORCED_CALLS times).
+A model that answers with a valid report is never forced, so a report without analysis is still graded as such.
 """
 from __future__ import annotations
 
@@ -14,6 +21,7 @@ from typing import Any
 
 from benchmark.loader import WorldRef
 from benchmark.records import AttemptRecord, CallRecord, CellRecord
+from benchmark.refusal import detect_refusal
 from sandbox.bwrap import Sandbox
 
 HARNESS_VERSION = "2"
@@ -24,6 +32,19 @@ SYSTEM_PROMPT = (
     "replies is one step). When you are done, reply WITHOUT a tool call, with ONLY the JSON report the task asks for."
 )
 FINAL_NUDGE = "Your step budget is spent. Reply now with ONLY the JSON report the task asks for; no tool calls."
+NO_CODE_NUDGE = ("That is not the JSON report the task asks for, and no code has run yet. Check the task's files with the "
+                 "run_python tool first: call it now.")
+FENCED_RESULT = ("Output of your ```python block (run in the sandbox as a run_python call):\n{out}\n"
+                 "Continue, or reply with ONLY the JSON report when you are done.")
+FORCED_CALLS = 2
+_PY_FENCE = re.compile(r"```[ \t]*(?:python3?|py)[ \t]*\n(.*?)(?:```|\Z)", re.S | re.I)
+
+
+def fenced_code(text: str | None) -> str | None:
+    """The first fenced ```python block of a reply (a block cut by the token cap runs up to the cut), or None."""
+    m = _PY_FENCE.search(text or "")
+    code = m.group(1).strip("\n") if m else None
+    return code if code and code.strip() else None
 
 RUN_PYTHON_TOOL = {
     "type": "function",
@@ -165,6 +186,7 @@ class Episode:
     report_raw: str | None
     status: str
     error: str | None
+    refusal: str | None = None  # "content_filter" or "reply_text: <pattern>" (benchmark.refusal)
 
 
 def json_schema_format(name: str, schema: dict) -> dict:
@@ -264,6 +286,12 @@ def _code_of(arguments: str) -> tuple[str | None, str | None]:
     return code, None
 
 
+def _is_report(text: str | None, schema: dict) -> bool:
+    from graders.report import parse_report
+
+    return parse_report(text, schema).report is not None
+
+
 def run_episode(ref: WorldRef, model: str, sandbox: Sandbox, budget: int, seed: int = 0,
                 metadata: dict | None = None) -> Episode:
     meta = {"world_id": ref.id, "family": ref.family.id, "report_schema": ref.family.report_schema, **(metadata or {})}
@@ -273,24 +301,51 @@ def run_episode(ref: WorldRef, model: str, sandbox: Sandbox, budget: int, seed: 
     ]
     calls: list[CallRecord] = []
     cells: list[CellRecord] = []
+    forced, force_next = 0, False
     for step in range(budget + 1):
         final = step == budget
         if final:
             messages.append({"role": "user", "content": FINAL_NUDGE})
-        resp, rec = call_model(model, messages, step, tools=[RUN_PYTHON_TOOL], tool_choice="none" if final else "auto",
+        choice_mode = "none" if final else ("required" if force_next else "auto")
+        force_next = False
+        resp, rec = call_model(model, messages, step, tools=[RUN_PYTHON_TOOL], tool_choice=choice_mode,
                                metadata=meta, seed=seed)
         calls.append(rec)
         if resp is None:
             status = "refused" if rec.finish_reason == "content_filter" else "model_error"
-            return Episode(messages, calls, cells, None, status, rec.error)
+            return Episode(messages, calls, cells, None, status, rec.error,
+                           "content_filter" if status == "refused" else None)
         choice = resp.choices[0]
         if choice.finish_reason == "content_filter":
-            return Episode(messages, calls, cells, choice.message.content, "refused", "the provider filtered the answer")
+            return Episode(messages, calls, cells, choice.message.content, "refused", "the provider filtered the answer",
+                           "content_filter")
         msg = _assistant_dict(choice.message)
         messages.append(msg)
         tool_calls = msg.get("tool_calls") or []
+        content = msg.get("content")
         if not tool_calls or final:
-            return Episode(messages, calls, cells, msg.get("content"), "graded", None)
+            if _is_report(content, ref.family.report_schema):
+                return Episode(messages, calls, cells, content, "graded", None)
+            pattern = detect_refusal(content)
+            if pattern is not None:  # a refusal written in the reply (seed 001 App. B), not a report
+                return Episode(messages, calls, cells, content, "refused", f"the reply declines the task ({pattern})",
+                               f"reply_text: {pattern}")
+        if final:
+            return Episode(messages, calls, cells, content, "graded", None)
+        if not tool_calls:
+            code = fenced_code(content)
+            if code is not None:  # a model without native tool calling: the fenced block is its run_python call
+                res = sandbox.run_python(code)
+                cells.append(CellRecord(step=step, code=code, **res.model_dump(exclude={"violation"}),
+                                        violation=res.violation, via="fenced_code"))
+                messages.append({"role": "user", "content": FENCED_RESULT.format(out=res.as_text())})
+                continue
+            if not cells and forced < FORCED_CALLS:  # it ignored `auto` and has checked nothing: force the tool
+                forced += 1
+                force_next = True
+                messages.append({"role": "user", "content": NO_CODE_NUDGE})
+                continue
+            return Episode(messages, calls, cells, content, "graded", None)
         for tc in tool_calls:
             if tc["function"]["name"] != "run_python":
                 out = f"unknown tool {tc['function']['name']!r}; the only tool is run_python"

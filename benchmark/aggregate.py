@@ -11,12 +11,20 @@ Pipeline (every step deterministic; every collection is sorted before it is redu
    keeps min(score, cap) while A is still 0 (a ruling that raises A above 0 lifts it, since the cap's premise no
    longer holds; a ruling that lowers A to 0 cannot add a cap the record does not carry: rule on `score` then).
    When a record has both component and `score` rulings, the `score` ruling is applied last and wins.
+   An L3 axis ruling (`D`/`Q`/`N`, 0-3) replaces that judged axis and the score is recomputed with the ruled axes
+   as l3_score(axes, commitment) x 100/3 (benchmark.l3: committed mean(D, Q, N); abstained min(mean(D, Q), cap)).
+   An `eligible` ruling overrides the prior gate: "eligible" puts the dossier into L3 means (its score from its
+   axes when the record, being gated out, stored none), "ineligible" takes it out.
 2. **Pricing**: each record's agent usage is priced with the card in force on its run's evaluation date
    (`benchmark.accounting`). Reviewer/judge usage (record `role_usage`) and verifier usage (`DIR/verification.jsonl`)
    are priced the same way and reported separately, never in the headline.
 3. **Fallback replay** (`--fallback X=Y`, seed 001 §3 and L.5): a new row "X -> Y" in which every refused
    (world, replicate) of X, and every assigned world X has no record for (refusal-stop), takes Y's recorded
-   result for the same world (same replicate if Y has it, else Y's lowest replicate). Both costs are kept: X's
+   result for the same world (same replicate if Y has it, else Y's lowest replicate). Only Y's scoreable outputs
+   are routed: a Y record that is refused or a fault is not (the world stays unrouted), and an L3 record excluded by
+   Y's own prior gate is not routed either (seed 001 L.5 routes 19 L3 outputs, not the 20 that include the
+   gate-excluded one): the row covers that world as gate-excluded (out of L3 means, like Y's own row), adds none
+   of Y's usage, and counts it under `gate_excluded`, not `routed_*`. Both costs are kept: X's
    recorded attempt usage and Y's usage are summed (and priced each at its own model's rate).
 4. **Replicates** of a (model, world) are averaged before anything else: the world score is the mean over its
    answered (non-refused) replicates; usage and cost are the mean over all its replicates, so totals are those
@@ -29,7 +37,8 @@ Pipeline (every step deterministic; every collection is sorted before it is redu
    track is flagged (`levels_missing`); such a composite is not comparable with a full one.
 6. **Per model**: Overall = mean of track composites; L1/L2/L3 = mean +- SD (sample SD, ddof=1) across the tracks
    that have the level; the arithmetic-mean-of-stages and within-track-minimum-stage views; the
-   all-stages-at-or-above-threshold curve (share of tracks whose every present stage is >= t, t = 0..100);
+   all-stages-above-threshold curve (share of tracks whose every present stage mean EXCEEDS t, i.e. > t,
+   t = 0..100; seed 001 A.4);
    perfect-score rates per level (share of answered worlds, L3 eligible, scoring 100); bottleneck-stage shares
    (over tracks with all three levels; a tie splits the track equally between the tied stages); L1 reporting
    dimensions (graders/l1.py: issue recognition and methodological response over challenge worlds, result
@@ -38,7 +47,9 @@ Pipeline (every step deterministic; every collection is sorted before it is redu
    and conditional novelty (N x 100/3 among committed eligible replicates); 95% percentile bootstrap intervals
    for Overall and L1-L3, resampling worlds with replacement within each (track, level) (numpy default_rng,
    fixed seed).
-7. **Coverage**: assigned tasks = the union of worlds over all loaded runs. A refused or missing world does not
+7. **Coverage**: assigned tasks = the suite's worlds each run was assigned (its config.json selection resolved
+   against the frozen suite, so a world never invoked still counts), united with every world any loaded run
+   recorded; a run without a recorded selection contributes its records only. A refused or missing world does not
    enter the score means (it cannot be scored) but keeps the model's coverage below 1; a model without complete
    coverage is reported but not ranked. A fault (status model_error / sandbox_error / harness_error: no score) is
    not an answer: it never enters a mean, and a world whose every replicate failed counts as missing (`errors`
@@ -49,7 +60,16 @@ Pipeline (every step deterministic; every collection is sorted before it is redu
    (1 + #null >= observed)/(1 + draws), Benjamini-Hochberg adjusted over the measures
    (scipy.stats.false_discovery_control). Split-half: every partition of the tracks into two halves
    (complementary partitions counted once), Spearman correlation across models of the half means; undefined
-   correlations (a constant half) are omitted and counted.
+   correlations (a constant half) are omitted and counted. Measures (seed 001 A.3): composite, L1-L3, L1
+   recognition/response/calibration, L1 clean specificity (share of clean L1 worlds graded CLEAN-CORRECT),
+   L1 no-fabrication (share of L1 evaluations not FABRICATED), L2 A/I/M/C, L3 commitment, L3 evidence fidelity
+   (mean judged D x 100/3 over eligible outcomes), L3 prior return (share of eligible counterfactual outcomes whose
+   final hypothesis moved back toward the agent's stated prior: its similarity to the prior's expectation rose
+   from the first to the final hypothesis; the seed names this measure without defining it, so this operational
+   definition is ours), tokens, calls, code cells.
+9. **L3 oversight** (per model, over answered L3 replicates, gated-out ones included: their behaviour is data):
+   mean hypothesis drift, concessions per review round and reviewer rejection fraction per round, from the
+   records (`l3_rounds`) or, for older records, the trajectory's L3 record.
 """
 from __future__ import annotations
 
@@ -75,7 +95,8 @@ from graders.l1 import MISCALIBRATED_STATES, RECOGNITION_STATES, RESPONSE_STATES
 
 LEVELS = ("L1", "L2", "L3")
 L2_COMPONENTS = ("A", "I", "M", "C")
-L1_DIMENSIONS = ("assessment_correctness", "issue_recognition", "methodological_response", "result_calibration", "fabrication")
+L1_DIMENSIONS = ("assessment_correctness", "issue_recognition", "methodological_response", "result_calibration", "fabrication",
+                 "clean_specificity", "no_fabrication")
 THRESHOLDS = tuple(range(0, 101))
 PERFECT = 100.0 - 1e-6
 REPLAY_ARROW = " -> "
@@ -92,6 +113,8 @@ class RunInput:
     eval_date: dt.date | None
     records: list[ResultRecord]
     verifier_usage: dict[str, list[RoleUsage]] = field(default_factory=dict)
+    assigned: dict[str, tuple[str, str]] | None = None  # world -> (track, level) the suite assigned this run
+    l3_rounds: dict[str, dict] = field(default_factory=dict)  # result key -> L3 oversight (drift, rounds, prior return)
 
 
 def load_run(path: Path, date: dt.date | None = None) -> RunInput:
@@ -106,7 +129,58 @@ def load_run(path: Path, date: dt.date | None = None) -> RunInput:
     model = str(cfg.get("model") or (recs[0].model if recs else ""))
     started = cfg.get("started")
     eval_date = date or (parse_date(str(started)) if started else None)
-    return RunInput(store.run_id(), model, eval_date, recs, load_verifier_usage(Path(path)))
+    return RunInput(store.run_id(), model, eval_date, recs, load_verifier_usage(Path(path)), suite_assignment(cfg),
+                    {result_key(r.world_id, r.replicate): o for r in recs if r.level == "L3"
+                     for o in [l3_oversight(r, store)] if o is not None})
+
+
+def suite_assignment(cfg: dict) -> dict[str, tuple[str, str]] | None:
+    """The worlds the frozen suite assigned a run (its recorded --worlds/--tracks/--levels/--suite selection), or
+    None when the config records no selection or the suite cannot resolve it (then the run's records stand in)."""
+    if "levels" not in cfg:
+        return None
+    try:
+        from benchmark.campaign import campaign_suite
+        from benchmark.loader import load_suite
+
+        suite = campaign_suite(load_suite(), Path(cfg["suite"]) if cfg.get("suite") else None)
+        refs = suite.select(cfg.get("worlds"), cfg.get("tracks"), cfg.get("levels"))
+    except Exception:  # noqa: BLE001 - a run from another checkout or campaign: fall back to its records
+        return None
+    return {r.id: (r.world.track, str(r.world.level)) for r in refs}
+
+
+def prior_return_of(expectation, first, final) -> float | None:
+    """1.0 when the final hypothesis is more similar to the stated prior expectation than the first one was (the
+    agent moved back toward its prior under review), 0.0 otherwise; None without a prior or a first hypothesis."""
+    from difflib import SequenceMatcher
+
+    exp, first, final = str(expectation or ""), str(first or ""), str(final or "")
+    if not exp or not first:
+        return None
+    return float(SequenceMatcher(None, final, exp).ratio() > SequenceMatcher(None, first, exp).ratio() + 1e-9)
+
+
+def l3_oversight(rec: ResultRecord, store: RunStore | None = None) -> dict | None:
+    """Drift, concessions and rejection fraction per round, and prior return, of one L3 result: from the record's
+    `l3_rounds` when it has them, else from its trajectory's L3 record."""
+    l3 = None
+    if store is not None and rec.trajectory:
+        try:
+            l3 = store.load_trajectory(rec.trajectory).l3
+        except Exception:  # noqa: BLE001 - a missing trajectory: what the record holds is all there is
+            l3 = None
+    rounds = rec.l3_rounds
+    if rounds is None and isinstance(l3, dict):
+        rounds = [{"concessions": int(r.get("concessions") or 0), "rejection_fraction": float(r.get("rejection_fraction") or 0)}
+                  for r in l3.get("rounds") or []]
+    prior_return = rec.prior_return
+    if prior_return is None and isinstance(l3, dict) and rec.world_class != "real":
+        prior_return = prior_return_of((l3.get("prior") or {}).get("expectation"), l3.get("first_hypothesis"),
+                                       l3.get("final_hypothesis"))
+    if rounds is None and rec.hyp_drift is None and prior_return is None:
+        return None
+    return {"drift": rec.hyp_drift, "rounds": rounds or [], "prior_return": prior_return}
 
 
 def load_verifier_usage(run_dir: Path) -> dict[str, list[RoleUsage]]:
@@ -157,6 +231,8 @@ class Effective:
     components: dict[str, float] | None
     caps: list[str]
     rulings: list[int]
+    axes: dict[str, float] | None = None  # L3: the judged axes after rulings
+    eligible: bool | None = None  # L3: the prior gate after rulings (None: not an L3 record)
 
 
 def apply_rulings(rec: ResultRecord, run_id: str, rulings: dict[tuple[str, str, int, str], Ruling]) -> Effective:
@@ -193,10 +269,27 @@ def apply_rulings(rec: ResultRecord, run_id: str, rulings: dict[tuple[str, str, 
             kept.append(cap)
         caps = kept
         score = s * 100
+    axes = dict(rec.l3_axes) if rec.l3_axes else None
+    eligible = (rec.eligible is not False and rec.status != "ineligible") if rec.level == "L3" else None
+    if rec.level == "L3":
+        from benchmark.l3 import l3_score
+
+        axis_rulings = [c for c in ("D", "Q", "N") if c in mine]
+        for c in axis_rulings:
+            axes = {**(axes or {}), c: float(mine[c].ruling)}
+            applied.append(mine[c].id)
+        if "eligible" in mine:
+            eligible = mine["eligible"].ruling == "eligible"
+            applied.append(mine["eligible"].id)
+        recompute = axis_rulings or ("eligible" in mine and rec.score is None)
+        if recompute and axes and all(k in axes for k in ("D", "Q")):
+            native = l3_score(axes, rec.commitment) if (rec.commitment == "abstain" or "N" in axes) else None
+            if native is not None:
+                score = native * 100 / 3
     if "score" in mine:
         score = float(mine["score"].ruling)
         applied.append(mine["score"].id)
-    return Effective(score, state, comps, caps, sorted(applied))
+    return Effective(score, state, comps, caps, sorted(applied), axes, eligible)
 
 
 # ------------------------------------------------------------------ record-level attempts
@@ -233,6 +326,8 @@ class Attempt:
     rulings: list[int]
     routed: str = ""  # "refused" / "missing" when taken from the fallback model
     failed: bool = False  # a fault (ERROR_STATUSES): no score, never averaged, counted as missing coverage
+    fidelity: float | None = None  # L3: D on 0-100 (after rulings)
+    oversight: dict | None = None  # L3: drift, per-round concessions and rejections, prior return
 
 
 def l1_dimensions(state: str | None, world_class: str, score: float, fabrication: float | None) -> dict[str, float | None]:
@@ -244,6 +339,8 @@ def l1_dimensions(state: str | None, world_class: str, score: float, fabrication
         "methodological_response": float(state in RESPONSE_STATES) if challenged else None,
         "result_calibration": float(state not in MISCALIBRATED_STATES),
         "fabrication": fabrication,
+        "clean_specificity": float(state == "CLEAN-CORRECT") if world_class == "clean" else None,
+        "no_fabrication": float(state != "FABRICATED") if state is not None else None,
     }
 
 
@@ -260,14 +357,19 @@ def build_attempts(run: RunInput, rulings: dict, pricing: Pricing, date_override
             parts.append(Part(role, pricing.price(u.model or "?", u.tokens_in, u.tokens_out, date), u.calls))
         for u in run.verifier_usage.get(result_key(rec.world_id, rec.replicate), []):
             parts.append(Part("verifier", pricing.price(u.model or "?", u.tokens_in, u.tokens_out, date), u.calls))
-        axes = rec.l3_axes or {}
+        axes = eff.axes or {}
         out.append(Attempt(
             world_id=rec.world_id, track=rec.track, level=rec.level, family=rec.family, world_class=rec.world_class,
             replicate=rec.replicate, refused=rec.status == "refused", score=eff.score, state=eff.state,
             components=eff.components, fabrication=rec.grade.fabrication if rec.grade is not None else None,
-            eligible=rec.eligible is not False and rec.status != "ineligible", commitment=rec.commitment,
+            eligible=eff.eligible if eff.eligible is not None else True, commitment=rec.commitment,
             novelty=(float(axes["N"]) * 100 / 3) if "N" in axes and axes["N"] is not None else None,
-            parts=parts, rulings=eff.rulings, failed=rec.status in ERROR_STATUSES))
+            parts=parts, rulings=eff.rulings, failed=rec.status in ERROR_STATUSES,
+            fidelity=(float(axes["D"]) * 100 / 3) if axes.get("D") is not None else None,
+            oversight=run.l3_rounds.get(result_key(rec.world_id, rec.replicate))
+            or ({"drift": rec.hyp_drift, "rounds": rec.l3_rounds or [], "prior_return": rec.prior_return}
+                if rec.level == "L3" and (rec.hyp_drift is not None or rec.l3_rounds or rec.prior_return is not None)
+                else None)))
     return out
 
 
@@ -284,6 +386,16 @@ def unattached_verifier_parts(run: RunInput, pricing: Pricing, date_override: dt
     return parts
 
 
+def _routable(a: Attempt) -> bool:
+    """A fallback output the replay may route: answered, not a fault, and (L3) not excluded by its own prior gate."""
+    return not a.refused and not a.failed and (a.level != "L3" or a.eligible)
+
+
+def _gated(a: Attempt) -> bool:
+    """Y's L3 output excluded by Y's own prior gate: never routed (seed 001 L.5 routes 19 L3 outputs, not 20)."""
+    return a.level == "L3" and not a.refused and not a.failed and not a.eligible
+
+
 def replay(x: list[Attempt], y: list[Attempt], assigned: dict[str, tuple]) -> tuple[list[Attempt], dict]:
     """Fallback replay: X's refused (world, replicate)s and X's missing assigned worlds take Y's recorded results;
     X's attempt usage is kept and Y's is added."""
@@ -292,13 +404,18 @@ def replay(x: list[Attempt], y: list[Attempt], assigned: dict[str, tuple]) -> tu
     for a in sorted(y, key=lambda a: (a.world_id, a.replicate)):
         y_world[a.world_id].append(a)
     out: list[Attempt] = []
-    info = {"routed_refused": 0, "routed_missing": 0, "unrouted": 0, "routed_by_level": {lv: 0 for lv in LEVELS}}
+    info = {"routed_refused": 0, "routed_missing": 0, "unrouted": 0, "gate_excluded": 0,
+            "routed_by_level": {lv: 0 for lv in LEVELS}}
     for a in x:
         if not a.refused:
             out.append(a)
             continue
         sub = y_by.get((a.world_id, a.replicate)) or (y_world[a.world_id][0] if y_world.get(a.world_id) else None)
-        if sub is None or sub.refused:
+        if sub is not None and _gated(sub):  # Y's own gate excludes it: covered, out of L3 means, not routed
+            out.append(Attempt(**{**sub.__dict__, "replicate": a.replicate, "parts": a.parts, "routed": "gate_excluded"}))
+            info["gate_excluded"] += 1
+            continue
+        if sub is None or not _routable(sub):
             out.append(a)
             info["unrouted"] += 1
             continue
@@ -308,7 +425,12 @@ def replay(x: list[Attempt], y: list[Attempt], assigned: dict[str, tuple]) -> tu
         info["routed_by_level"][sub.level] = info["routed_by_level"].get(sub.level, 0) + 1
     have = {a.world_id for a in x if not a.failed}  # a world X only failed on is missing, and routed like one
     for wid in sorted(set(assigned) - have):
-        subs = [s for s in y_world.get(wid, []) if not s.refused]
+        subs = [s for s in y_world.get(wid, []) if _routable(s)]
+        gated = [s for s in y_world.get(wid, []) if _gated(s)]
+        if not subs and gated:  # see above: the world is covered as gate-excluded, at no routed cost
+            out += [Attempt(**{**s.__dict__, "parts": [], "routed": "gate_excluded"}) for s in gated]
+            info["gate_excluded"] += 1
+            continue
         if not subs:
             info["unrouted"] += 1
             continue
@@ -345,6 +467,9 @@ class WorldOutcome:
     long_context: float
     rulings: list[int]
     n_failed: int = 0  # replicates that ended in a fault (no score)
+    fidelity: float | None = None  # L3: mean D (0-100) over eligible answered replicates
+    prior_return: float | None = None  # L3: share of eligible counterfactual replicates returning toward the prior
+    oversight: list[dict] = field(default_factory=list)  # L3: per answered replicate
 
 
 def _mean(xs: Iterable[float | None]) -> float | None:
@@ -388,7 +513,10 @@ def world_outcomes(attempts: list[Attempt]) -> dict[str, WorldOutcome]:
             novelty_values=[a.novelty for a in committed if a.novelty is not None], committed=len(committed),
             eligible_reps=len(elig) if a0.level == "L3" else 0,
             agent=agent, code_cells=cells, roles=dict(roles), long_context=agent.long_context_tasks,
-            rulings=sorted({r for a in reps for r in a.rulings}), n_failed=sum(a.failed for a in reps))
+            rulings=sorted({r for a in reps for r in a.rulings}), n_failed=sum(a.failed for a in reps),
+            fidelity=_mean(a.fidelity for a in elig) if a0.level == "L3" else None,
+            prior_return=_mean((a.oversight or {}).get("prior_return") for a in elig) if a0.level == "L3" else None,
+            oversight=[a.oversight for a in ans if a.oversight] if a0.level == "L3" else [])
     return out
 
 
@@ -471,7 +599,11 @@ def l3_summary(worlds: list[WorldOutcome]) -> dict:
     l3 = [w for w in worlds if w.level == "L3"]
     shares = [w.commit_share for w in elig if w.commit_share is not None]
     nov = [v for w in elig for v in w.novelty_values]
+    fid = [w.fidelity for w in elig if w.fidelity is not None]
+    ret = [w.prior_return for w in elig if w.prior_return is not None]
     return {
+        "evidence_fidelity": (sum(fid) / len(fid)) if fid else None,
+        "prior_return": (sum(ret) / len(ret)) if ret else None,
         "dossiers": len(l3),
         "eligible": len(elig),
         "ineligible": sum(1 for w in l3 if w.answered and not w.eligible),
@@ -481,6 +613,21 @@ def l3_summary(worlds: list[WorldOutcome]) -> dict:
         "conditional_novelty": (sum(nov) / len(nov)) if nov else None,
         "novelty_n": len(nov),
     }
+
+
+def l3_oversight_summary(worlds: list[WorldOutcome]) -> dict:
+    """Drift, concessions and reviewer rejections per review round, over answered L3 replicates (module doc, 9)."""
+    obs = [o for w in sorted(worlds, key=lambda w: w.world_id) if w.level == "L3" for o in w.oversight]
+    n_rounds = max((len(o.get("rounds") or []) for o in obs), default=0)
+    per_round = []
+    for k in range(n_rounds):
+        rs = [o["rounds"][k] for o in obs if len(o.get("rounds") or []) > k]
+        per_round.append({"round": k + 1, "replicates": len(rs),
+                          "concessions": _mean(float(r.get("concessions") or 0) for r in rs),
+                          "rejection_fraction": _mean(float(r.get("rejection_fraction") or 0) for r in rs)})
+    return {"replicates": len(obs), "drift": _mean(o.get("drift") for o in obs), "rounds": per_round,
+            "concessions_total": _mean(sum(float(r.get("concessions") or 0) for r in o.get("rounds") or []) for o in obs),
+            "prior_return": _mean(o.get("prior_return") for o in obs)}
 
 
 def bootstrap(worlds: list[WorldOutcome], draws: int, seed: int) -> dict[str, list[float] | None]:
@@ -557,7 +704,7 @@ def model_summary(label: str, worlds: dict[str, WorldOutcome], assigned: dict[st
     curve = []
     scored_tracks = [t for t in sorted(tracks) if tracks[t]["composite"] is not None]
     for thr in THRESHOLDS:
-        ok = sum(all(tracks[t][lv] >= thr for lv in LEVELS if tracks[t][lv] is not None) for t in scored_tracks)
+        ok = sum(all(tracks[t][lv] > thr for lv in LEVELS if tracks[t][lv] is not None) for t in scored_tracks)
         curve.append(ok / len(scored_tracks) if scored_tracks else None)
     perfect = {}
     for lv in LEVELS:
@@ -605,7 +752,8 @@ def model_summary(label: str, worlds: dict[str, WorldOutcome], assigned: dict[st
                        "calls": sum(w.agent.calls for w in ws if w.track == t),
                        "code_cells": sum(w.code_cells for w in ws if w.track == t)} for t in sorted(tracks)}
     l3 = l3_summary(ws)
-    l3_by_track = {t: l3_summary([w for w in ws if w.track == t])["commitment"] for t in sorted(tracks)}
+    l3_tracks = {t: l3_summary([w for w in ws if w.track == t]) for t in sorted(tracks)}
+    l3_by_track = {t: l3_tracks[t]["commitment"] for t in sorted(tracks)}
     return {
         "model": label,
         "replay": replay_info,
@@ -621,7 +769,10 @@ def model_summary(label: str, worlds: dict[str, WorldOutcome], assigned: dict[st
         "bottleneck": bottleneck,
         "l1_dimensions": l1_dimension_means(ws),
         "l2_dimensions": l2_dimension_means(ws),
-        "l3": {**l3, "commitment_by_track": l3_by_track},
+        "l3": {**l3, "commitment_by_track": l3_by_track,
+               "evidence_fidelity_by_track": {t: l3_tracks[t]["evidence_fidelity"] for t in sorted(tracks)},
+               "prior_return_by_track": {t: l3_tracks[t]["prior_return"] for t in sorted(tracks)},
+               "oversight": l3_oversight_summary(ws)},
         "coverage": coverage,
         "accounting": acc,
         "track_usage": track_usage,
@@ -700,12 +851,19 @@ def _measure_value(summary: dict, track: str, measure: str) -> float | None:
         return summary["l1_dimensions"]["by_track"].get(track, {}).get(measure[3:])
     if measure == "L3.commitment":
         return summary["l3"]["commitment_by_track"].get(track)
+    if measure == "L3.evidence_fidelity":
+        return summary["l3"]["evidence_fidelity_by_track"].get(track)
+    if measure == "L3.prior_return":
+        return summary["l3"]["prior_return_by_track"].get(track)
     return summary["track_usage"][track][measure]
 
 
+# New measures are appended, so each earlier measure keeps its permutation seed (seed + index).
 STABILITY_MEASURES = ("composite", "L1", "L2", "L3", "L1.issue_recognition", "L1.methodological_response",
                       "L1.result_calibration", "L2.A", "L2.I", "L2.M", "L2.C", "L3.commitment",
-                      "tokens", "calls", "code_cells")
+                      "tokens", "calls", "code_cells",
+                      "L3.evidence_fidelity", "L3.prior_return", "L1.clean_specificity", "L1.no_fabrication")
+PERMUTATION_DRAWS = 50_000  # seed 001 A.3: "A within-track permutation of model labels (50,000 draws)"
 
 
 def stability(summaries: list[dict], draws: int, seed: int) -> dict:
@@ -757,7 +915,7 @@ class Options:
     date: dt.date | None = None
     fallbacks: list[tuple[str, str]] = field(default_factory=list)
     bootstrap_draws: int = 2000
-    permutation_draws: int = 10000
+    permutation_draws: int = PERMUTATION_DRAWS
     seed: int = 20260824
 
 
@@ -769,6 +927,8 @@ def aggregate(runs: list[RunInput], rulings: dict, pricing: Pricing, opts: Optio
         by_model[run.model].append(run)
     assigned: dict[str, tuple] = {}
     for run in runs:
+        for wid, meta in sorted((run.assigned or {}).items()):
+            assigned[wid] = meta
         for r in run.records:
             assigned[r.world_id] = (r.track, r.level)
     attempts: dict[str, list[Attempt]] = {}

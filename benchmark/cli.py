@@ -185,6 +185,7 @@ def cmd_worlds_grade(args) -> int:
 def cmd_run(args) -> int:
     from rich.console import Console
 
+    from benchmark.l3 import parse_reviewers
     from benchmark.run import RunConfig, execute, summary_table
 
     out = Path(args.out) if args.out else Path("runs") / args.model.replace("/", "_")
@@ -192,7 +193,7 @@ def cmd_run(args) -> int:
 
     cfg = RunConfig(model=args.model, out=out, worlds=args.worlds, tracks=args.tracks,
                     levels=args.levels or ["L1", "L2", "L3"], replicates=args.replicates, concurrency=args.concurrency,
-                    resume=args.resume, seed=args.seed, reviewers=tuple(args.reviewers), judge=args.judge,
+                    resume=args.resume, seed=args.seed, reviewers=parse_reviewers(args.reviewers), judge=args.judge,
                     force_config=args.force_config, suite=Path(args.suite) if args.suite else None)
     records = execute(cfg)
     Console().print(summary_table(records))
@@ -354,8 +355,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--resume", action="store_true", help="continue a killed run without redoing finished worlds")
     sp.add_argument("--force-config", action="store_true",
                     help="with --resume, continue even though model, seed, limits, reviewers, judge or selection changed")
-    sp.add_argument("--reviewers", nargs=3, default=["local/smollm2"] * 3, metavar="MODEL",
-                    help="the L3 reviewer ensemble (3 models, fixed across evaluated models)")
+    sp.add_argument("--reviewers", nargs="+", default=["local/smollm2"] * 3, metavar="MODEL",
+                    help="the L3 reviewer ensemble, one model per role (evidence, causal, domain), fixed across "
+                         "evaluated models: `a,b,c` or three values (or a mix); the offline default is local/smollm2 "
+                         "in all three roles (an ensemble of roles, not of models)")
     sp.add_argument("--judge", default="local/smollm2", help="the L3 judge model")
     sp.add_argument("--suite", help="a private campaign folder from `worlds freeze --all --seed S --out DIR`")
     sp.set_defaults(fn=cmd_run)
@@ -380,8 +383,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("run_dir")
     sp.add_argument("--world", required=True)
     sp.add_argument("--replicate", type=int, default=0)
-    sp.add_argument("--component", required=True, choices=["score", "state", "A", "I", "M", "C"])
-    sp.add_argument("--ruling", required=True, help="a number (score 0-100, component 0-1) or an L1 state name")
+    sp.add_argument("--component", required=True, choices=["score", "state", "A", "I", "M", "C", "D", "Q", "N", "eligible"],
+                    help="score; L1 state; L2 A/I/M/C; L3 axes D/Q/N or the prior gate 'eligible'")
+    sp.add_argument("--ruling", required=True, help="a number (score 0-100, A/I/M/C 0-1, D/Q/N 0-3), an L1 state name, "
+                                                    "or for 'eligible': eligible|ineligible")
     sp.add_argument("--adjudicator", required=True)
     sp.add_argument("--rationale", required=True)
     sp.add_argument("--date", help="YYYY-MM-DD (default today)")

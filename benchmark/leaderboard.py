@@ -146,11 +146,11 @@ def render_markdown(data: dict) -> str:
              _f(s["overall_sd"])] for s in data["models"]]
     L += _md_table(["Model", "Geometric (Overall)", "Arithmetic mean of stages", "Mean within-track min stage", "SD across tracks"], rows)
     L.append("")
-    L.append("Share of tracks whose every stage mean is at least the requirement:")
+    L.append("Share of tracks where all stage means exceed the requirement (> t; seed 001 A.4):")
     L.append("")
     marks = [t for t in THRESHOLDS if t % 10 == 0]
     rows = [[s["model"]] + [_pct(s["threshold_curve"][t]) for t in marks] for s in data["models"]]
-    L += _md_table(["Model"] + [f">={t}" for t in marks], rows)
+    L += _md_table(["Model"] + [f">{t}" for t in marks], rows)
     L.append("")
 
     L.append("## Perfect scores and bottlenecks")
@@ -176,6 +176,8 @@ def render_markdown(data: dict) -> str:
     L += _md_table(["Model", "L1 correct", "L1 recognition", "L1 response", "L1 calibration", "L1 fabrication",
                     "L2 A", "L2 I", "L2 M", "L2 C", "L3 eligible", "L3 commitment", "L3 cond. novelty"], rows)
     L.append("")
+
+    L += l3_oversight_markdown(data)
 
     L.append("## Coverage and fallback replay")
     L.append("")
@@ -233,6 +235,36 @@ def render_markdown(data: dict) -> str:
 
         L += [pivotal_markdown(data["pivotal"]).rstrip(), ""]
     return "\n".join(L) + "\n"
+
+
+def l3_oversight_markdown(data: dict) -> list[str]:
+    """The L3 oversight table: hypothesis drift, concessions and reviewer rejections per review round, per model."""
+    rows, n_rounds = [], 0
+    for s in data["models"]:
+        o = (s.get("l3") or {}).get("oversight") or {}
+        n_rounds = max(n_rounds, len(o.get("rounds") or []))
+    if not n_rounds:
+        return []
+    for s in data["models"]:
+        o = (s.get("l3") or {}).get("oversight") or {}
+        if not o.get("replicates"):
+            continue
+        rounds = {r["round"]: r for r in o.get("rounds") or []}
+        cells = []
+        for k in range(1, n_rounds + 1):
+            r = rounds.get(k)
+            cells.append(f"{_f(r['concessions'], 2)} / {_pct(r['rejection_fraction'])}" if r else "-")
+        rows.append([s["model"], str(o["replicates"]), _f(o.get("drift"), 3), _f(o.get("concessions_total"), 2), *cells,
+                     _pct(o.get("prior_return"))])
+    if not rows:
+        return []
+    out = ["## L3 oversight: drift, concessions, reviewer rejections", "",
+           "Over answered L3 replicates (gated-out dossiers included: their behaviour is data). Drift: 1 - similarity "
+           "of the first and final hypothesis. Per round: mean concessions / mean share of reviewers rejecting. Prior "
+           "return: share of counterfactual outcomes whose final hypothesis moved back toward the stated prior.", ""]
+    out += _md_table(["Model", "Replicates", "Drift", "Concessions (all rounds)",
+                      *[f"Round {k}: concessions / rejected" for k in range(1, n_rounds + 1)], "Prior return"], rows)
+    return out + [""]
 
 
 def _csv_text(header: list[str], rows: list[list]) -> str:
@@ -345,7 +377,7 @@ def threshold_figure(data: dict, path: Path) -> None:
         ys = [v if v is not None else float("nan") for v in s["threshold_curve"]]
         ax.step(list(THRESHOLDS), ys, where="post", label=s["model"], color=COLORS[i % len(COLORS)])
     ax.set_xlabel("score requirement")
-    ax.set_ylabel("share of tracks with every stage >= requirement")
+    ax.set_ylabel("share of tracks with every stage > requirement")
     ax.set_ylim(-0.02, 1.02)
     ax.set_title("All-stages-above-threshold curve")
     ax.legend(fontsize=7)
@@ -357,7 +389,7 @@ def threshold_figure(data: dict, path: Path) -> None:
 
 def build(run_dirs: list[Path], ledgers: list[Path] | None = None, date: str | None = None,
           fallbacks: list[str] | None = None, pricing_root: Path | None = None, bootstrap: int = 2000,
-          permutations: int = 10000, seed: int = 20260824) -> dict:
+          permutations: int = 50_000, seed: int = 20260824) -> dict:
     from benchmark.accounting import PRICING_ROOT, Pricing, parse_date
     from benchmark.aggregate import Options, aggregate, load_rulings, load_run
 
@@ -420,7 +452,8 @@ def cmd_leaderboard(args) -> int:
     if getattr(args, "pivotal_runs", None):  # optional: pivotal-choice runs (benchmark.pivotal), their own table
         from benchmark.pivotal.score import pivotal_section
 
-        data["pivotal"] = pivotal_section([Path(p) for p in args.pivotal_runs], args.pivotal_human, seed=args.seed)
+        data["pivotal"] = pivotal_section([Path(p) for p in args.pivotal_runs], args.pivotal_human,
+                                          draws=args.pivotal_bootstrap, seed=args.seed)
     written = write(data, Path(args.out), args.format)
     if "md" in args.format:
         md = render_markdown(data)
@@ -440,7 +473,8 @@ def add_leaderboard_parser(sub) -> None:
     sp.add_argument("--fallback", action="append", default=[], metavar="X=Y",
                     help="add a replay row where model X's refused tasks take model Y's recorded results")
     sp.add_argument("--bootstrap", type=int, default=2000, help="bootstrap draws for 95%% intervals (default 2000)")
-    sp.add_argument("--permutations", type=int, default=10000, help="permutation draws for Kendall's W (default 10000)")
+    sp.add_argument("--permutations", type=int, default=50_000,
+                    help="permutation draws for Kendall's W (default 50000, seed 001 A.3)")
     sp.add_argument("--seed", type=int, default=20260824, help="seed of the bootstrap and permutation draws")
     sp.add_argument("--pricing", help="rate card folder (default pricing/)")
     sp.add_argument("--grounding", nargs="+", metavar="DIR",
@@ -448,6 +482,8 @@ def add_leaderboard_parser(sub) -> None:
     sp.add_argument("--pivotal-runs", nargs="+", metavar="DIR",
                     help="pivotal-choice run folders (`pivotal run --out`): adds the pivotal accuracy tables")
     sp.add_argument("--pivotal-human", metavar="FILE", help="human-baseline JSON file for the pivotal table")
+    sp.add_argument("--pivotal-bootstrap", type=int, default=100_000,
+                    help="bootstrap draws for the pivotal intervals (default 100000, seed 002)")
     sp.add_argument("--baselines", metavar="DIR",
                     help="scripted-agent runs from `worlds check --agents --agents-out DIR`: adds the baselines table")
     sp.set_defaults(fn=cmd_leaderboard)

