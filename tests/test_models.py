@@ -38,3 +38,48 @@ def test_scripted_first_takes_first_options():
 def test_scripted_agent_needs_a_world():
     resp, rec = call_model("scripted/oracle", [{"role": "user", "content": "x"}], step=0)
     assert resp is None and "world_id" in rec.error
+
+
+def test_local_fit_keeps_head_and_tail_of_one_over_long_message():
+    """The L3 judge's single user message (whole dossier + nine critiques + three rebuttals) must fit smollm2's
+    context: the local provider keeps its head (the task) and tail (the final answer and the ask) with a marker."""
+    from benchmark.models.local import CHARS_PER_TOKEN, _fit
+
+    long = "TASK: judge this.\n" + "row,value\n" * 5000 + "FINAL ANSWER: {...}\nReturn ONLY JSON."
+    out = _fit([{"role": "user", "content": long}], n_ctx=8192, max_tokens=320)
+    text = out[0]["content"]
+    assert len(text) <= (8192 - 320 - 256) * CHARS_PER_TOKEN
+    assert text.startswith("TASK: judge this.") and text.endswith("Return ONLY JSON.")
+    assert "characters cut here to fit the local model's context" in text
+    short = [{"role": "user", "content": "hi"}]
+    assert _fit(short, 8192, 320) == short
+
+
+def test_local_provider_turns_a_forced_tool_call_into_a_grammar_answer():
+    """smollm2 ignores tool_choice: a forced call (required or named) is answered under a JSON grammar for the
+    function's parameters and returned as that tool call, closed when the token cap cut it."""
+    import json as _json
+
+    from benchmark.agent import RUN_PYTHON_TOOL
+    from benchmark.models.local import _as_tool_call, _forced_function
+
+    assert _forced_function([RUN_PYTHON_TOOL], "auto") is None and _forced_function([RUN_PYTHON_TOOL], "none") is None
+    assert _forced_function([RUN_PYTHON_TOOL], "required")["name"] == "run_python"
+    assert _forced_function([RUN_PYTHON_TOOL], {"type": "function", "function": {"name": "run_python"}})["name"] == "run_python"
+    cut = {"index": 0, "message": {"role": "assistant", "content": '{"code": "print(1)\\nprint(2'}, "finish_reason": "length"}
+    call = _as_tool_call(cut, _forced_function([RUN_PYTHON_TOOL], "required"))
+    assert call["finish_reason"] == "tool_calls" and call["message"]["content"] is None
+    args = _json.loads(call["message"]["tool_calls"][0]["function"]["arguments"])
+    assert args["code"].startswith("print(1)")
+
+
+def test_local_smollm2_honours_a_forced_tool_call():
+    from benchmark.agent import RUN_PYTHON_TOOL, _code_of
+
+    resp, rec = call_model("local/smollm2", [{"role": "user", "content": "List the files in the working directory."}],
+                           step=0, tools=[RUN_PYTHON_TOOL], tool_choice="required", max_tokens=48)
+    assert rec.ok, rec.error
+    calls = resp.choices[0].message.tool_calls
+    assert calls and calls[0].function.name == "run_python"
+    code, problem = _code_of(calls[0].function.arguments)
+    assert problem is None and isinstance(code, str)

@@ -11,9 +11,9 @@ from benchmark.agent import fenced_code
 from benchmark.run import RunConfig, execute
 from benchmark.store import RunStore
 
-# one world per L1/L2 family
-ONE_PER_FAMILY = ["histone.L1.integrity.clean", "scrna.L1.integrity.clean", "histone.L2.differential.clean",
-                  "histone.L2.quantify.clean_h3k4me3", "scrna.L2.condition_de.clean", "scrna.L2.markers.clean"]
+# One L1 and one L2 world: the 135M model takes 20-150 s per reply on two shared cores, so the test runs the fewest
+# worlds that cover both loops' graders (the agent loop is the same for every family).
+WORLDS = ["scrna.L1.integrity.clean", "scrna.L2.markers.clean"]
 
 
 def test_fenced_code_takes_the_python_block_even_when_cut_by_the_token_cap():
@@ -25,13 +25,14 @@ def test_fenced_code_takes_the_python_block_even_when_cut_by_the_token_cap():
 @pytest.mark.slow
 def test_offline_default_runs_code_in_every_l1_l2_world(tmp_path):
     out = tmp_path / "offline"
-    # max_steps=1: one working step, then the report step (the real budget is 20; this keeps the test in minutes)
-    recs = execute(RunConfig(model="local/smollm2", out=out, worlds=ONE_PER_FAMILY, levels=["L1", "L2"], max_steps=1))
-    assert len(recs) == len(ONE_PER_FAMILY)
+    # max_steps=2: two working steps (room for one forced call after a prose reply), then the report step; the
+    # real budget is 20, this keeps the test in minutes
+    recs = execute(RunConfig(model="local/smollm2", out=out, worlds=WORLDS, levels=["L1", "L2"], max_steps=2))
+    assert len(recs) == len(WORLDS)
     store = RunStore(out)
     for r in recs:
         traj = store.load_trajectory(r.trajectory)
         assert r.code_cells >= 1 and len(traj.cells) >= 1, (r.world_id, r.status, r.error, traj.messages[-1])
         for c in traj.cells:  # a cell is either a native tool call or a recorded fenced block
             assert c.via in (None, "fenced_code")
-    assert json.loads((out / "config.json").read_text())["max_steps"] == 1
+    assert json.loads((out / "config.json").read_text())["max_steps"] == 2
