@@ -131,11 +131,8 @@ def masked_paths() -> tuple[Path, ...]:
 
 
 def _sha256(p: Path) -> str:
-    h = hashlib.sha256()
     with open(p, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 _PROBE = r'''
