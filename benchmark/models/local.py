@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import threading
 import time
 import uuid
@@ -67,6 +68,9 @@ CHARS_PER_TOKEN = 2.5  # budget by characters: numbers and tables tokenise at ~2
 CUT_MARKER = "\n...[{n} characters cut here to fit the local model's context; head and tail kept]...\n"
 
 
+_OVER_CONTEXT = re.compile(r"request \((\d+) tokens\) exceeds the available context size")
+
+
 def _shorten(text: str, keep: int) -> str:
     """Head and tail of an over-long text with a marker between them (the head states the task, the tail asks)."""
     if len(text) <= keep:
@@ -77,11 +81,13 @@ def _shorten(text: str, keep: int) -> str:
     return text[:head] + CUT_MARKER.format(n=len(text) - keep) + text[len(text) - tail:]
 
 
-def _fit(messages: list[dict], n_ctx: int, max_tokens: int) -> list[dict]:
+def _fit(messages: list[dict], n_ctx: int, max_tokens: int, budget: int | None = None) -> list[dict]:
     """Drop the oldest exchanges after the opening system+user turns until the prompt fits the context; if it
     still does not fit (one long message), cut the longest messages to their head and tail with a marker.
 
-    Budget by characters (CHARS_PER_TOKEN); tool results are also cut to 4,000 chars.
+    Budget by characters (CHARS_PER_TOKEN, or `budget`); tool results are also cut to 4,000 chars. When the server
+    still counts too many tokens (dense tables tokenise at ~2 chars/token), `completion` refits with the budget
+    scaled by the server's own count.
     """
     msgs = []
     for m in messages:
@@ -89,7 +95,7 @@ def _fit(messages: list[dict], n_ctx: int, max_tokens: int) -> list[dict]:
         if m.get("role") == "tool" and isinstance(m.get("content"), str) and len(m["content"]) > 4000:
             m["content"] = m["content"][:4000] + "\n...[truncated for the local model's context]"
         msgs.append(m)
-    budget = int((n_ctx - max_tokens - 256) * CHARS_PER_TOKEN)
+    budget = budget or int((n_ctx - max_tokens - 256) * CHARS_PER_TOKEN)
     head, tail = msgs[:2], msgs[2:]
     size = lambda ms: sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in ms)  # noqa: E731
     while tail and size(head + tail) > budget:
@@ -154,16 +160,26 @@ class LocalLLM(CustomLLM):
         for key in ("tools", "tool_choice", "response_format", "stop", "top_p"):
             if optional_params.get(key) is not None and not (forced and key in ("tools", "tool_choice")):
                 request[key] = optional_params[key]
+        hint: list[dict] = []
         if forced:  # honour the forced call: the function's parameters as a JSON grammar, and say so
-            request["messages"] = request["messages"] + [{"role": "user", "content": FORCED_HINT.format(
+            hint = [{"role": "user", "content": FORCED_HINT.format(
                 name=forced.get("name", "the tool"), desc=forced.get("description", ""),
                 params=", ".join((forced.get("parameters") or {}).get("properties", {})) or "none")}]
+            request["messages"] = request["messages"] + hint
             request["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": forced.get("name", "call"), "schema": forced.get("parameters") or {"type": "object"}}}
         with _lock:
             server = _server(name)
             t0 = time.monotonic()
             out = server.handle_chat_completions(request)
+            budget = int((n_ctx - max_tokens - 256) * CHARS_PER_TOKEN)
+            for _ in range(3):  # over the context by the server's count: refit to its tokens-per-character ratio
+                m = _OVER_CONTEXT.search(str(out.get("error", {}).get("message", "")) if isinstance(out, dict) else "")
+                if not m:
+                    break
+                budget = int(budget * (n_ctx - max_tokens - 64) / int(m.group(1)) * 0.95)
+                request["messages"] = _fit(messages, n_ctx, max_tokens, budget) + hint
+                out = server.handle_chat_completions(request)
         if not isinstance(out, dict) or "choices" not in out:
             msg = out.get("error", {}).get("message") if isinstance(out, dict) else str(out)
             raise CustomLLMError(status_code=500, message=f"local model error: {msg}")
