@@ -346,16 +346,22 @@ def run_episode(ref: WorldRef, model: str, sandbox: Sandbox, budget: int, seed: 
                 messages.append({"role": "user", "content": NO_CODE_NUDGE})
                 continue
             return Episode(messages, calls, cells, content, "graded", None)
-        for tc in tool_calls:
-            if tc["function"]["name"] != "run_python":
-                out = f"unknown tool {tc['function']['name']!r}; the only tool is run_python"
-            else:
-                code, problem = _code_of(tc["function"]["arguments"])
-                if problem:
-                    out = problem
-                else:
-                    res = sandbox.run_python(code)
-                    cells.append(CellRecord(step=step, code=code, **res.model_dump(exclude={"violation"}), violation=res.violation))
-                    out = res.as_text()
-            messages.append({"role": "tool", "tool_call_id": tc["id"], "content": out})
+        run_tool_calls(msg, sandbox, step, cells, messages)
     return Episode(messages, calls, cells, None, "budget_exhausted", "no report after the final nudge")
+
+
+def run_tool_calls(msg: dict[str, Any], sandbox: Sandbox, step: int, cells: list[CellRecord],
+                   messages: list[dict[str, Any]]) -> None:
+    """Run every run_python call of an assistant message in the sandbox; record the cells, answer each call."""
+    for tc in msg.get("tool_calls") or []:
+        if tc["function"]["name"] != "run_python":
+            out = f"unknown tool {tc['function']['name']!r}; the only tool is run_python"
+        else:
+            code, problem = _code_of(tc["function"]["arguments"])
+            if problem:
+                out = problem
+            else:
+                res = sandbox.run_python(code)
+                cells.append(CellRecord(step=step, code=code, **res.model_dump(exclude={"violation"}), violation=res.violation))
+                out = res.as_text()
+        messages.append({"role": "tool", "tool_call_id": tc["id"], "content": out})

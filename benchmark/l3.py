@@ -46,7 +46,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from benchmark.agent import RUN_PYTHON_TOOL, _assistant_dict, _code_of, call_model, json_schema_format
+from benchmark.agent import RUN_PYTHON_TOOL, _assistant_dict, call_model, json_schema_format, run_tool_calls
 from benchmark.loader import WorldRef
 from benchmark.records import CallRecord, CellRecord
 from graders.report import parse_report
@@ -392,21 +392,6 @@ _REVISABLE = {"revised_hypothesis": "hypothesis", "revised_commitment": "commitm
               "revised_next_experiment": "next_experiment", "revised_abstention_reason": "abstention_reason"}
 
 
-def _run_tools(msg: dict, sandbox, step: int, cells: list[CellRecord], messages: list[dict]) -> None:
-    for tc in msg.get("tool_calls") or []:
-        if tc["function"]["name"] != "run_python":
-            out = f"unknown tool {tc['function']['name']!r}; the only tool is run_python"
-        else:
-            code, problem = _code_of(tc["function"]["arguments"])
-            if problem:
-                out = problem
-            else:
-                res = sandbox.run_python(code)
-                cells.append(CellRecord(step=step, code=code, **res.model_dump(exclude={"violation"}), violation=res.violation))
-                out = res.as_text()
-        messages.append({"role": "tool", "tool_call_id": tc["id"], "content": out})
-
-
 @dataclass
 class _Episode:
     messages: list[dict[str, Any]]
@@ -447,7 +432,7 @@ def dossier_episode(ref: WorldRef, model: str, sandbox, budget: int = MAX_STEPS,
         msg = _assistant_dict(choice.message)
         messages.append(msg)
         if msg.get("tool_calls") and not final:
-            _run_tools(msg, sandbox, step, cells, messages)
+            run_tool_calls(msg, sandbox, step, cells, messages)
             continue
         if step + 1 < MIN_STEPS:  # an answer before the minimum: recorded, not accepted
             early += 1
@@ -482,7 +467,7 @@ def _rebut(model: str, sandbox, messages: list[dict], cells: list[CellRecord], c
         messages.append(msg)
         if msg.get("tool_calls") and not last:
             before = len(cells)
-            _run_tools(msg, sandbox, step0 + k, cells, messages)
+            run_tool_calls(msg, sandbox, step0 + k, cells, messages)
             n_cells += len(cells) - before
             continue
         text, finish = msg.get("content"), resp.choices[0].finish_reason
