@@ -1,21 +1,28 @@
 """Reference solvers of the scrna track (gold side). Every golden is computed from the world's public files.
 
 scrna.L1.integrity   runs every integrity detector of the catalog on the files (matrix type, duplicate barcodes,
-                     feature/matrix alignment, label swaps, heterotypic doublets, ambient RNA) and reports what it
-                     finds plus the measured values the rubric's actions check.
+                     feature/matrix alignment, label swaps, ambient RNA, heterotypic doublets after removing the
+                     ambient share) and reports what it finds, the measured sizes the rubric's `measure` checks and the
+                     products its `actions` check (flagged doublet and duplicated barcodes, relabelled cells, the
+                     corrected feature table, recovered library sizes); @product_validator judges for those products.
 scrna.L2.markers     markers of the population named in meta.json: genes higher in the target than in EVERY other
                      population, ranked by the minimum pairwise AUROC (scran findMarkers pval.type="all" logic,
                      Lun et al. 2016), on library-size-normalised log expression, computed within each 10x lane and
-                     combined (blocking on lane).
+                     combined (blocking on lane). Also the scores the per-gene table is judged on (the reference's
+                     40 best markers and the genes the world's trap promotes) and the trap ranking itself (zero_if).
 scrna.L2.condition_de  condition DE by donor-level pseudobulk (sum of counts per donor x compartment, myeloid vs
                      lymphoid) and pydeseq2 (Wald test, BH, explicit contrast), one fit per compartment with design
-                     ~ [lane +] condition (lane only when it varies within a condition); DE = padj < 0.05 and
-                     |log2FC| > 0.5 in either compartment. Also the naive cell-level Wilcoxon result, to document the trap.
+                     ~ [lane +] condition (lane only when it varies within a condition); genes expressed (>= 5 counts)
+                     in fewer than 2 donors of a condition are not tested; DE = padj < 0.05 and |log2FC| > 0.5 in
+                     either compartment. Also the naive cell-level Wilcoxon result (the trap's list), the genes it
+                     calls that the reference finds null, and the decoys (candidate effect genes not changed here).
 scrna.L3.dossier     the dossier's key statistics, read back from its tables.
 
 Scripted agents (end of file): each L1/L2 family has an oracle (the reference analysis above, its helpers inlined
-into the sandbox with inspect.getsource, plus data-driven diagnostics that name what it finds) and a naive agent
-(scanpy defaults: read_10x_mtx, normalize_total + log1p, rank_genes_groups Wilcoxon; nothing checked).
+into the sandbox with inspect.getsource, plus data-driven diagnostics that name what it finds; it writes the work
+products) and a naive agent running tool defaults without checking: L1 loads the matrix and accepts it; markers
+runs scanpy rank_genes_groups (Wilcoxon vs rest) on the matrix as loaded (the tool does not normalise); condition_de
+runs normalize_total + log1p and a cell-level rank_genes_groups Wilcoxon between conditions.
 """
 from __future__ import annotations
 
