@@ -136,6 +136,8 @@ def kill_strays() -> int:
 
 
 def main() -> None:
+    # RLIMIT_CPU must end a runaway cell with SIGXCPU even when the harness inherited an ignored disposition
+    signal.signal(signal.SIGXCPU, signal.SIG_DFL)
     kernel_pid = os.getpid()
     req_fd = os.dup(0)  # non-inheritable: subprocesses never hold the channel
     proto_fd = os.dup(1)

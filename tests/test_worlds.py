@@ -15,6 +15,7 @@ from benchmark.loader import REPO_ROOT, Suite
 from benchmark.manifest import L1World, L2World, L3World
 from benchmark.validate import validate_suite
 from graders.grade import grade
+from graders.handwritten import write_products
 
 SUITE = Suite()
 REFS = sorted(SUITE.worlds.values(), key=lambda r: r.id)
@@ -60,46 +61,6 @@ def test_seed_worked_task_exists():
 def test_l1_solver_sees_exactly_the_defect(ref):
     findings = read_golden(ref).values["findings"]
     assert findings == ([ref.world.defect] if ref.world.defect else []), findings
-
-
-def _bam_product(src: Path, out: Path, op: str) -> None:
-    """A BAM work product made the way a careful analyst would: `sort_index` (samtools sort + index) or `dedup`
-    (keep the first read of each contig, 5' position and strand)."""
-    import pysam
-
-    if op == "sort_index":
-        pysam.sort("-o", str(out), str(src))
-        pysam.index(str(out))
-        return
-    if op != "dedup":
-        raise ValueError(f"unknown products_world op {op!r}; use sort_index or dedup")
-    seen = set()
-    with pysam.AlignmentFile(str(src), "rb") as fin, pysam.AlignmentFile(str(out), "wb", header=fin.header) as fout:
-        for r in fin.fetch(until_eof=True):
-            if r.is_unmapped:
-                continue
-            key = (r.reference_id, r.reference_end - 1 if r.is_reverse else r.reference_start, r.is_reverse)
-            if key not in seen:
-                seen.add(key)
-                fout.write(r)
-
-
-def write_products(spec: dict | None, golden: dict, dest: Path, world_dir: Path | None = None) -> Path:
-    """Work products a hand-written report names: `products` gives literal file contents; `products_golden` builds
-    a file from a golden key (a list: one item per line; a mapping: a CSV with the given `header`);
-    `products_world` derives a BAM from one of the world's files ({from: public file, op: sort_index | dedup})."""
-    dest.mkdir(parents=True, exist_ok=True)
-    for name, src in ((spec or {}).get("products_world") or {}).items():
-        _bam_product(Path(world_dir) / src["from"], dest / name, src["op"])
-    for name, text in ((spec or {}).get("products") or {}).items():
-        (dest / name).write_text(text)
-    for name, src in ((spec or {}).get("products_golden") or {}).items():
-        want = golden[src["golden"]]
-        if isinstance(want, list):
-            (dest / name).write_text("".join(f"{x}\n" for x in want))
-        else:
-            (dest / name).write_text(src["header"] + "\n" + "".join(f"{k},{v}\n" for k, v in want.items()))
-    return dest
 
 
 @pytest.mark.parametrize("ref", GRADED, ids=lambda r: r.id)

@@ -248,8 +248,14 @@ def grader_stress(reports_root: Path | None = None) -> dict[str, Any]:
     from benchmark.manifest import L3World
     from graders.grade import grade
 
+    import tempfile
+
+    from benchmark.freeze import ensure_built
+    from graders.handwritten import write_products
+
     root = reports_root or REPO_ROOT / "tests" / "reports"
     suite = Suite()
+    scratch = tempfile.TemporaryDirectory(prefix="benchmark-products-")
     per: dict[str, dict[str, list]] = defaultdict(lambda: {"pos": [], "neg": [], "null": []})
     worlds = 0
     for ref in sorted(suite.worlds.values(), key=lambda r: r.id):
@@ -260,14 +266,17 @@ def grader_stress(reports_root: Path | None = None) -> dict[str, Any]:
             continue
         doc = yaml.safe_load(path.read_text())
         golden = read_golden(ref).values
-        good = grade(ref, golden, doc["correct"]).score / 100
-        perm = grade(ref, golden, _null_edit(doc["correct"])).score / 100
+        products = write_products(doc, golden, Path(scratch.name) / ref.id,
+                                  ensure_built(ref) if doc.get("products_world") else None)
+        good = grade(ref, golden, doc["correct"], products=products).score / 100
+        perm = grade(ref, golden, _null_edit(doc["correct"]), products=products).score / 100
         key = f"{ref.world.track} {ref.world.level}"
         per[key]["pos"].append(good)
         per[key]["null"].append(abs(good - perm))
         for bad in doc.get("wrong") or []:
-            per[key]["neg"].append(grade(ref, golden, bad).score / 100)
+            per[key]["neg"].append(grade(ref, golden, bad, products=products).score / 100)
         worlds += 1
+    scratch.cleanup()
     out: dict[str, Any] = {"worlds": worlds, "groups": {}}
     allp, alln, alls = [], [], []
     for key, d in sorted(per.items()):
