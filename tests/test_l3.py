@@ -50,7 +50,8 @@ def test_offline_l3_run_records_the_whole_protocol(tmp_path):
 
     from benchmark.run import RunConfig, execute
 
-    records = execute(RunConfig(model="local/smollm2", out=tmp_path / "l3", levels=["L3"], tracks=["scrna"]))
+    worlds = ["scrna.L3.dossier.b_cell_markers", "scrna.L3.dossier.monocyte_labels"]  # one real, one counterfactual
+    records = execute(RunConfig(model="local/smollm2", out=tmp_path / "l3", levels=["L3"], worlds=worlds))
     assert len(records) >= 2 and {r.world_class for r in records} >= {"real", "native_cf"}
     for rec in records:
         traj = json.loads((tmp_path / "l3" / rec.trajectory).read_text())
