@@ -103,15 +103,19 @@ def run_check(check: Check, report: Any, golden: dict[str, Any], products: Path 
 
 
 def run_checks(checks: list[Check], report: Any, golden: dict[str, Any], products: Path | None = None) -> list[CheckResult]:
-    """Run checks in order, then apply `requires`: a check whose required checks did not all earn full credit keeps
-    half its credit (a recognised problem without its measured value is partial)."""
+    """Run checks in order, then apply `requires` when a required check did not earn full credit: recognition (I)
+    keeps half its credit (a recognised problem without its measured value is partial); any other check keeps none,
+    because a conclusion (usable, a direction) that is right for every world earns nothing without the world's own
+    checked values."""
     results = [run_check(c, report, golden, products) for c in checks]
     by_id = {r.id: r for r in results}
     out = []
     for c, r in zip(checks, results):
         missing = [q for q in c.requires if by_id.get(q) is None or by_id[q].credit < 1.0]
         if missing and r.credit > 0:
-            r = replace(r, credit=round(r.credit / 2, 6), detail=f"{r.detail}; halved: {', '.join(missing)} not established")
+            keep = 0.5 if c.component == "I" else 0.0
+            r = replace(r, credit=round(r.credit * keep, 6),
+                        detail=f"{r.detail}; {'halved' if keep else 'no credit'}: {', '.join(missing)} not established")
         out.append(r)
     return out
 

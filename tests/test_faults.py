@@ -176,7 +176,10 @@ def test_missing_bubblewrap_stops_the_run_before_the_first_world(tmp_path):
 def test_deeply_nested_report_is_a_harness_error_the_next_world_runs_and_resume_passes(tmp_path):
     out = tmp_path / "nested"
     deep = "[" * 200_000 + "]" * 200_000
-    with FakeOpenAI([report(deep), report(valid_report(W2))]) as srv:
+    from benchmark.agent import FORCED_CALLS
+
+    # a reply that is neither a report nor code is answered by forcing the tool (FORCED_CALLS times) before it is final
+    with FakeOpenAI([report(deep)] * (1 + FORCED_CALLS) + [report(valid_report(W2))]) as srv:
         p = run_cli(out, srv.url, worlds=(W1, W2))
     recs = records(out)
     assert recs[W2].status == "graded" and recs[W2].score is not None, "the next world still ran"

@@ -159,6 +159,13 @@ def test_requires_halves_a_recognition_without_its_value():
     assert [r.credit for r in words_only] == [0.0, 0.5]
 
 
+def test_requires_gives_a_constant_conclusion_nothing_without_its_values():
+    checks = [Check(id="n", kind="value", component="A", field="n", golden="n", abs_tol=2),
+              Check(id="usable", kind="equals", component="C", field="ok", values=[True], requires=["n"])]
+    assert [r.credit for r in run_checks(checks, {"n": 1, "ok": True}, {"n": 0})] == [1.0, 1.0]
+    assert [r.credit for r in run_checks(checks, {"n": 50, "ok": True}, {"n": 0})] == [0.0, 0.0]
+
+
 def test_product_table_spearman_and_share(tmp_path):
     gold = {"sig": {f"G{i}": float(i) for i in range(50)}}
     (tmp_path / "good.csv").write_text("gene_id,promoter_signal\n" + "".join(f"G{i},{i * 2 + 1}\n" for i in range(50)))

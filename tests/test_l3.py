@@ -44,15 +44,16 @@ def test_hyp_drift():
 
 @pytest.mark.slow
 def test_offline_l3_run_records_the_whole_protocol(tmp_path):
-    """A full run on a track's L3 dossiers (one real, one counterfactual) with the offline defaults: agent, reviewers
-    and judge are all local/smollm2. The README's main command runs every dossier the same way."""
+    """A full run on a counterfactual dossier (prior, gate, steps, three review rounds, judge) with the offline
+    defaults: agent, reviewers and judge are all local/smollm2. The README's main command runs every dossier the
+    same way. One dossier keeps CI's time in bounds (each takes 3-5 minutes of local-model calls)."""
     import json
 
     from benchmark.run import RunConfig, execute
 
-    worlds = ["scrna.L3.dossier.b_cell_markers", "scrna.L3.dossier.monocyte_labels"]  # one real, one counterfactual
-    records = execute(RunConfig(model="local/smollm2", out=tmp_path / "l3", levels=["L3"], worlds=worlds))
-    assert len(records) >= 2 and {r.world_class for r in records} >= {"real", "native_cf"}
+    records = execute(RunConfig(model="local/smollm2", out=tmp_path / "l3", levels=["L3"],
+                                worlds=["scrna.L3.dossier.monocyte_labels"]))
+    assert len(records) == 1 and records[0].world_class == "native_cf"
     for rec in records:
         traj = json.loads((tmp_path / "l3" / rec.trajectory).read_text())
         l3 = traj["l3"]
