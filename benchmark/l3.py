@@ -46,7 +46,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from benchmark.agent import RUN_PYTHON_TOOL, _assistant_dict, call_model, json_schema_format, run_tool_calls
+from benchmark.agent import RUN_PYTHON_TOOL, Episode, _assistant_dict, call_model, json_schema_format, run_tool_calls
 from benchmark.loader import WorldRef
 from benchmark.records import CallRecord, CellRecord
 from graders.report import parse_report
@@ -393,13 +393,9 @@ _REVISABLE = {"revised_hypothesis": "hypothesis", "revised_commitment": "commitm
 
 
 @dataclass
-class _Episode:
-    messages: list[dict[str, Any]]
-    calls: list[CallRecord]
-    cells: list[CellRecord]
-    report_raw: str | None
-    status: str
-    error: str | None
+class _Episode(Episode):
+    """An L3 agent episode: an Episode plus the steps it took and the answers it gave before the minimum."""
+
     steps: int = 0
     early: int = 0
 
@@ -424,11 +420,11 @@ def dossier_episode(ref: WorldRef, model: str, sandbox, budget: int = MAX_STEPS,
         calls.append(rec)
         if resp is None:
             status = "refused" if rec.finish_reason == "content_filter" else "model_error"
-            return _Episode(messages, calls, cells, None, status, rec.error, step + 1, early)
+            return _Episode(messages, calls, cells, None, status, rec.error, steps=step + 1, early=early)
         choice = resp.choices[0]
         if choice.finish_reason == "content_filter":
             return _Episode(messages, calls, cells, choice.message.content, "refused", "the provider filtered the answer",
-                            step + 1, early)
+                            "content_filter", steps=step + 1, early=early)
         msg = _assistant_dict(choice.message)
         messages.append(msg)
         if msg.get("tool_calls") and not final:
@@ -438,8 +434,9 @@ def dossier_episode(ref: WorldRef, model: str, sandbox, budget: int = MAX_STEPS,
             early += 1
             messages.append({"role": "user", "content": EARLY_NUDGE.format(k=step + 1, min=MIN_STEPS)})
             continue
-        return _Episode(messages, calls, cells, msg.get("content"), "graded", None, step + 1, early)
-    return _Episode(messages, calls, cells, None, "budget_exhausted", "no report after the final nudge", budget, early)
+        return _Episode(messages, calls, cells, msg.get("content"), "graded", None, steps=step + 1, early=early)
+    return _Episode(messages, calls, cells, None, "budget_exhausted", "no report after the final nudge", steps=budget,
+                    early=early)
 
 
 def _rebut(model: str, sandbox, messages: list[dict], cells: list[CellRecord], calls: list[CallRecord], record: L3Record,
