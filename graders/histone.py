@@ -574,6 +574,22 @@ def naive_signal(chip: Lib, inp: Lib, genes: pd.DataFrame, half: int = 1000) -> 
     return np.log2((out[0] + 0.5) / (out[1] + 0.5))
 
 
+def true_runs(mask: np.ndarray, min_len: int) -> list[tuple[int, int]]:
+    """[start, end) of every run of True in `mask` at least `min_len` long (bins of a gained or amplified block)."""
+    out, i = [], 0
+    while i < len(mask):
+        if mask[i]:
+            j = i
+            while j < len(mask) and mask[j]:
+                j += 1
+            if j - i >= min_len:
+                out.append((i, j))
+            i = j
+        else:
+            i += 1
+    return out
+
+
 def chip_input_gain_regions(chip: Lib, inp: Lib, d: int, binsize: int = 100_000, min_log2: float = 1.0,
                             min_bins: int = 4) -> list[dict]:
     """Copy-number differences between the ChIP's cells and the input's: runs of >= min_bins adjacent 100-kb bins
@@ -597,21 +613,11 @@ def chip_input_gain_regions(chip: Lib, inp: Lib, d: int, binsize: int = 100_000,
     med = float(np.median(allx))
     out = []
     for c, x in lr:
-        hi = x - med > min_log2
-        i = 0
-        while i < len(hi):
-            if hi[i]:
-                j = i
-                while j < len(hi) and hi[j]:
-                    j += 1
-                if j - i >= min_bins:
-                    # copy ratio from the background (lower-quartile) bins, which domains do not inflate
-                    rest = np.concatenate([y if cc != c else np.r_[y[:i], y[j:]] for cc, y in lr])
-                    ratio = 2 ** (np.quantile(x[i:j], 0.25) - np.quantile(rest, 0.25))
-                    out.append({"chrom": c, "start": i * binsize, "end": j * binsize, "copy_ratio": round(float(ratio), 3)})
-                i = j
-            else:
-                i += 1
+        for i, j in true_runs(x - med > min_log2, min_bins):
+            # copy ratio from the background (lower-quartile) bins, which domains do not inflate
+            rest = np.concatenate([y if cc != c else np.r_[y[:i], y[j:]] for cc, y in lr])
+            ratio = 2 ** (np.quantile(x[i:j], 0.25) - np.quantile(rest, 0.25))
+            out.append({"chrom": c, "start": i * binsize, "end": j * binsize, "copy_ratio": round(float(ratio), 3)})
     return out
 
 
@@ -831,24 +837,13 @@ def input_gain_regions(inp: Lib, binsize: int = 100_000, min_ratio: float = 1.5)
     if med <= 0:
         return out
     for c, b in per:
-        hi = b >= min_ratio * med
-        i = 0
-        while i < len(hi):
-            if hi[i]:
-                j = i
-                while j < len(hi) and hi[j]:
-                    j += 1
-                if j - i >= 2:
-                    out.append({"chrom": c, "start": i * binsize, "end": j * binsize,
-                                "ratio": round(float(b[i:j].mean() / med), 2)})
-                i = j
-            else:
-                i += 1
+        for i, j in true_runs(b >= min_ratio * med, 2):
+            out.append({"chrom": c, "start": i * binsize, "end": j * binsize, "ratio": round(float(b[i:j].mean() / med), 2)})
     return out
 
 
 _HELPERS = (Lib, _samtools, read_bam, dedup_mask, duplicate_fraction, is_position_sorted, fragment_length, centres,
-            norm_chrom, window_counts, human_total, promoter_signal, naive_signal, chip_input_gain_regions, macs3_bin, call_peaks, summarize_domains, read_genes,
+            norm_chrom, window_counts, human_total, promoter_signal, naive_signal, true_runs, chip_input_gain_regions, macs3_bin, call_peaks, summarize_domains, read_genes,
             read_meta, concentration, enrichment_bins, profile_shape, tss_signal_fraction, index_read_count,
             out_of_order_fraction, gene_offsets, _before, integrity_values,
             quantify_analysis, domain_counts, spike_total, _diff_stats, gene_log2fc, differential_analysis, jackpot_positions,

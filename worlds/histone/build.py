@@ -180,6 +180,25 @@ def _cidx(d: HistoneData) -> dict[str, int]:
     return {c: i for i, (c, _) in enumerate(d.chroms)}
 
 
+def draw_domains(genes: pd.DataFrame, chrom_len: dict[str, int], rng: np.random.Generator) -> pd.DataFrame:
+    """H3K27me3 domains over repressed and bivalent genes: 10-100 kb (log-uniform) around the TSS, kept 3 kb clear
+    of active TSSs and 5 kb from contig ends, fold enrichment log-normal around 2."""
+    drows = []
+    for _, g in genes[genes.state.isin(["repressed", "bivalent"])].iterrows():
+        dl = float(np.exp(rng.uniform(np.log(10_000), np.log(100_000))))
+        f = rng.uniform(0.2, 0.8)
+        st, en = g.tss - f * dl, g.tss + (1 - f) * dl
+        act = genes[(genes.chrom == g.chrom) & (genes.state == "active")].tss.to_numpy()
+        left, right = act[act < g.tss], act[act > g.tss]
+        if len(left):
+            st = max(st, left.max() + 3_000)
+        if len(right):
+            en = min(en, right.min() - 3_000)
+        st, en = int(max(st, 5_000)), int(min(en, chrom_len[g.chrom] - 5_000))
+        drows.append(dict(chrom=g.chrom, start=st, end=en, gene_id=g.gene_id, fe=float(np.exp(rng.normal(np.log(2.0), 0.3)))))
+    return pd.DataFrame(drows)
+
+
 @substrate("histone_panel")
 def histone_panel(seed: int, chroms: dict[str, int] | None = None, build: str = "hg38",
                   n_chip_k4: int = 120_000, n_chip_k27: int = 400_000, n_input: int = 100_000, n_input_k27: int = 300_000) -> HistoneData:
@@ -222,21 +241,7 @@ def histone_panel(seed: int, chroms: dict[str, int] | None = None, build: str = 
                               n_frag=np.round(nfr, 2))).reset_index(drop=True)
 
     # H3K27me3 domains
-    drows = []
-    for _, g in genes[genes.state.isin(["repressed", "bivalent"])].iterrows():
-        dl = float(np.exp(rng.uniform(np.log(10_000), np.log(100_000))))
-        f = rng.uniform(0.2, 0.8)
-        st, en = g.tss - f * dl, g.tss + (1 - f) * dl
-        act = genes[(genes.chrom == g.chrom) & (genes.state == "active")].tss.to_numpy()
-        left, right = act[act < g.tss], act[act > g.tss]
-        if len(left):
-            st = max(st, left.max() + 3_000)
-        if len(right):
-            en = min(en, right.min() - 3_000)
-        clen = chroms[g.chrom]
-        st, en = int(max(st, 5_000)), int(min(en, clen - 5_000))
-        drows.append(dict(chrom=g.chrom, start=st, end=en, gene_id=g.gene_id, fe=float(np.exp(rng.normal(np.log(2.0), 0.3)))))
-    domains = pd.DataFrame(drows)
+    domains = draw_domains(genes, dict(chroms), rng)
 
     d = HistoneData(build=build, chroms=clist, genes=genes, domains=domains, peaks=peaks, libs={})
     L, ci = _lengths(d), _cidx(d)
@@ -324,21 +329,7 @@ def _switch_states(d: HistoneData, rng: np.random.Generator, frac: float) -> Non
                    0.35 * 420 * np.exp(rng.normal(0, 0.3, len(pk))))
     d.peaks = pd.DataFrame(dict(chrom=pk.chrom, tss=pk.tss, gene_id=pk.gene_id, centre=pk.tss + 150 * pk.strand,
                                 n_frag=np.round(nfr, 2))).reset_index(drop=True)
-    clen = dict(d.chroms)
-    drows = []
-    for _, r in g[g.state.isin(["repressed", "bivalent"])].iterrows():
-        dl = float(np.exp(rng.uniform(np.log(10_000), np.log(100_000))))
-        f = rng.uniform(0.2, 0.8)
-        st, en = r.tss - f * dl, r.tss + (1 - f) * dl
-        act = g[(g.chrom == r.chrom) & (g.state == "active")].tss.to_numpy()
-        left, right = act[act < r.tss], act[act > r.tss]
-        if len(left):
-            st = max(st, left.max() + 3_000)
-        if len(right):
-            en = min(en, right.min() - 3_000)
-        st, en = int(max(st, 5_000)), int(min(en, clen[r.chrom] - 5_000))
-        drows.append(dict(chrom=r.chrom, start=st, end=en, gene_id=r.gene_id, fe=float(np.exp(rng.normal(np.log(2.0), 0.3)))))
-    d.domains = pd.DataFrame(drows)
+    d.domains = draw_domains(g, dict(d.chroms), rng)
 
 
 def _remeasure_expression(d: HistoneData, rng: np.random.Generator, noise: float) -> None:
