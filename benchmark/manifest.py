@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-TRACKS = ("gwas", "clinvar", "bulkrna", "scrna", "crispr", "enhancer", "histone", "protein", "calorimetry", "nuclear")
+TRACK_NAME = r"^[a-z][a-z0-9_]*$"  # a track is the folder worlds/<name>/; its name is its id prefix
 
 
 class Level(StrEnum):
@@ -57,13 +57,19 @@ class TrackManifest(Strict):
     tools: list[str] = Field(description="command-line tools the sandbox puts on PATH for this track")
     python_packages: list[str] = Field(default_factory=list)
     module: str = Field(description="python module that registers this track's substrate, recipes and writer (worlds side)")
-    solver_module: str = Field(description="python module that registers this track's reference solvers (gold side, under graders/)")
+    solver_module: str = Field(description="python module that registers this track's reference solvers, product "
+                                           "validators and scripted solutions (gold side, never mounted in a sandbox)")
+    field: str | None = Field(None, description="the scientific field, in words (pivotal cases name it)")
+    grounding_module: str | None = Field(None, description="python module registering this track's grounding-item "
+                                                           "substrate (`@grounding_substrate`), if the data allow items")
 
     @field_validator("name")
     @classmethod
-    def _known_track(cls, v: str) -> str:
-        if v not in TRACKS:
-            raise ValueError(f"unknown track {v!r}; use one of {', '.join(TRACKS)}")
+    def _track_name(cls, v: str) -> str:
+        import re
+
+        if not re.match(TRACK_NAME, v):
+            raise ValueError(f"track name {v!r} must be lower-case letters, digits and '_' (it names worlds/<track>/)")
         return v
 
 
@@ -81,6 +87,7 @@ class FamilyManifest(Strict):
         default_factory=dict,
         description="defect (L1) or trap (L2) code -> regex patterns that name it in a report (gold side, never shown)",
     )
+    goal: str | None = Field(None, description="the project goal a pivotal case states before its record (one sentence)")
 
     @field_validator("report_schema")
     @classmethod
@@ -240,6 +247,22 @@ class Grounding(Strict):
     rationale: str = Field(description="why this happens in real data")
 
 
+class PivotalBlock(Strict):
+    """A world's pivotal-choice case (SciPivot): the project up to the pivotal output, and two plans.
+
+    Text fields are `str.format` templates over `g` (the golden's values) and `w` (this manifest), e.g.
+    "Spearman {g[naive_raw_chip_spearman]:+.2f}" or "{g[gain_regions][0][chrom]}"; the builder fills them in.
+    A challenged world's original plan proceeds on the pivotal output and its corrected plan is the check
+    `careful_scientist` orders; a clean control reverses the roles (the original plan is an unneeded detour).
+    """
+
+    categories: list[str] = Field(min_length=1, description="what kind of judgment the choice tests")
+    record: str = Field(description="what was done and seen up to the pivotal output (numbers from the golden)")
+    original_plan: str
+    corrected_plan: str
+    evidence: list[str] = Field(default_factory=list, description="what the reference analysis shows (from the golden)")
+
+
 class WorldBase(Strict):
     id: str
     track: str
@@ -253,6 +276,7 @@ class WorldBase(Strict):
     expected_response: str = Field(description="what the agent should report and do")
     careful_scientist: str = Field(description="what a careful scientist would check, in order")
     grounding: Grounding
+    pivotal: PivotalBlock | None = Field(None, description="this world's pivotal-choice case, if it has one")
 
     @model_validator(mode="after")
     def _class_for_level(self) -> "WorldBase":

@@ -1,4 +1,4 @@
-"""Hand-written reference reports (tests/reports/<track>/<world>.yaml) and the work products they name.
+"""Hand-written reference reports (worlds/<track>/reports/<world>.yaml) and the work products they name.
 
 Each file holds a `correct` report and `wrong` ones (trap-following, defect-missing); the products a correct report
 names are declared beside it, so the file stays readable: `products` (literal text), `products_golden` (built from
@@ -8,6 +8,13 @@ the evaluator stress test of our graders (benchmark.grounding.metrics.grader_str
 from __future__ import annotations
 
 from pathlib import Path
+
+
+def report_path(ref) -> Path:
+    """Where a world's hand-written reports live: in its track's folder, beside the manifests they test."""
+    from benchmark.loader import WORLDS_ROOT
+
+    return WORLDS_ROOT / ref.world.track / "reports" / f"{ref.id}.yaml"
 
 
 def _bam_product(src: Path, out: Path, op: str) -> None:

@@ -8,13 +8,13 @@ PY="${PYTHON:-python3.11}"
 command -v "$PY" >/dev/null || PY=python3
 
 need_apt=()
-for tool in bedtools samtools bgzip bwrap setpriv prlimit unshare; do command -v "$tool" >/dev/null || need_apt+=("$tool"); done
+for tool in bedtools samtools bgzip bcftools bwrap setpriv prlimit unshare; do command -v "$tool" >/dev/null || need_apt+=("$tool"); done
 "$PY" -c "import ensurepip, venv" 2>/dev/null || need_apt+=("python3-venv")
 if ((${#need_apt[@]})); then
   echo "[setup] installing Debian packages (missing: ${need_apt[*]})"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  pkgs=(bedtools samtools tabix bubblewrap util-linux)
+  pkgs=(bedtools samtools tabix bcftools bubblewrap util-linux)
   [[ " ${need_apt[*]} " == *" python3-venv "* ]] && pkgs+=(python3-venv)
   apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 fi
@@ -41,4 +41,5 @@ if [ ! -f "$STAMP" ]; then
   rm -f .venv/.installed-*
   touch "$STAMP"
 fi
+VPY="$VPY" bash scripts/fetch_data.sh
 echo "[setup] ready: $VPY"

@@ -237,7 +237,7 @@ def evaluator_stress(runs: list[tuple[dict, list, list]]) -> dict[str, Any]:
 
 
 def grader_stress(reports_root: Path | None = None) -> dict[str, Any]:
-    """Our L1/L2 graders on paired hand-written reports (tests/reports/<track>/<world>.yaml): r+ = the correct
+    """Our L1/L2 graders on paired hand-written reports (worlds/<track>/reports/<world>.yaml): r+ = the correct
     report, r- = each trap-following or defect-missing one. AUC_flip = P[grade(r+) > grade(r-)] (+ ties / 2);
     B_trap = mean credit (0-1) given to the trap-following reports (the blind spot); S_null = mean |change| of
     the correct report's grade when its lists are reversed and its keys reordered (an edit that changes nothing)."""
@@ -253,7 +253,7 @@ def grader_stress(reports_root: Path | None = None) -> dict[str, Any]:
     from benchmark.freeze import ensure_built
     from graders.handwritten import write_products
 
-    root = reports_root or REPO_ROOT / "tests" / "reports"
+    from graders.handwritten import report_path
     suite = Suite()
     scratch = tempfile.TemporaryDirectory(prefix="benchmark-products-")
     per: dict[str, dict[str, list]] = defaultdict(lambda: {"pos": [], "neg": [], "null": []})
@@ -261,7 +261,7 @@ def grader_stress(reports_root: Path | None = None) -> dict[str, Any]:
     for ref in sorted(suite.worlds.values(), key=lambda r: r.id):
         if isinstance(ref.world, L3World):
             continue
-        path = root / ref.world.track / f"{ref.id}.yaml"
+        path = reports_root / ref.world.track / f"{ref.id}.yaml" if reports_root else report_path(ref)
         if not path.exists():
             continue
         doc = yaml.safe_load(path.read_text())
