@@ -9,7 +9,7 @@ from benchmark.errors import ManifestError
 from benchmark.loader import Suite
 from tests.helpers import L2_SCHEMA
 
-TRACK = dict(name="histone", title="t", description="d", module="worlds.histone.build", solver_module="graders.histone",
+TRACK = dict(name="histone", title="t", description="d", module="worlds.histone.build", solver_module="worlds.histone.solvers",
              tools=["macs3"], substrate=dict(name="x", seed=1, real=False, source="sim"))
 FAMILY = dict(id="histone.L2.quantify", track="histone", level="L2", title="t", prompt="p", report_schema=L2_SCHEMA,
               solver="histone.L2.quantify")
