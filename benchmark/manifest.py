@@ -250,8 +250,19 @@ class Grounding(Strict):
 class PivotalBlock(Strict):
     """A world's pivotal-choice case (SciPivot): the project up to the pivotal output, and two plans.
 
-    Text fields are `str.format` templates over `g` (the golden's values) and `w` (this manifest), e.g.
-    "Spearman {g[naive_raw_chip_spearman]:+.2f}" or "{g[gain_regions][0][chrom]}"; the builder fills them in.
+    Text fields (record, original_plan, corrected_plan, each evidence item) are `str.format` templates over `g`
+    (the golden's values) and `w` (this manifest), e.g. "Spearman {g[naive_raw_chip_spearman]:+.2f}" or
+    "{g[gain_regions][0][chrom]}"; `python -m benchmark pivotal cases build` fills them in
+    (benchmark/pivotal/template.py), prefixes the record with the family's `goal` and takes the case's field from
+    the track's `field`. A format spec is a `|` pipeline of operations, then optionally an ordinary format spec:
+      fc          signed log2FC, two decimals, never '-0.00'      pct        fraction as a whole percentage (0.25 -> 25%)
+      kb, kb(N)   bp / 1000 with one (N) decimals                 span       a region's end - start
+      div(N)      integer division                                head(N)    first N items of a list
+      minus(KEY)  items not in the golden list g[KEY]             only(A,B)  items that are one of A, B, ...
+      pairs(OP)   mapping -> 'key value' items, values via OP     argmax/max key / value of a mapping's largest value
+      join        list -> 'a, b, c' (join(SEP))                   or(TEXT)   TEXT when the value is empty
+    e.g. "{g[naive_cell_level_top]:head(5)|join}", "{g[target_fraction_by_lane]:max|pct}". A key the golden lacks is
+    an error naming this file, the field (`pivotal.record`) and the key; `worlds validate` renders every block.
     A challenged world's original plan proceeds on the pivotal output and its corrected plan is the check
     `careful_scientist` orders; a clean control reverses the roles (the original plan is an unneeded detour).
     """

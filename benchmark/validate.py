@@ -5,6 +5,7 @@ import re
 
 from benchmark.loader import Suite
 from benchmark.manifest import L1World, L2World, Level
+from benchmark.pivotal.build import pivotal_problems
 from benchmark.registry import RECIPES, SOLVERS, SUBSTRATES, WRITERS, load_track_module
 
 
@@ -62,6 +63,7 @@ def validate_suite(suite: Suite) -> list[str]:
                             problems.append(f"{ref.path}: field 'rubric.{part}' check '{c.id}': '{f}' is neither a report "
                                             "field nor a field of an issue in the family's report schema")
             problems += contract_problems(ref.path, w, ref.family)
+        problems += pivotal_problems(ref)  # the world's pivotal: block renders against its golden
         if not ref.lock_path.exists():
             problems.append(f"{ref.path}: world is not frozen (no {ref.lock_path.name}); run `python -m benchmark worlds freeze {w.id}`")
     return problems

@@ -130,6 +130,93 @@ def test_shipped_case_set_is_the_builders_deterministic_output():
     write_cases(check=True)  # raises when the committed file differs from the builder's output
 
 
+# ------------------------------------------------------------------ pivotal: blocks in world manifests
+
+def test_template_operations_render_as_the_docstring_says():
+    from benchmark.manifest import PivotalBlock
+    from benchmark.pivotal.template import render_block
+
+    g = {"lfc": -0.004, "up": -0.456, "frac": 0.253, "bp": 1000, "region": {"start": 500000, "end": 1100000},
+         "n": 7, "genes": ["A", "B", "C", "D"], "ref": ["B", "D"], "none": [],
+         "lanes": {"S1": 0.3577, "S2": 0.6423}, "reads": 1234567}
+    block = PivotalBlock(
+        categories=["x"],
+        record="{g[lfc]:fc} {g[up]:fc} {g[frac]:pct} {g[bp]:kb} {g[region]:span|kb(0)} {g[n]:div(2)} {g[reads]:,}",
+        original_plan="{g[genes]:head(2)|join} / {g[genes]:minus(ref)|join} / {g[genes]:only(C, A)|join(+)} / "
+                      "{g[none]:join|or(nothing)}",
+        corrected_plan="{g[lanes]:argmax} {g[lanes]:max|pct} ({g[lanes]:pairs(pct)|join}) {g[up]:+.1f} {w[id]}",
+        evidence=["{g[genes][0]}", "plain"])
+    d = render_block(block, g, {"id": "t.L1.f.w"}, "w.yaml")
+    assert d["record"] == "+0.00 -0.46 25% 1.0 600 3 1,234,567"
+    assert d["original_plan"] == "A, B / A, C / A+C / nothing"
+    assert d["corrected_plan"] == "S2 64% (S1 36%, S2 64%) -0.5 t.L1.f.w"
+    assert d["evidence"] == ["A", "plain"] and d["categories"] == ["x"]
+
+
+def test_a_missing_golden_key_names_file_field_and_key():
+    from benchmark.manifest import PivotalBlock
+    from benchmark.pivotal.template import render_block
+
+    block = PivotalBlock(categories=["x"], record="n={g[n]}", original_plan="{g[nested][nope]:pct}", corrected_plan="ok",
+                         evidence=["{g[lst][3]}"])
+    with pytest.raises(BenchmarkError, match=r"worlds/a\.yaml: field 'pivotal\.record': .*golden key 'n'"):
+        render_block(block, {"nested": {}, "lst": []}, None, "worlds/a.yaml")
+    with pytest.raises(BenchmarkError, match=r"field 'pivotal\.original_plan': .*golden key 'nope'"):
+        render_block(block, {"n": 1, "nested": {}, "lst": []}, None, "worlds/a.yaml")
+    with pytest.raises(BenchmarkError, match=r"field 'pivotal\.evidence\.0': .*shorter"):
+        render_block(block, {"n": 1, "nested": {"nope": 0.5}, "lst": []}, None, "worlds/a.yaml")
+
+
+WID = "scrna.L1.integrity.clean"
+
+
+def _temp_suite(tmp_path, edit=lambda t: t, golden=True):
+    """worlds/scrna with one family and its clean world (pivotal block edited by `edit`), golden copied."""
+    import shutil
+
+    from benchmark.loader import Suite, load_suite
+
+    src = load_suite().worlds[WID]
+    root = tmp_path / "worlds"
+    fam = root / "scrna/L1/integrity"
+    fam.mkdir(parents=True)
+    shutil.copy(src.path.parents[2] / "track.yaml", root / "scrna/track.yaml")
+    shutil.copy(src.path.parent / "family.yaml", fam / "family.yaml")
+    (fam / "clean.yaml").write_text(edit(src.path.read_text()))
+    if golden:
+        shutil.copy(src.golden_path, fam / "clean.golden.json")
+    return Suite(root), fam / "clean.yaml"
+
+
+def test_builder_picks_up_any_world_with_a_pivotal_block(tmp_path):
+    from benchmark.pivotal.build import pivotal_problems
+
+    shipped = {c.id: c for c in load_cases(DEFAULT_CASES)}
+    suite, _ = _temp_suite(tmp_path, lambda t: t.replace("Accept the matrix as usable", "Accept the {g[n_cells_kept]}-cell matrix as usable"))
+    [case] = build_cases(suite)
+    assert case.id == f"pivot.{WID}" and case.kind == "control" and case.record == shipped[case.id].record
+    n = json.loads(suite.worlds[WID].golden_path.read_text())["values"]["n_cells_kept"]
+    assert case.corrected_plan == f"Accept the {n}-cell matrix as usable and proceed to analysis with all {n} cells."
+    assert pivotal_problems(suite.worlds[WID]) == []
+    suite, _ = _temp_suite(tmp_path / "none", lambda t: t[: t.index("\npivotal:")] + "\n")
+    assert build_cases(suite) == []
+
+
+def test_world_without_golden_or_with_a_bad_key_is_a_clear_error(tmp_path):
+    from benchmark.pivotal.build import pivotal_problems
+    from benchmark.validate import validate_suite
+
+    suite, path = _temp_suite(tmp_path, golden=False)
+    with pytest.raises(BenchmarkError, match=r"clean\.yaml: field 'pivotal': the world has no golden file .*freeze"):
+        build_cases(suite)
+    suite, path = _temp_suite(tmp_path / "bad", lambda t: t.replace("{g[n_cells_kept]}", "{g[n_cells_kpt]}"))
+    with pytest.raises(BenchmarkError, match=r"field 'pivotal\.corrected_plan': .*golden key 'n_cells_kpt'"):
+        build_cases(suite)
+    want = f"{path}: field 'pivotal.corrected_plan': the template needs golden key 'n_cells_kpt', which the golden lacks"
+    assert pivotal_problems(suite.worlds[WID]) == [want]
+    assert want in validate_suite(suite)
+
+
 def test_parse_choice_accepts_json_and_rejects_prose():
     assert parse_choice('{"choice": "B", "reason": "x"}') == "B"
     assert parse_choice('```json\n{"choice": "A", "reason": "x"}\n```') == "A"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from benchmark.errors import BenchmarkError
 from benchmark.pivotal.cases import DEFAULT_CASES, PivotalCase, render_jsonl
-from benchmark.pivotal.template import render_block
+from benchmark.pivotal.template import TEXT_FIELDS, render_block, render_text
 
 
 def _why(w, kind: str) -> str:
@@ -77,3 +77,30 @@ def write_cases(out: Path | None = None, check: bool = False) -> tuple[Path, int
 
     _atomic_write(path, data)
     return path, data.count(b"\n"), same
+
+
+def pivotal_problems(ref) -> list[str]:
+    """Suite lint (`worlds validate`): every field of the world's `pivotal:` block that does not render against its
+    golden, each naming file and field; the family's goal and the track's field when missing. A world not yet
+    frozen is left to the lock check."""
+    block = ref.world.pivotal
+    if block is None:
+        return []
+    out = []
+    if not ref.family.goal:
+        out.append(f"{ref.path.parent / 'family.yaml'}: field 'goal': world {ref.id} has a pivotal case, so its family "
+                   "must state the project goal")
+    if not ref.track.field:
+        out.append(f"{ref.path.parents[2] / 'track.yaml'}: field 'field': world {ref.id} has a pivotal case, so the "
+                   "track must name its scientific field")
+    if not ref.golden_path.exists():
+        return out
+    g = json.loads(ref.golden_path.read_text())["values"]
+    fields = [(f"pivotal.{n}", getattr(block, n)) for n in TEXT_FIELDS]
+    fields += [(f"pivotal.evidence.{i}", e) for i, e in enumerate(block.evidence)]
+    for name, text in fields:
+        try:
+            render_text(text, g, ref.world, ref.path, name)
+        except BenchmarkError as exc:
+            out.append(str(exc))
+    return out
