@@ -1,0 +1,349 @@
+"""bulkrna track: simulated bulk RNA-seq gene-count experiments (negative binomial with a DESeq2-style dispersion
+trend) and the recipes that turn them into worlds.
+
+Substrate (seeded simulation, real=false)
+-----------------------------------------
+`bulk_gene_universe` draws a fixed universe of genes once (seed 0): 3,000 protein-coding-like genes with synthetic
+Ensembl-style identifiers (ENSG + 11 digits, never real IDs) and symbols (BRG00001 ...), a chromosome (1-22) and an
+exonic length (log-normal, median 2.5 kb, sdlog 0.7 in natural log units, clipped to 0.3-15 kb: the spread of
+GENCODE union-exon lengths); a baseline mean count at a library of 20 M assigned reads that is log-normal
+(meanlog ln 60, sdlog 1.7: median ~60, 10% of genes below ~7 and 5% above ~1,000 counts, the shape of a typical
+human cell-line gene-count distribution after dropping unexpressed genes); and a gene-wise NB dispersion
+alpha_g = (a0 + a1 / mu_g) * exp(0.45 z_g), z ~ N(0, 1), the DESeq2 parametric mean-dispersion trend with
+log-normal scatter around it. The trend coefficients are drawn per world by `simulate` within the ranges of
+published DESeq2 fits to human cell-line and tissue RNA-seq: asymptotic dispersion a0 in 0.01-0.05 (biological CV
+10-22%; Love et al. 2014 Genome Biol 15:550, Fig. 1 and the `pasilla`/`airway` fits: a0 ~ 0.01-0.03 for cell lines)
+and extra-Poisson term a1 in 0.5-2.0 (the same fits: ~0.5-1.5), with the scatter sd of log dispersion 0.45
+(DESeq2's estimated prior variance of log dispersion around the trend is ~0.2-0.6 in these data sets).
+Sex-linked genes: XIST (chrX, expressed in female samples, mean ~400 at 20 M reads; ~0.1 in male samples) and seven
+chrY genes (RPS4Y1, DDX3Y, KDM5D, UTY, EIF1AY, USP9Y, ZFY; means 60-500 in male samples, ~0.05 in female samples).
+92 ERCC spike-in transcripts (ERCC-00002 ...; concentrations log2-uniform over 2^-4..2^14 attomoles/ul as in the
+ERCC Mix 1 design) are used by the normalisation family only.
+
+Counts: per sample j a depth D_j (library size in assigned reads, drawn log-normal around the world's depth), per
+gene a log2 effect matrix M (condition, batch, donor, global shift, degradation), and reads distributed in proportion
+to molecules: mu_gj = D_j * m_gj / sum_g m_gj with m_gj = base_g * 2^M_gj (plus spike-in molecules, a fixed amount
+per sample, when the world has them). Counts ~ NB(mean mu_gj, dispersion alpha_g(mu_g)).
+
+Recipes (registered as "bulkrna.<name>")
+----------------------------------------
+simulate(...)              the experiment: genes kept (n_genes drawn), samples and their sheet (condition, sex,
+                           batch, donor), depths, dispersion trend, condition effect (n_de genes, |log2FC| 0.8-3),
+                           optional batch (n genes, log2 effect), donor (paired; sd of donor log2 effects), global
+                           transcriptional shift (fraction of genes, log2 size) and spike-ins, low-count genes; and
+                           one degraded sample (3' bias: mean x (length / 2.5 kb)^-beta, library x retention)
+draw_counts()              NB counts from the means (deterministic in the world's RNG)
+swap_sheet_rows()          L1: two samples of different condition and sex exchange their sample-sheet rows
+as_normalised()            L1: the matrix holds DESeq2-normalised values (count / size factor) posing as counts
+duplicate_sample()         L1: one sample's column appears a second time under a new name (same library processed
+                           twice), with its own sample-sheet row
+version_ids()              L1: counts.tsv gene IDs carry Ensembl version suffixes (GENCODE style) that genes.tsv lacks
+truncate_file(fraction)    L1: counts.tsv is cut at a byte offset (an interrupted transfer): the last line is partial
+                           and every later gene is missing
+dossier(kind)              L3: replaces the files by an evidence dossier computed from the simulated counts
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from benchmark.canonical import CanonicalWriter
+from benchmark.registry import recipe, substrate, writer
+
+TRACK = "bulkrna"
+SEX_GENES_Y = ("RPS4Y1", "DDX3Y", "KDM5D", "UTY", "EIF1AY", "USP9Y", "ZFY")
+N_ERCC = 92
+REF_DEPTH = 20e6
+
+
+@dataclass
+class BulkData:
+    genes: pd.DataFrame                 # gene_id, symbol, chrom, length, base (mean at REF_DEPTH), type
+    samples: pd.DataFrame               # sample sheet: sample, condition, [sex, batch, donor]
+    depth: np.ndarray | None = None     # reads per sample
+    M: np.ndarray | None = None         # genes x samples log2 effects on molecules
+    alpha: np.ndarray | None = None     # gene-wise dispersion
+    sex: np.ndarray | None = None       # true sex per sample
+    spike_molecules: float = 0.0        # spike-in molecules per sample relative to the endogenous total (0: none)
+    counts: pd.DataFrame | None = None  # genes x samples (index gene_id)
+    truth: dict = field(default_factory=dict)
+    sheet_columns: list[str] = field(default_factory=lambda: ["sample", "condition", "sex"])
+    integer: bool = True
+    count_ids: list[str] | None = None  # IDs written in counts.tsv (None: genes.gene_id)
+    cut_fraction: float | None = None   # counts.tsv cut at this fraction of its bytes
+    task: dict = field(default_factory=dict)
+    dossier: dict | None = None
+    extra_meta: dict = field(default_factory=dict)
+
+
+@substrate("bulk_gene_universe")
+def universe(seed: int = 0, n_genes: int = 3000) -> BulkData:
+    rng = np.random.default_rng(seed)
+    ids = set()
+    while len(ids) < n_genes + 8:
+        ids.add("ENSG" + "".join(rng.choice(list("0123456789"), 11)))
+    ids = sorted(ids)
+    rng.shuffle(ids)
+    sym = [f"BRG{i:05d}" for i in range(1, n_genes + 1)] + ["XIST", *SEX_GENES_Y]
+    chrom = [f"chr{c}" for c in rng.integers(1, 23, n_genes)] + ["chrX"] + ["chrY"] * len(SEX_GENES_Y)
+    length = np.clip(np.exp(rng.normal(np.log(2500), 0.7, n_genes + 8)), 300, 15000).round()
+    base = np.exp(rng.normal(np.log(60), 1.7, n_genes))
+    base = np.concatenate([base, [400.0], rng.uniform(60, 500, len(SEX_GENES_Y))])
+    genes = pd.DataFrame({"gene_id": ids[: n_genes + 8], "symbol": sym, "chrom": chrom, "length": length.astype(int),
+                          "base": base, "type": "gene", "z": rng.normal(0, 1, n_genes + 8)})
+    return BulkData(genes=genes, samples=pd.DataFrame())
+
+
+def _sexed(genes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    x = (genes["symbol"] == "XIST").to_numpy()
+    y = genes["symbol"].isin(SEX_GENES_Y).to_numpy()
+    return x, y
+
+
+@recipe(TRACK, "simulate")
+def simulate(data: BulkData, rng, n_genes: int, n_per_condition: int, depth: float, a0: float, a1: float,
+             n_de: int, conditions: list[str] = ("control", "treated"), depth_sd: float = 0.2,
+             batch: dict | None = None, donor_sd: float | None = None, shift: dict | None = None,
+             spike_share: float | None = None, degrade: dict | None = None, min_base: float | None = None,
+             lowcount: dict | None = None, de_lfc: tuple = (0.8, 3.0), sexes: str = "balanced",
+             sheet: list[str] | None = None, low_sample: float | None = None) -> BulkData:
+    g = data.genes
+    core = np.flatnonzero(g["symbol"].str.startswith("BRG").to_numpy())
+    if min_base is not None:
+        core = core[g["base"].to_numpy()[core] >= min_base]
+    keep = np.sort(rng.choice(core, min(n_genes, len(core)), replace=False))
+    sexg = np.flatnonzero(~g["symbol"].str.startswith("BRG").to_numpy())
+    genes = g.iloc[np.concatenate([keep, sexg])].reset_index(drop=True)
+    if lowcount:  # extra low-count genes (an unfiltered matrix): base 0.5-6 counts at 20 M reads
+        lo = np.flatnonzero(g["symbol"].str.startswith("BRG").to_numpy())
+        lo = np.setdiff1d(lo, keep)
+        pick = np.sort(rng.choice(lo, int(lowcount["n"]), replace=False))
+        extra = g.iloc[pick].copy()
+        extra["base"] = np.exp(rng.uniform(np.log(0.5), np.log(6.0), len(pick)))
+        genes = pd.concat([genes, extra]).reset_index(drop=True)
+    G = len(genes)
+    ns = 2 * n_per_condition
+    cond = np.array([conditions[0]] * n_per_condition + [conditions[1]] * n_per_condition)
+    if sexes == "balanced":
+        half = [("F" if i % 2 == 0 else "M") for i in range(n_per_condition)]
+        sex = np.array(list(rng.permutation(half)) + list(rng.permutation(half)))
+    else:
+        sex = np.array([sexes] * ns)
+    M = np.zeros((G, ns))
+    is_core = genes["symbol"].str.startswith("BRG").to_numpy()
+    cand = np.flatnonzero(is_core & (genes["base"].to_numpy() >= 8))
+    de = np.sort(rng.choice(cand, n_de, replace=False))
+    lfc = rng.uniform(de_lfc[0], de_lfc[1], n_de) * rng.choice([-1, 1], n_de)
+    M[np.ix_(de, np.flatnonzero(cond == conditions[1]))] += lfc[:, None]
+    truth = {"de_genes": genes["gene_id"].to_numpy()[de].tolist(), "de_lfc": lfc.round(4).tolist()}
+    cols = {"sample": None, "condition": cond, "sex": sex}
+    if batch:  # {"layout": "AABB..." per sample (control first), "n": genes, "lfc": size}
+        lay = np.array(list(batch["layout"]))
+        bg = np.sort(rng.choice(np.flatnonzero(is_core), int(batch["n"]), replace=False))
+        bl = float(batch["lfc"]) * rng.choice([-1, 1], len(bg)) * rng.uniform(0.6, 1.4, len(bg))
+        M[np.ix_(bg, np.flatnonzero(lay == "B"))] += bl[:, None]
+        cols["batch"] = np.array([f"batch{c}" for c in lay])
+        truth["batch_genes"] = genes["gene_id"].to_numpy()[bg].tolist()
+    if donor_sd:  # paired: donor d gives one control and one treated sample
+        donors = np.array([f"D{i + 1}" for i in range(n_per_condition)] * 2)
+        eff = rng.normal(0, donor_sd, (G, n_per_condition))
+        M += eff[:, [int(d[1:]) - 1 for d in donors]]
+        cols["donor"] = donors
+        sex = np.concatenate([sex[:n_per_condition], sex[:n_per_condition]])
+        cols["sex"] = sex
+    if shift:  # global transcriptional shift in the test condition: a fraction of genes scaled by 2^size
+        sel = rng.random(G) < float(shift["fraction"])
+        sel &= is_core
+        M[np.ix_(np.flatnonzero(sel), np.flatnonzero(cond == conditions[1]))] += float(shift["size"])
+        truth["shift"] = {"fraction": float(shift["fraction"]), "size": float(shift["size"])}
+    base = genes["base"].to_numpy().copy()
+    xg, yg = _sexed(genes)
+    B = np.repeat(base[:, None], ns, axis=1)
+    B[np.ix_(xg, np.flatnonzero(sex == "M"))] = 0.1
+    B[np.ix_(yg, np.flatnonzero(sex == "F"))] = 0.05
+    mol = B * 2.0 ** M
+    dep = depth * np.exp(rng.normal(0, depth_sd, ns))
+    if degrade:  # one sample of the drawn condition: 3' bias and a smaller library
+        j = int(rng.choice(np.flatnonzero(cond == degrade.get("condition", conditions[1]))))
+        L = genes["length"].to_numpy()
+        mol[:, j] *= (L / 2500.0) ** (-float(degrade["beta"]))
+        dep[j] *= float(degrade["retention"])
+        truth["degraded_index"] = j
+    if low_sample:  # boundary: one sample with a smaller (still adequate) library, nothing else wrong
+        j = int(rng.integers(ns))
+        dep[j] *= float(low_sample)
+        truth["low_index"] = j
+    alpha_mu = base * depth / REF_DEPTH
+    alpha = (a0 + a1 / np.maximum(alpha_mu, 0.05)) * np.exp(0.45 * genes["z"].to_numpy())
+    alpha = np.minimum(alpha, 10.0)
+    data.genes = genes.drop(columns=["z"])
+    data.truth = {**data.truth, **truth, "a0": a0, "a1": a1}
+    data.M, data.alpha, data.sex = M, alpha, sex
+    # reads in proportion to molecules; every sample's endogenous molecules are normalised by the control mean total
+    tot_ref = mol[:, cond == conditions[0]].sum(0).mean()
+    mu_mol = mol / tot_ref
+    if spike_share:
+        erc = pd.DataFrame({"gene_id": [f"ERCC-{i:05d}" for i in sorted(rng.choice(np.arange(2, 180), N_ERCC, replace=False))],
+                            "symbol": "", "chrom": "ERCC", "length": rng.integers(250, 2000, N_ERCC), "type": "spike_in"})
+        erc["symbol"] = erc["gene_id"]
+        conc = 2.0 ** rng.uniform(-4, 14, N_ERCC)
+        spike = conc / conc.sum() * spike_share  # spike molecules relative to a control sample's endogenous total
+        erc["base"] = spike * REF_DEPTH
+        sa = (a0 + a1 / np.maximum(erc["base"].to_numpy() * depth / REF_DEPTH, 0.05)) * 0.6
+        data.genes = pd.concat([data.genes, erc]).reset_index(drop=True)
+        mu_mol = np.vstack([mu_mol, np.repeat(spike[:, None], ns, axis=1)])
+        data.alpha = np.concatenate([alpha, sa])
+    # the genes kept stand for the whole transcriptome's composition: a sample's reads over them are its depth times
+    # their share of the reads at the reference composition
+    share = float(genes["base"].to_numpy().sum() / REF_DEPTH) * (1.0 + (spike_share or 0.0))
+    mu = mu_mol / mu_mol.sum(0, keepdims=True) * (dep * share)[None, :]
+    data.truth["mu"] = mu
+    data.depth = dep
+    # sample names: S01..Snn assigned at random (no position or name encodes the condition)
+    names = [f"S{i + 1:02d}" for i in rng.permutation(ns)]
+    cols["sample"] = np.array(names)
+    data.samples = pd.DataFrame({k: v for k, v in cols.items()})
+    data.sheet_columns = sheet or [c for c in ["sample", "condition", "sex", "batch", "donor"] if c in cols]
+    data.task = {"test_condition": conditions[1], "reference_condition": conditions[0]}
+    return data
+
+
+@recipe(TRACK, "draw_counts")
+def draw_counts(data: BulkData, rng) -> BulkData:
+    mu = data.truth.pop("mu")
+    a = data.alpha[:, None]
+    n = 1.0 / a
+    p = n / (n + mu)
+    X = rng.negative_binomial(np.broadcast_to(n, mu.shape), p)
+    data.counts = pd.DataFrame(X, index=data.genes["gene_id"].to_numpy(), columns=data.samples["sample"].to_numpy())
+    return data
+
+
+# ---------------------------------------------------------------- L1 defects
+
+@recipe(TRACK, "swap_sheet_rows")
+def swap_sheet_rows(data: BulkData, rng) -> BulkData:
+    """Two samples of different condition and different sex exchange their sample-sheet rows (all columns but the
+    sample name), as when a sheet is typed from tube labels in the wrong order."""
+    s = data.samples
+    c0, c1 = data.task["reference_condition"], data.task["test_condition"]
+    pairs = [(i, j) for i in np.flatnonzero(s["condition"] == c0) for j in np.flatnonzero(s["condition"] == c1)
+             if s["sex"].iloc[i] != s["sex"].iloc[j]]
+    i, j = pairs[int(rng.integers(len(pairs)))]
+    cols = [c for c in s.columns if c != "sample"]
+    a, b = s.loc[i, cols].copy(), s.loc[j, cols].copy()
+    s.loc[i, cols], s.loc[j, cols] = b.to_numpy(), a.to_numpy()
+    data.truth["swapped"] = sorted([s["sample"].iloc[i], s["sample"].iloc[j]])
+    return data
+
+
+@recipe(TRACK, "as_normalised")
+def as_normalised(data: BulkData, rng) -> BulkData:
+    """The matrix holds DESeq2 median-of-ratios normalised values (count / size factor), still called counts."""
+    X = data.counts.to_numpy().astype(float)
+    pos = (X > 0).all(1)
+    lg = np.log(X[pos])
+    sf = np.exp(np.median(lg - lg.mean(1, keepdims=True), axis=0))
+    data.counts = pd.DataFrame(X / sf[None, :], index=data.counts.index, columns=data.counts.columns)
+    data.integer = False
+    return data
+
+
+@recipe(TRACK, "duplicate_sample")
+def duplicate_sample(data: BulkData, rng) -> BulkData:
+    """One library's column appears twice under two names (the same FASTQ quantified twice): a new sheet row with
+    the source's annotations; all names re-drawn so neither copy is recognisable by its name."""
+    s = data.samples
+    j = int(rng.integers(len(s)))
+    src = s["sample"].iloc[j]
+    X = data.counts.copy()
+    X["__dup__"] = X[src].to_numpy()
+    row = s.iloc[[j]].copy()
+    row["sample"] = "__dup__"
+    s = pd.concat([s, row]).reset_index(drop=True)
+    names = [f"S{i + 1:02d}" for i in rng.permutation(len(s))]
+    ren = dict(zip(s["sample"], names))
+    s["sample"] = names
+    X.columns = [ren[c] for c in X.columns]
+    data.samples, data.counts = s, X
+    data.truth["duplicates"] = sorted([ren[src], ren["__dup__"]])
+    return data
+
+
+@recipe(TRACK, "version_ids")
+def version_ids(data: BulkData, rng) -> BulkData:
+    """counts.tsv names genes with Ensembl version suffixes (ENSG....N, GENCODE quantification); genes.tsv does not."""
+    v = rng.integers(1, 20, len(data.counts))
+    data.count_ids = [f"{g}.{k}" if g.startswith("ENSG") else g for g, k in zip(data.counts.index, v)]
+    return data
+
+
+@recipe(TRACK, "truncate_file")
+def truncate_file(data: BulkData, rng, fraction: float) -> BulkData:
+    data.cut_fraction = float(fraction)
+    return data
+
+
+@recipe(TRACK, "set_task")
+def set_task(data: BulkData, rng, **task) -> BulkData:
+    data.task.update(task)
+    return data
+
+
+# ---------------------------------------------------------------- writer
+
+META = {
+    "assay": "bulk RNA-seq (poly-A selected, paired-end), reads assigned to genes (featureCounts-style gene counts)",
+    "organism": "Homo sapiens",
+    "origin": "simulated experiment (negative-binomial counts with a DESeq2-style mean-dispersion trend); gene "
+              "identifiers and BRG symbols are synthetic placeholders, XIST and the chrY genes keep their names",
+}
+SHEET = {"sample": "sample name, as in the counts.tsv header", "condition": "experimental condition",
+         "sex": "donor sex recorded at collection (F / M)", "batch": "library-preparation batch",
+         "donor": "donor (cell line or individual) the sample comes from"}
+
+
+def counts_text(data: BulkData) -> str:
+    X = data.counts
+    ids = data.count_ids or list(X.index)
+    head = "gene_id\t" + "\t".join(X.columns) + "\n"
+    if data.integer:
+        body = "".join(f"{g}\t" + "\t".join(str(int(v)) for v in row) + "\n" for g, row in zip(ids, X.to_numpy()))
+    else:
+        body = "".join(f"{g}\t" + "\t".join(f"{v:.4f}" for v in row) + "\n" for g, row in zip(ids, X.to_numpy()))
+    text = head + body
+    if data.cut_fraction is not None:
+        cut = int(len(text) * data.cut_fraction)
+        while text[cut - 1] in "\n\t":
+            cut += 1
+        text = text[:cut]
+    return text
+
+
+@writer(TRACK)
+def write(data: BulkData, w: CanonicalWriter) -> None:
+    if data.dossier is not None:
+        for name, obj in sorted(data.dossier.items()):
+            if isinstance(obj, pd.DataFrame):
+                w.table(name, obj)
+            else:
+                w.text(name, obj)
+        return
+    w.bytes("counts.tsv", counts_text(data).encode())
+    sheet = data.samples[data.sheet_columns].sort_values("sample").reset_index(drop=True)
+    w.table("samples.csv", sheet)
+    gcols = ["gene_id", "symbol", "chrom", "length"] + (["type"] if (data.genes["type"] != "gene").any() else [])
+    w.table("genes.tsv", data.genes[gcols])
+    meta = {**META, **data.extra_meta,
+            "files": {"counts.tsv": "tab-separated; gene_id then one column of raw read counts per sample",
+                      "samples.csv": {c: SHEET[c] for c in data.sheet_columns},
+                      "genes.tsv": "gene annotation: gene_id, symbol, chrom, length (union-exon length in bp)"
+                                   + ("; type (gene or spike_in)" if "type" in gcols else ""),
+                      "meta.json": "this description"},
+            "values": "raw read counts (non-negative integers), unnormalised",
+            "n_samples": int(len(sheet)), "n_genes": int(len(data.genes))}
+    if data.task:
+        meta["task"] = dict(data.task)
+    w.json("meta.json", meta)

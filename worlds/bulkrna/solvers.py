@@ -1,0 +1,443 @@
+"""Reference solvers of the bulkrna track (gold side). Every golden is computed from the world's public files.
+
+bulkrna.L1.integrity   every integrity detector on the files: values are integer counts (else recover counts as
+                       value / smallest non-zero value of the sample), gene IDs of counts.tsv match genes.tsv (else
+                       strip Ensembl version suffixes), counts.tsv is complete (rows with missing fields, annotation
+                       genes absent), no two sample columns are identical, recorded sex agrees with XIST / chrY
+                       expression (two discordant samples of opposite sex = swapped sheet rows), and no sample shows
+                       a 3'-bias length trend (slope of its log ratio to the gene-wise geometric mean on log2 gene
+                       length). It reports the findings, their sizes and the products a careful analyst writes.
+bulkrna.L2.condition_de  DESeq2 (pydeseq2, Wald, BH) with every recorded covariate that is estimable (batch when it
+                       varies within condition, donor when donors carry both conditions), after removing samples whose
+                       length-trend slope marks RNA degradation; DE = padj < 0.05. Also the naive result (~condition,
+                       every sample), its DE list (the trap's own result) and the genes it calls that the reference
+                       finds null.
+bulkrna.L2.normalisation  size factors from the ERCC spike-ins (median of ratios over spike-ins; pydeseq2
+                       control_genes) when the spike-in and endogenous size factors disagree between conditions
+                       (|difference of mean log2 ratio| > 0.3), else endogenous median of ratios; DE on genes only.
+bulkrna.L2.lfc_ranking  DESeq2 ~condition, apeGLM-shrunk log2 fold changes (pydeseq2 lfc_shrink); the top 20 genes by
+                       |shrunk LFC| among padj < 0.05, and the unshrunk (trap) ranking.
+bulkrna.L3.dossier     key statistics read back from the dossier's tables.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmark.registry import product_validator, solver
+
+SEX_Y = ("RPS4Y1", "DDX3Y", "KDM5D", "UTY", "EIF1AY", "USP9Y", "ZFY")
+SLOPE_FINDING = 0.2          # |length-trend slope| (log2 ratio per log2 length) that marks a degraded sample
+SHIFT_FINDING = 0.3          # spike-in vs endogenous size-factor disagreement between conditions (log2)
+TOP_K = 20
+
+
+# ---------------------------------------------------------------- reading
+
+def read_world(world_dir) -> dict:
+    """counts (genes x samples, float; incomplete rows dropped and listed), sheet, annotation, meta."""
+    wd = Path(world_dir)
+    lines = (wd / "counts.tsv").read_text().split("\n")
+    head = lines[0].split("\t")
+    rows, ids, partial = [], [], []
+    for ln in lines[1:]:
+        if not ln:
+            continue
+        f = ln.split("\t")
+        if len(f) != len(head):
+            partial.append(f[0])
+            continue
+        ids.append(f[0])
+        rows.append([float(x) for x in f[1:]])
+    X = pd.DataFrame(np.array(rows, dtype=float).reshape(len(rows), len(head) - 1), index=ids, columns=head[1:])
+    sheet = pd.read_csv(wd / "samples.csv", dtype=str, keep_default_na=False)
+    genes = pd.read_csv(wd / "genes.tsv", sep="\t", dtype={"gene_id": str, "symbol": str})
+    meta = json.loads((wd / "meta.json").read_text())
+    return {"X": X, "sheet": sheet, "genes": genes, "meta": meta, "partial_rows": partial,
+            "ends_with_newline": (wd / "counts.tsv").read_bytes().endswith(b"\n")}
+
+
+def strip_version(g: str) -> str:
+    return re.sub(r"\.\d+$", "", g) if g.startswith("ENSG") else g
+
+
+def size_factors(X: np.ndarray) -> np.ndarray:
+    """DESeq2 median of ratios over genes positive in every sample (X: genes x samples)."""
+    pos = (X > 0).all(1)
+    lg = np.log(X[pos])
+    return np.exp(np.median(lg - lg.mean(1, keepdims=True), axis=0))
+
+
+def length_slopes(X: pd.DataFrame, length: pd.Series) -> pd.Series:
+    """Per sample: slope of log2(normalised count / gene-wise geometric mean) on log2(gene length), over genes with
+    a mean of >= 20 counts; ~0 for intact libraries, clearly negative under 3' bias (degradation)."""
+    A = X.to_numpy(float)
+    keep = (A.mean(1) >= 20) & (A > 0).all(1)
+    L = np.log2(length.reindex(X.index).to_numpy(float))
+    keep &= np.isfinite(L)
+    lg = np.log2(A[keep] / size_factors(A)[None, :])
+    r = lg - lg.mean(1, keepdims=True)
+    x = L[keep] - L[keep].mean()
+    return pd.Series((x[:, None] * r).sum(0) / (x ** 2).sum(), index=X.columns)
+
+
+def infer_sex(X: pd.DataFrame, genes: pd.DataFrame) -> pd.Series:
+    """F / M from XIST and the chrY genes (counts per million over the matrix)."""
+    sym = genes.set_index("gene_id")["symbol"].reindex(X.index)
+    cpm = X / X.sum(0) * 1e6
+    xist = cpm[sym.to_numpy() == "XIST"].sum(0)
+    y = cpm[sym.isin(SEX_Y).to_numpy()].sum(0)
+    return pd.Series(np.where(xist > y, "F", "M"), index=X.columns)
+
+
+# ---------------------------------------------------------------- L1
+
+def detect(d: dict) -> dict:
+    findings: list[str] = []
+    X, sheet, genes = d["X"], d["sheet"], d["genes"]
+    v: dict = {"n_samples": int(X.shape[1]), "n_gene_rows": int(X.shape[0]) + len(d["partial_rows"])}
+
+    # 1. values are counts?
+    A = X.to_numpy()
+    nz = A[A != 0]
+    frac_int = float(np.mean(np.abs(nz - np.rint(nz)) < 1e-6)) if nz.size else 1.0
+    v["fraction_non_integer_values"] = round(1 - frac_int, 4)
+    if frac_int < 0.999:
+        findings.append("normalized_as_counts")
+        mn = np.where(A > 0, A, np.inf).min(0)
+        rec = np.rint(A / mn[None, :])
+        v["recovered_size_factors"] = {s: round(float(1 / m), 6) for s, m in zip(X.columns, mn)}
+        v["recovered_library_sizes"] = {s: int(t) for s, t in zip(X.columns, rec.sum(0))}
+        v["n_samples_affected"] = int(X.shape[1])
+        X = pd.DataFrame(rec, index=X.index, columns=X.columns)
+
+    # 2. gene IDs against the annotation
+    ann = set(genes["gene_id"])
+    raw_match = float(np.mean([g in ann for g in X.index])) if len(X) else 1.0
+    v["fraction_ids_in_annotation"] = round(raw_match, 4)
+    if raw_match < 0.9:
+        stripped = [strip_version(g) for g in X.index]
+        if np.mean([g in ann for g in stripped]) >= 0.99:
+            findings.append("gene_id_mismatch")
+            v["n_unmatched_ids"] = int(sum(g not in ann for g in X.index))
+            v["unmatched_fraction"] = round(1 - raw_match, 4)
+            X.index = stripped
+    v["annotation_ids"] = sorted(ann)
+
+    # 3. complete file?
+    present = set(X.index)
+    missing = [g for g in genes["gene_id"] if g not in present]
+    v["n_missing_genes"] = len(missing)
+    v["missing_fraction"] = round(len(missing) / max(len(genes), 1), 4)
+    v["missing_genes"] = sorted(missing)
+    if missing or d["partial_rows"] or not d["ends_with_newline"]:
+        findings.append("truncated_matrix")
+
+    # 4. duplicated sample columns
+    cols = list(X.columns)
+    dup_pairs = [(a, b) for i, a in enumerate(cols) for b in cols[i + 1:] if np.array_equal(X[a].to_numpy(), X[b].to_numpy())]
+    v["duplicate_pairs"] = [list(p) for p in dup_pairs]
+    v["duplicated_samples"] = sorted({s for p in dup_pairs for s in p})
+    v["n_duplicate_extra"] = len(dup_pairs)
+    v["n_in_pairs"] = len(v["duplicated_samples"])
+    if dup_pairs:
+        findings.append("duplicate_sample")
+
+    # 5. recorded sex vs expression
+    inferred = infer_sex(X, genes)
+    rec_sex = sheet.set_index("sample")["sex"].reindex(X.columns) if "sex" in sheet else inferred
+    bad = sorted(s for s in X.columns if rec_sex[s] != inferred[s])
+    v["inferred_sex"] = {s: str(inferred[s]) for s in X.columns}
+    v["sex_discordant_samples"] = bad
+    v["n_sex_discordant"] = len(bad)
+    swapped: list[str] = []
+    if len(bad) == 2 and rec_sex[bad[0]] != rec_sex[bad[1]]:
+        swapped = bad
+        findings.append("swapped_samples")
+    v["swapped_samples"] = swapped
+    corrected = sheet.copy()
+    if swapped:
+        i, j = (corrected.index[corrected["sample"] == s][0] for s in swapped)
+        c = [k for k in corrected.columns if k != "sample"]
+        a, b = corrected.loc[i, c].copy(), corrected.loc[j, c].copy()
+        corrected.loc[i, c], corrected.loc[j, c] = b.to_numpy(), a.to_numpy()
+        v["corrected_condition"] = dict(zip(corrected["sample"], corrected["condition"]))
+
+    # 6. degradation (3' bias): length trend of one sample's ratios
+    slopes = length_slopes(X, genes.set_index("gene_id")["length"])
+    v["length_slopes"] = {s: round(float(x), 4) for s, x in slopes.items()}
+    deg = sorted(s for s, x in slopes.items() if abs(x) > SLOPE_FINDING)
+    v["degraded_samples"] = deg
+    v["n_degraded"] = len(deg)
+    v["degraded_slope"] = round(float(slopes[deg[0]]), 4) if deg else 0.0
+    if deg:
+        findings.append("degraded_sample")
+    lib = X.sum(0)
+    v["library_sizes"] = {s: int(t) for s, t in lib.items()}
+    v["min_library_ratio"] = round(float(lib.min() / lib.median()), 4)
+    v["median_library_size"] = int(lib.median())
+    v["n_samples_kept"] = int(X.shape[1]) - len(deg) - len(dup_pairs)
+    return {"findings": sorted(findings), **v}
+
+
+@solver("bulkrna.L1.integrity", version="1")
+def l1_integrity(world_dir: Path, world) -> dict:
+    return detect(read_world(world_dir))
+
+
+# ---------------------------------------------------------------- product validators
+
+def _read_any(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path, sep=None, engine="python", dtype=str)
+
+
+@product_validator("bulkrna.recovered_counts")
+def recovered_counts(path: Path, golden: dict, check) -> tuple[float, str]:
+    """A recovered count matrix (gene_id then one column per sample, integers): per-sample totals within 2% of the
+    reference recovery for every sample."""
+    want = golden.get("recovered_library_sizes") or {}
+    try:
+        tab = _read_any(path)
+        num = tab.iloc[:, 1:].apply(pd.to_numeric, errors="coerce")
+    except Exception as exc:  # noqa: BLE001
+        return 0.0, f"unreadable table ({exc})"
+    miss = [s for s in want if s not in num.columns]
+    if miss:
+        return 0.0, f"sample columns missing: {miss[:5]}"
+    vals = num[list(want)].to_numpy(float)
+    integer = float(np.nanmean(np.abs(vals - np.rint(vals)) < 1e-6))
+    share = float(np.mean([abs(np.nansum(num[s]) - t) <= 0.02 * t for s, t in want.items()]))
+    return float(integer >= 0.99 and share >= 0.999), f"{integer:.1%} integer values; {share:.0%} of samples with totals within 2%"
+
+
+@product_validator("bulkrna.matched_ids")
+def matched_ids(path: Path, golden: dict, check) -> tuple[float, str]:
+    """A corrected count table whose first column holds gene IDs found in genes.tsv (>= 99% of rows, and as many
+    rows as the original)."""
+    ann = set(golden.get("annotation_ids") or [])
+    try:
+        tab = _read_any(path)
+    except Exception as exc:  # noqa: BLE001
+        return 0.0, f"unreadable table ({exc})"
+    ids = tab.iloc[:, 0].astype(str).tolist()
+    share = float(np.mean([g in ann for g in ids])) if ids else 0.0
+    n_ok = len(ids) >= 0.99 * int(golden.get("n_gene_rows", 0))
+    return float(share >= 0.99 and n_ok), f"{share:.1%} of {len(ids)} row IDs in the annotation (need 99% of {golden.get('n_gene_rows')})"
+
+
+@product_validator("bulkrna.corrected_sheet")
+def corrected_sheet(path: Path, golden: dict, check) -> tuple[float, str]:
+    """Either a corrected sample sheet (sample and condition columns: every sample carries the condition its
+    expression shows) or the list of the swapped samples, one a line (both, nothing else)."""
+    want = golden.get("corrected_condition") or {}
+    swapped = set(golden.get("swapped_samples") or [])
+    try:
+        tab = _read_any(path)
+        cols = [c.strip().lower() for c in tab.columns]
+    except Exception:  # noqa: BLE001
+        cols = []
+    if "sample" in cols and "condition" in cols:
+        tab.columns = cols
+        got = dict(zip(tab["sample"], tab["condition"]))
+        ok = float(np.mean([got.get(s) == c for s, c in want.items()])) if want else 0.0
+        return float(ok == 1.0), f"corrected sheet: {ok:.0%} of samples carry their expressed condition (need all)"
+    items = {ln.strip().split(",")[0] for ln in Path(path).read_text().splitlines() if ln.strip() and not ln.startswith("#")}
+    items &= set(want) | swapped | {"sample"}
+    items.discard("sample")
+    return float(items == swapped), f"listed {sorted(items)}; swapped {sorted(swapped)}"
+
+
+# ---------------------------------------------------------------- L2 helpers
+
+def run_deseq(counts: pd.DataFrame, sheet: pd.DataFrame, design: str, contrast: list[str],
+              control_genes: list[str] | None = None, shrink: bool = False) -> pd.DataFrame:
+    """pydeseq2 with defaults (Cook's refit, independent filtering), one BLAS thread; counts: samples x genes.
+    control_genes: size factors from these columns only. shrink: add an apeGLM-shrunk LFC column."""
+    import logging
+    import warnings
+
+    from pydeseq2.dds import DeseqDataSet
+    from pydeseq2.default_inference import DefaultInference
+    from pydeseq2.ds import DeseqStats
+    from threadpoolctl import threadpool_limits
+
+    logging.getLogger("pydeseq2").setLevel(logging.ERROR)
+    meta = sheet.set_index("sample").loc[counts.index]
+    with warnings.catch_warnings(), threadpool_limits(limits=1):
+        warnings.simplefilter("ignore")
+        inf = DefaultInference(n_cpus=1)
+        dds = DeseqDataSet(counts=counts.astype(int), metadata=meta, design=design, inference=inf, quiet=True,
+                           control_genes=control_genes)
+        dds.deseq2()
+        st = DeseqStats(dds, contrast=contrast, inference=inf, quiet=True)
+        st.summary()
+        res = st.results_df.copy()
+        if shrink:
+            coeff = [c for c in st.LFC.columns if c.startswith(f"{contrast[0]}[")][0]
+            st.lfc_shrink(coeff=coeff)
+            sign = 1.0 if coeff.endswith(f"T.{contrast[1]}]") else -1.0
+            res["shrunk_lfc"] = sign * st.results_df["log2FoldChange"]
+    return res
+
+
+def estimable_design(sheet: pd.DataFrame) -> str:
+    terms = []
+    by = sheet.groupby("condition")
+    if "batch" in sheet and by["batch"].nunique().max() > 1 and sheet["batch"].nunique() > 1:
+        terms.append("batch")
+    if "donor" in sheet and (sheet.groupby("donor")["condition"].nunique() > 1).any():
+        terms.append("donor")
+    return "~" + " + ".join(terms + ["condition"])
+
+
+def load_l2(world_dir) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict]:
+    d = read_world(world_dir)
+    return d["X"], d["sheet"], d["genes"], d["meta"]
+
+
+def _bool_padj(res: pd.DataFrame) -> pd.Series:
+    return res["padj"].fillna(1.0)
+
+
+def _table_golden(res: pd.DataFrame, de: list[str]) -> dict:
+    return {g: round(float(res.loc[g, "log2FoldChange"]), 4) for g in de}
+
+
+def naive_result(X: pd.DataFrame, sheet: pd.DataFrame, test: str, ref: str) -> pd.DataFrame:
+    return run_deseq(X.T, sheet, "~condition", ["condition", test, ref])
+
+
+# ---------------------------------------------------------------- L2 condition DE
+
+@solver("bulkrna.L2.condition_de", version="1")
+def l2_condition_de(world_dir: Path, world) -> dict:
+    X, sheet, genes, meta = load_l2(world_dir)
+    test, ref = meta["task"]["test_condition"], meta["task"]["reference_condition"]
+    slopes = length_slopes(X, genes.set_index("gene_id")["length"])
+    dropped = sorted(s for s, x in slopes.items() if abs(x) > SLOPE_FINDING)
+    keep = [s for s in X.columns if s not in dropped]
+    sh = sheet[sheet["sample"].isin(keep)]
+    design = estimable_design(sh)
+    res = run_deseq(X[keep].T, sh, design, ["condition", test, ref])
+    padj = _bool_padj(res)
+    de = sorted(res.index[padj < 0.05])
+    nv = naive_result(X, sheet, test, ref)
+    npadj = _bool_padj(nv)
+    naive_de = sorted(nv.index[npadj < 0.05])
+    defect = getattr(world, "defect", None)
+    null = sorted(g for g in naive_de if padj.get(g, 1.0) >= 0.05)
+    return {
+        "test_condition": test, "reference_condition": ref, "design": design, "samples_dropped": dropped,
+        "length_slopes": {s: round(float(x), 4) for s, x in slopes.items()},
+        "de_genes": de, "n_de_genes": len(de),
+        "up_genes": sorted(g for g in de if res.loc[g, "log2FoldChange"] > 0),
+        "down_genes": sorted(g for g in de if res.loc[g, "log2FoldChange"] < 0),
+        "de_log2fc": _table_golden(res, de),
+        "naive_de_genes": naive_de, "naive_n_de": len(naive_de),
+        "trap_de_genes": naive_de if defect else [],
+        "null_padj": {g: 1.0 for g in null[:200]},
+        "n_naive_false": len(null),
+        "n_samples": int(X.shape[1]),
+        "batch_by_condition": ({c: sorted(s["batch"]) for c, s in sheet.groupby("condition")} if "batch" in sheet else {}),
+    }
+
+
+@product_validator("bulkrna.de_calls")
+def de_calls(path: Path, golden: dict, check) -> tuple[float, str]:
+    """The calls of a per-gene table (gene, padj): >= 70% of the reference DE genes significant AND >= 80% of the
+    genes in the check's golden mapping (genes the trap calls DE that the reference finds null) not significant."""
+    from graders.checks import read_table
+
+    padj, why = read_table(Path(path), "gene", "padj")
+    if padj is None:
+        return 0.0, why
+    de = [g.lower() for g in golden.get("de_genes") or []]
+    null = [g.lower() for g in (golden.get(check.golden) or {})]
+    sig = sum(padj.get(g, 1.0) < 0.05 for g in de) / len(de) if de else 1.0
+    nul = sum(g in padj and padj[g] >= 0.05 for g in null) / len(null) if null else 1.0
+    return float(sig >= 0.7 and nul >= 0.8), (f"{sig:.0%} of {len(de)} reference DE genes significant (need 70%); "
+                                              f"{nul:.0%} of {len(null)} {check.golden} genes not (need 80%)")
+
+
+# ---------------------------------------------------------------- L2 normalisation
+
+def spike_decision(X: pd.DataFrame, sheet: pd.DataFrame, genes: pd.DataFrame, test: str, ref: str) -> dict:
+    spikes = genes.loc[genes.get("type", pd.Series("gene", index=genes.index)) == "spike_in", "gene_id"].tolist()
+    endo = [g for g in X.index if g not in set(spikes)]
+    sf_e = size_factors(X.loc[endo].to_numpy(float))
+    sf_s = size_factors(X.loc[spikes].to_numpy(float)) if spikes else sf_e
+    r = pd.Series(np.log2(sf_e / sf_s), index=X.columns)
+    cond = sheet.set_index("sample")["condition"].reindex(X.columns)
+    diff = float(r[cond == test].mean() - r[cond == ref].mean())
+    return {"spikes": spikes, "endo": endo, "log2_sf_ratio_diff": round(diff, 4), "use_spikes": abs(diff) > SHIFT_FINDING}
+
+
+@solver("bulkrna.L2.normalisation", version="1")
+def l2_normalisation(world_dir: Path, world) -> dict:
+    X, sheet, genes, meta = load_l2(world_dir)
+    test, ref = meta["task"]["test_condition"], meta["task"]["reference_condition"]
+    dec = spike_decision(X, sheet, genes, test, ref)
+    res = run_deseq(X.T, sheet, "~condition", ["condition", test, ref],
+                    control_genes=dec["spikes"] if dec["use_spikes"] else None)
+    res = res.loc[dec["endo"]]
+    padj = _bool_padj(res)
+    de = sorted(res.index[padj < 0.05])
+    nv = naive_result(X, sheet, test, ref)
+    naive_de = sorted(nv.index[_bool_padj(nv) < 0.05])
+    defect = getattr(world, "defect", None)
+    lfc = res["log2FoldChange"]
+    expressed = res.index[res["baseMean"] >= 20]
+    return {
+        "test_condition": test, "reference_condition": ref, "normalisation": "spike-in" if dec["use_spikes"] else "median-of-ratios",
+        "log2_sf_ratio_diff": dec["log2_sf_ratio_diff"], "n_spikes": len(dec["spikes"]),
+        "de_genes": de, "n_de_genes": len(de),
+        "n_up": int((lfc[de] > 0).sum()), "n_down": int((lfc[de] < 0).sum()),
+        "fraction_up": round(float((lfc[de] > 0).mean()) if de else 0.0, 4),
+        "median_log2fc": round(float(lfc[expressed].median()), 4),
+        "lfc_table": {g: round(float(lfc[g]), 4) for g in expressed},
+        "naive_de_genes": naive_de, "naive_n_de": len(naive_de),
+        "naive_median_log2fc": round(float(nv.loc[expressed, "log2FoldChange"].median()), 4),
+        "trap_de_genes": naive_de if defect else [],
+    }
+
+
+# ---------------------------------------------------------------- L2 LFC ranking
+
+@solver("bulkrna.L2.lfc_ranking", version="1")
+def l2_lfc_ranking(world_dir: Path, world) -> dict:
+    X, sheet, genes, meta = load_l2(world_dir)
+    test, ref = meta["task"]["test_condition"], meta["task"]["reference_condition"]
+    res = run_deseq(X.T, sheet, "~condition", ["condition", test, ref], shrink=True)
+    padj = _bool_padj(res)
+    sig = res[padj < 0.05]
+    top = sig.assign(a=sig["shrunk_lfc"].abs()).sort_values(["a"], ascending=False).index[:TOP_K].tolist()
+    raw_top = sig.assign(a=sig["log2FoldChange"].abs()).sort_values(["a"], ascending=False).index[:TOP_K].tolist()
+    defect = getattr(world, "defect", None)
+    base = res["baseMean"]
+    return {
+        "test_condition": test, "reference_condition": ref, "n_de_genes": int(len(sig)),
+        "top_genes": sorted(top), "top_genes_ranked": top,
+        "shrunk_table": {g: round(float(res.loc[g, "shrunk_lfc"]), 4) for g in sorted(set(top) | set(raw_top))},
+        "naive_top_genes": sorted(raw_top),
+        "trap_top_genes": sorted(raw_top) if defect else [],
+        "naive_top_median_basemean": round(float(base[raw_top].median()), 2) if raw_top else 0.0,
+        "top_median_basemean": round(float(base[top].median()), 2) if top else 0.0,
+        "n_trap_only": len(set(raw_top) - set(top)),
+    }
+
+
+# ---------------------------------------------------------------- L3 dossier
+
+@solver("bulkrna.L3.dossier", version="1")
+def l3_dossier(world_dir: Path, world) -> dict:
+    tab = pd.read_csv(Path(world_dir) / "de_results.csv")
+    top = tab.sort_values("padj").head(15)
+    return {"genes": {r.gene: {"log2fc": round(float(r.log2fc), 4), "padj": float(r.padj)} for r in top.itertuples()},
+            "n_de": int((tab["padj"] < 0.05).sum())}
+
+
+import worlds.bulkrna.scripted  # noqa: E402,F401
