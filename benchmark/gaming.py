@@ -150,51 +150,57 @@ def cells(name: str, ref: WorldRef, naive_cells: list[str]) -> list[str]:
 
 # ---------------------------------------------------------------- final reports
 
-def _naive_l1(naive: dict | None) -> dict:
-    base = naive if isinstance(naive, dict) else {}
-    return {"assessment": base.get("assessment", "usable"), "issues": list(base.get("issues") or []),
-            "summary": base.get("summary", "")}
+def naive_edits(name: str, ref: WorldRef) -> list[dict] | None:
+    """How agent `name` turns the naive agent's report into its own on `ref`, as plain edits
+    (benchmark.models.script.apply_edits), so a scripted agent can apply them to what its own naive cells printed;
+    None when the report does not depend on the naive one."""
+    w, fam = ref.world, ref.family
+    codes = sorted(fam.defect_catalog)
+    if name == "constant" or (isinstance(w, L1World) and name != "keyword"):
+        return None
+    if isinstance(w, L1World):  # keyword
+        words = ", ".join(_words(c) for c in codes)
+        return [{"op": "pick", "keys": {"assessment": "usable", "issues": [], "summary": ""}},
+                {"op": "suffix", "key": "summary", "text": f" Checked for {words}.", "strip": True},
+                {"op": "extend", "key": "issues", "items": [{"category": "checklist", "severity": "info",
+                                                             "description": f"considered {words}", "value": None,
+                                                             "output": None}]}]
+    if name == "metadata":
+        code = getattr(metadata_predictions(_family_refs(ref))[ref.id].world, "defect", None)
+        return [{"op": "set", "values": {"issues_found": [_words(code)] if code else [], "analysis_usable": True}}]
+    if name == "all_clear":
+        return [{"op": "set", "values": {"issues_found": [], "analysis_usable": True}}]
+    every = [_words(c) for c in codes] + [r.world.trap for r in _family_refs(ref) if isinstance(r.world, L2World) and r.world.trap]
+    found = sorted(set(every)) if name == "keyword" else [_words(c) for c in codes]
+    edits: list[dict] = [{"op": "set", "values": {"issues_found": found, "analysis_usable": True}}]
+    if name == "keyword":
+        words = ", ".join(_words(c) for c in codes)
+        edits.append({"op": "suffix_text", "text": f" (considered: {words})", "nested_text": f" ({words})",
+                      "skip_ending": "_path", "nested_skip": "path"})
+    return edits
 
 
 def report(name: str, ref: WorldRef, naive: dict | None) -> dict:
     """The final report of gaming agent `name` on `ref`; `naive` is the naive agent's report (L2, keyword)."""
+    from benchmark.models.script import apply_edits
+
+    edits = naive_edits(name, ref)
+    if edits is not None:
+        return apply_edits(edits, naive if isinstance(naive, dict) else None)
     w, fam = ref.world, ref.family
     codes = sorted(fam.defect_catalog)
     if name == "constant":
         return constant_report(ref)[0]
     if name == "metadata":
         return metadata_report(ref, naive)
-    if isinstance(w, L1World):
-        if name == "all_clear":
-            return {"assessment": "usable", "issues": [], "summary": "The data look sound; no problems found."}
-        if name == "flag_all":
-            return {"assessment": "usable_with_caveats",
-                    "issues": [{"category": _words(c), "severity": "warning", "where": "all files",
-                                "description": f"possible {_words(c)}", "value": None, "action": "flagged", "output": None}
-                               for c in codes],
-                    "summary": "Flagged every known defect class."}
-        rep = _naive_l1(naive)  # keyword
-        words = ", ".join(_words(c) for c in codes)
-        rep["summary"] = f"{rep['summary']} Checked for {words}.".strip()
-        rep["issues"] = rep["issues"] + [{"category": "checklist", "severity": "info", "description": f"considered {words}",
-                                          "value": None, "output": None}]
-        return rep
-    rep = dict(naive) if isinstance(naive, dict) else {}
     if name == "all_clear":
-        rep["issues_found"] = []
-        rep["analysis_usable"] = True
-        return rep
-    every = [_words(c) for c in codes] + [r.world.trap for r in _family_refs(ref) if isinstance(r.world, L2World) and r.world.trap]
-    rep["issues_found"] = sorted(set(every)) if name == "keyword" else [_words(c) for c in codes]
-    rep["analysis_usable"] = True
-    if name == "keyword":
-        for k, v in list(rep.items()):
-            if isinstance(v, str) and k != "output_path" and not k.endswith("_path"):
-                rep[k] = f"{v} (considered: {', '.join(_words(c) for c in codes)})"
-            if isinstance(v, dict):
-                rep[k] = {kk: (f"{vv} ({', '.join(_words(c) for c in codes)})" if isinstance(vv, str) and "path" not in kk else vv)
-                          for kk, vv in v.items()}
-    return rep
+        return {"assessment": "usable", "issues": [], "summary": "The data look sound; no problems found."}
+    assert isinstance(w, L1World) and name == "flag_all", (name, ref.id)
+    return {"assessment": "usable_with_caveats",
+            "issues": [{"category": _words(c), "severity": "warning", "where": "all files",
+                        "description": f"possible {_words(c)}", "value": None, "action": "flagged", "output": None}
+                       for c in codes],
+            "summary": "Flagged every known defect class."}
 
 
 def constant_report(ref: WorldRef) -> tuple[dict, dict[str, str]]:
@@ -253,7 +259,7 @@ def constant_report(ref: WorldRef) -> tuple[dict, dict[str, str]]:
                            "output": out if isinstance(out, str) else None})
         report_ = {"assessment": "usable_with_caveats", "issues": issues, "summary": "constant report"}
         return report_, files
-    from benchmark.models.scripted import first_option_value
+    from benchmark.models.script import first_option_value
 
     base = first_option_value(fam.report_schema)
     _merge(base, rep)

@@ -46,6 +46,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from benchmark import scripted_plans
 from benchmark.agent import RUN_PYTHON_TOOL, Episode, _assistant_dict, call_model, json_schema_format, run_tool_calls
 from benchmark.loader import WorldRef
 from benchmark.records import CallRecord, CellRecord
@@ -329,10 +330,11 @@ def dossier_text(world_dir: Path, public_files: list[str]) -> str:
 
 
 def _ask(model: str, prompt: str, kind: str, role: str, meta: dict, record: L3Record, where: dict, seed: int = 0,
-         temperature: float = 0.0) -> tuple[dict | None, str | None, CallRecord]:
+         temperature: float = 0.0, ref: WorldRef | None = None) -> tuple[dict | None, str | None, CallRecord]:
     schema = schema_for(kind, model)
     resp, rec = call_model(model, [{"role": "user", "content": prompt}], step=0, role=role,
-                           metadata={**meta, "task": kind, "report_schema": schema},
+                           metadata={**meta, "task": kind, "report_schema": schema,
+                                     **scripted_plans.role(model, kind, schema, ref)},
                            response_format=json_schema_format(kind, schema), max_tokens=ROLE_MAX_TOKENS, seed=seed,
                            temperature=temperature)
     text = resp.choices[0].message.content if resp is not None else None
@@ -403,7 +405,8 @@ class _Episode(Episode):
 def dossier_episode(ref: WorldRef, model: str, sandbox, budget: int = MAX_STEPS, seed: int = 0) -> _Episode:
     """MIN_STEPS..budget agent steps on the dossier; the conversation is returned so the review rounds continue it."""
     budget = max(MIN_STEPS, min(int(budget), MAX_STEPS))
-    meta = {"world_id": ref.id, "family": ref.family.id, "report_schema": ref.family.report_schema, "task": "dossier"}
+    meta = {"world_id": ref.id, "family": ref.family.id, "report_schema": ref.family.report_schema, "task": "dossier",
+            **scripted_plans.world(model, ref)}
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": L3_SYSTEM.format(min=MIN_STEPS, max=budget)},
         {"role": "user", "content": ref.family.prompt},
@@ -440,12 +443,13 @@ def dossier_episode(ref: WorldRef, model: str, sandbox, budget: int = MAX_STEPS,
 
 
 def _rebut(model: str, sandbox, messages: list[dict], cells: list[CellRecord], calls: list[CallRecord], record: L3Record,
-           meta: dict, rnd: int, crit_text: str, seed: int) -> tuple[dict | None, str | None, int]:
+           meta: dict, rnd: int, crit_text: str, seed: int, ref: WorldRef | None = None) -> tuple[dict | None, str | None, int]:
     """One rebuttal in the agent's own conversation: up to REBUTTAL_TOOL_STEPS code cells, then the JSON answer."""
     schema = schema_for("rebuttal", model)
     messages.append({"role": "user", "content": REBUTTAL_ASK.format(rnd=rnd, rounds=ROUNDS, crit=crit_text,
                                                                    cells=REBUTTAL_TOOL_STEPS)})
-    m = {**meta, "task": "rebuttal", "round": rnd, "report_schema": schema}
+    m = {**meta, "task": "rebuttal", "round": rnd, "report_schema": schema,
+         **scripted_plans.role(model, "rebuttal", schema, ref)}
     n_cells = 0
     step0 = 100 * rnd
     text, finish = None, None
@@ -497,7 +501,7 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text_: str, roles: 
     # 1. prior, before any evidence
     prior, prior_raw, rec = _ask(model, f"Before seeing any data, answer from what you know.\n{w.prior.question}\n"
                                  "Return ONLY JSON: {\"expectation\": str, \"confidence\": 0-100, \"reasoning\": str}",
-                                 "prior", "agent", meta, record, {"role": "prior"}, seed)
+                                 "prior", "agent", meta, record, {"role": "prior"}, seed, ref=ref)
     agent_calls.append(rec)
     record.prior, record.prior_raw = prior, prior_raw
 
@@ -512,7 +516,7 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text_: str, roles: 
             f"The expectation this dossier tests: {w.prior.expected}\nHow to decide: {w.prior.conflicts_if}\n"
             f"The evidence: {w.evidence}\nThe scientist's stated prior: {json.dumps(prior)}\n"
             "Return ONLY JSON: {\"conflicts\": true|false, \"reason\": str}"), "eligibility", "judge", meta, record,
-            {"role": "eligibility"}, seed)
+            {"role": "eligibility"}, seed, ref=ref)
         role_calls.append(jrec)
         if verdict is None:
             eligible, reason = False, f"the eligibility judge gave no parseable answer ({(jrec.error or '')[:200]}); excluded pending review"
@@ -543,7 +547,7 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text_: str, roles: 
                 f"DOSSIER (complete):\n{dossier}\n\nANSWER:\n{json.dumps(current) if current else '(no valid answer)'}\n"
                 "Return ONLY JSON: {\"verdict\": \"reject\"|\"accept\", \"critique\": str}"),
                 "review", "reviewer", meta, record, {"role": "review", "round": rnd, "reviewer": role_name},
-                seed + 101 * rnd + i)
+                seed + 101 * rnd + i, ref=ref)
             role_calls.append(rrec)
             critiques.append({**(crit or {"verdict": "unparsed", "critique": ""}), "reviewer": role_name, "model": reviewer})
         rejections = sum(c.get("verdict") == "reject" for c in critiques) / len(critiques)
@@ -551,7 +555,7 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text_: str, roles: 
                               for i, c in enumerate(critiques))
         if ep.status == "graded":
             n0 = len(cells)
-            reb, reb_raw, _ = _rebut(model, sandbox, messages, cells, agent_calls, record, meta, rnd, crit_text, seed)
+            reb, reb_raw, _ = _rebut(model, sandbox, messages, cells, agent_calls, record, meta, rnd, crit_text, seed, ref)
             n_cells = len(cells) - n0
         else:
             reb, reb_raw, n_cells = None, None, 0
@@ -595,7 +599,7 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text_: str, roles: 
     draws = []
     for d in range(JUDGE_DRAWS):
         verdict, _, jrec = _ask(roles.judge, judge_prompt, "judge", "judge", meta, record, {"role": "judge", "draw": d},
-                                seed + 1000 + d, temperature=0.7)
+                                seed + 1000 + d, temperature=0.7, ref=ref)
         role_calls.append(jrec)
         if verdict is not None:
             draws.append(verdict)

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from benchmark import scripted_plans
 from benchmark.agent import HARNESS_VERSION, RetryPolicy, run_episode
 from benchmark.audit import audit_cells
 from benchmark.errors import BenchmarkError, LockMismatch
@@ -107,7 +108,7 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
     try:
         world_dir = ensure_built(ref)
         with Sandbox(world_dir, cfg.limits, slot=slot, label=ref.id) as sb:
-            ep = run_episode(ref, cfg.model, sb, budget, seed=seed)
+            ep = run_episode(ref, cfg.model, sb, budget, seed=seed, metadata=scripted_plans.world(cfg.model, ref))
             messages, calls, cells = ep.messages, ep.calls, ep.cells
             report_raw, status, error, refusal = ep.report_raw, ep.status, ep.error, ep.refusal
             outputs = sb.collect(store.artifacts / key)

@@ -35,9 +35,56 @@ def test_scripted_first_takes_first_options():
     assert rec.tokens_in == 0 and rec.tokens_out == 0
 
 
-def test_scripted_agent_needs_a_world():
-    resp, rec = call_model("scripted/oracle", [{"role": "user", "content": "x"}], step=0)
-    assert resp is None and "world_id" in rec.error
+def test_scripted_agent_replays_a_handed_over_script_with_no_suite_knowledge():
+    """The provider knows no protocol: a world that does not exist, with a script handed over, is replayed as given
+    (the next cell per tool result already in the conversation, then the last JSON line the last cell printed)."""
+    from benchmark.agent import RUN_PYTHON_TOOL
+    from benchmark.models.script import run_cells
+
+    meta = {"world_id": "no.such.world", "task": "whatever",
+            "script": run_cells(["print(1)", "print('{\"a\": 1}')"]).dump()}
+    msgs = [{"role": "user", "content": "x"}]
+    for k, code in enumerate(["print(1)", "print('{\"a\": 1}')"]):
+        resp, rec = call_model("scripted/oracle", msgs, step=k, tools=[RUN_PYTHON_TOOL], metadata=meta)
+        assert rec.ok, rec.error
+        call = resp.choices[0].message.tool_calls[0]
+        assert json.loads(call.function.arguments) == {"code": code}
+        msgs += [{"role": "assistant", "content": None, "tool_calls": [{"id": call.id, "type": "function", "function": {
+            "name": "run_python", "arguments": call.function.arguments}}]},
+                 {"role": "tool", "tool_call_id": call.id, "content": "1\n" if k == 0 else 'noise\n{"a": 1}\n'}]
+    resp, rec = call_model("scripted/oracle", msgs, step=2, tools=[RUN_PYTHON_TOOL], metadata=meta)
+    assert rec.ok and resp.choices[0].message.content == '{"a": 1}' and not resp.choices[0].message.tool_calls
+    # edits of the printed line (a gaming agent building on its naive analysis), and literal content under any name
+    meta["script"] = run_cells([], [{"op": "set", "values": {"b": [2]}},
+                                    {"op": "suffix_text", "text": "!", "nested_text": "?"}]).dump()
+    resp, rec = call_model("scripted/anything", msgs, step=3, metadata=meta)
+    assert rec.ok and json.loads(resp.choices[0].message.content) == {"a": 1, "b": [2]}
+    resp, rec = call_model("scripted/naive", [{"role": "user", "content": "x"}], step=0,
+                           metadata={"script": {"answer": {"content": "plain"}}})
+    assert rec.ok and resp.choices[0].message.content == "plain"
+
+
+def test_scripted_agent_without_a_script_is_refused_by_name():
+    resp, rec = call_model("scripted/oracle", [{"role": "user", "content": "x"}], step=0,
+                           metadata={"world_id": "histone.L1.integrity.clean"})
+    assert resp is None and "metadata['script']" in rec.error and "scripted/oracle" in rec.error
+    resp, rec = call_model("scripted/oracle", [{"role": "user", "content": "x"}], step=0,
+                           metadata={"script": {"cells": "not a list"}})
+    assert resp is None and "not a valid Script" in rec.error
+    resp, rec = call_model("scripted/keyword", [{"role": "user", "content": "x"}], step=0,
+                           metadata={"script": {"error": "scripted/keyword plays L1/L2 worlds only"}})
+    assert resp is None and "plays L1/L2 worlds only" in rec.error
+
+
+def test_scripted_provider_imports_no_protocol():
+    import subprocess
+    import sys
+
+    code = ("import sys, benchmark.models.scripted; print(sorted(m for m in sys.modules if m.startswith(("
+            "'benchmark.loader', 'benchmark.registry', 'benchmark.gaming', 'benchmark.grounding', 'benchmark.pivotal',"
+            " 'benchmark.l3', 'benchmark.scripted_plans', 'graders', 'worlds'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
 
 
 def test_local_fit_keeps_head_and_tail_of_one_over_long_message():

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from benchmark import scripted_plans
 from benchmark.agent import call_model, json_schema_format
 from benchmark.canonical import _atomic_write
 from benchmark.errors import BenchmarkError
@@ -136,8 +137,9 @@ def judge_run(run_dir: Path, judge: str, prompts: tuple[str, ...] = PROMPTS, con
             if on_step:
                 on_step(f"{rec.key} {kind}")
             prompt = judge_prompt(rec, traj.messages if traj else [], kind, max_chars)
-            resp, call = call_model(judge, [{"role": "user", "content": prompt}], step=0, role="judge",
-                                    metadata={"task": "grounding_judge", "prompt_kind": kind, "report_schema": JUDGE_SCHEMA},
+            meta = {"task": "grounding_judge", "prompt_kind": kind, "report_schema": JUDGE_SCHEMA,
+                    **scripted_plans.grounding_judge(judge, prompt, kind)}
+            resp, call = call_model(judge, [{"role": "user", "content": prompt}], step=0, role="judge", metadata=meta,
                                     response_format=json_schema_format("grounding_judge", JUDGE_SCHEMA), max_tokens=300)
             text = resp.choices[0].message.content if resp is not None else None
             p = parse_report(text, JUDGE_SCHEMA)
@@ -149,6 +151,38 @@ def judge_run(run_dir: Path, judge: str, prompts: tuple[str, ...] = PROMPTS, con
             _append(judge_path(run_dir), j)
             new.append(j)
     return new
+
+
+def scripted_verdict(prompt: str, kind: str) -> dict:
+    """What a scripted judge answers (benchmark.scripted_plans): it grades like the evaluator it stands in for.
+    standard: full marks iff the final answer equals the reference. grounding: reads the executed analysis; full
+    marks iff the analysis printed the final answer as its result and the agent claims support, none without
+    executed analysis or when the agent itself says the data cannot decide."""
+    import re
+
+    ref = re.search(r"^REFERENCE ANSWER: (\S+)", prompt, re.M)
+    fin = re.search(r"^FINAL ANSWER \(JSON\): (.*)$", prompt, re.M)
+    ana = re.search(r"^EXECUTED ANALYSIS:\n(.*?)^END OF ANALYSIS", prompt, re.M | re.S)
+    try:
+        final = json.loads(fin.group(1)) if fin else {}
+    except ValueError:
+        final = {}
+    final = final if isinstance(final, dict) else {}
+    answer = final.get("answer")
+    matches = bool(ref and answer == ref.group(1))
+    analysis = ana.group(1).strip() if ana else ""
+    if kind == "grounding":
+        if not analysis or analysis == "(none)":
+            overall, support = 0, "no"
+        elif final.get("data_support") in ("does not support", "cannot determine"):
+            overall, support = 1, "no"
+        elif answer and f'"answer": "{answer}"' in analysis:
+            overall, support = 10, "yes"
+        else:
+            overall, support = 3, "partially"
+    else:
+        overall, support = (10 if matches else 0), "yes"
+    return {"matches_reference": matches, "analysis_quality": overall, "supported": support, "overall": overall}
 
 
 def _append(path: Path, rec: JudgeRecord) -> None:

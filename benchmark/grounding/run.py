@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from benchmark import scripted_plans
 from benchmark.agent import HARNESS_VERSION, run_episode
 from benchmark.audit import audit_cells
 from benchmark.errors import BenchmarkError
@@ -228,7 +229,8 @@ def run_one(item: Item, condition: str, replicate: int, cfg: GroundingConfig, st
         with Sandbox(version_dir(item.id, condition, cfg.anonymise), cfg.limits, slot=slot, label="grounding task") as sb:
             ep = run_episode(ref, cfg.model, sb, cfg.budget, seed=seed,
                              metadata={"task": "grounding", "item": item.id, "anonymised": cfg.anonymise,
-                                       "insufficient_letter": ins, "nodata": condition == "nodata"})
+                                       "insufficient_letter": ins, "nodata": condition == "nodata",
+                                       **scripted_plans.grounding(cfg.model, shown, ins)})
             messages, calls, cells = ep.messages, ep.calls, ep.cells
             report_raw, status, error = ep.report_raw, ep.status, ep.error
             violations = list(sb.violations)

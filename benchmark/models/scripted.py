@@ -1,23 +1,19 @@
 """Scripted agents served through litellm, so they exercise exactly the path a real model takes.
 
-scripted/oracle  runs the family's reference solution inside the sandbox (run_python calls), then returns the
-                 report its last cell printed: it must score full marks (the world is solvable in the sandbox).
-scripted/naive   runs tool defaults without checking anything and reports what it got: it must fall into traps.
-scripted/first   picks the first option wherever one is offered (enum values, A/B choices): a position-bias control.
-scripted/recall  grounding items only: returns the item's key without reading the data (the prior-knowledge control).
-scripted/all_clear, flag_all, keyword, constant, metadata  gaming agents (benchmark.gaming): strategies that skip the
-                 analysis, run as permanent validity checks (`worlds check --agents`).
-For grounding items (metadata task "grounding") scripted/oracle runs the item's reference statistic on the files in
-its sandbox (graders.grounding.oracle_cells) and reports "cannot determine" where the data cannot decide. As a
-grounding judge (task "grounding_judge") a scripted model grades like the evaluator it stands in for: the standard
-prompt by agreement with the reference, the grounding prompt by whether the executed analysis printed the answer.
-Pivotal cases (metadata task "pivotal"): oracle picks the corrected plan, naive the plan that proceeds without
-checking, first option A; the pivotal harness passes the labels in metadata to scripted agents only.
+The provider knows no protocol: it replays the `Script` (benchmark.models.script) the harness hands it with each
+call as `metadata["script"]`, as inspect_ai's mock model replays the outputs it is given. Each protocol builds what
+its scripted agents do (benchmark.scripted_plans: the run path's oracle, naive and gaming agents, L3, pivotal,
+grounding) and passes it only when the model name starts with `scripted/`; real models never see it. The name
+after `scripted/` is a label; the script decides.
+
+Two agents answer without a script, from what every call carries:
+scripted/first   picks the first option wherever one is offered (enum values of metadata.report_schema; "A" without
+                 a schema): a position-bias control.
 scripted/verbose L3 only, a long-answer model: every free-text field it writes (prior, report, critique, rebuttal,
                  judge and verifier reasons) is VERBOSE_CHARS characters; as the agent it reads the dossier in two
                  cells and answers at step 3; its first rebuttal revises the next experiment, its second re-reads the
-                 dossier in a cell first. In a grading role
-                 it scores every 0-3 axis 2 (see `_verbose`).
+                 dossier in a cell first. In a grading role it scores every 0-3 axis 2 (see `_verbose`).
+Any other scripted model without a script is refused with an error naming what the harness must pass.
 Scripted agents are not language models: they report zero tokens.
 """
 from __future__ import annotations
@@ -29,10 +25,11 @@ from typing import Any
 import litellm
 from litellm import CustomLLM
 from litellm.llms.custom_llm import CustomLLMError
+from pydantic import ValidationError
 
-from benchmark.gaming import GAMING
+from benchmark.models.script import Script, first_option_value, last_json_line  # noqa: F401 - re-exported
 
-SCRIPTED = ("oracle", "naive", "first", "recall", "verbose", *GAMING)
+GENERIC = ("first", "verbose")  # answer without a script
 VERBOSE_CHARS = 2000
 
 
@@ -48,29 +45,16 @@ def _response(model: str, content: str | None = None, code: str | None = None) -
                                  usage={"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
 
 
-def last_json_line(text: str) -> str | None:
-    for line in reversed(text.strip().splitlines()):
-        line = line.strip()
-        if line.startswith("{") and line.endswith("}"):
-            try:
-                json.loads(line)
-                return line
-            except json.JSONDecodeError:
-                continue
-    return None
-
-
-def first_option_value(schema: dict[str, Any]) -> Any:
-    """The schema-valid value that takes the first option everywhere (first enum member, empty otherwise)."""
-    if "enum" in schema:
-        return schema["enum"][0]
-    t = schema.get("type")
-    if isinstance(t, list):
-        t = t[0]
-    if t == "object" or "properties" in schema:
-        req = schema.get("required", list(schema.get("properties", {})))
-        return {k: first_option_value(schema.get("properties", {}).get(k, {})) for k in req}
-    return {"array": [], "string": "", "number": 0, "integer": 0, "boolean": False, "null": None}.get(t, "")
+def replay(name: str, script: Script, messages: list, optional_params: dict) -> litellm.ModelResponse:
+    """One call of a handed-over script: the next cell (counting the tool results in the conversation), else the
+    final answer."""
+    if script.error:
+        raise CustomLLMError(status_code=501, message=script.error)
+    done = [m for m in messages if m.get("role") == "tool"]
+    if len(done) < len(script.cells) and optional_params.get("tool_choice") != "none":
+        return _response(name, code=script.cells[len(done)])
+    last = str(done[-1].get("content", "")) if done else None
+    return _response(name, content=script.answer.render(last))
 
 
 class ScriptedLLM(CustomLLM):
@@ -79,175 +63,24 @@ class ScriptedLLM(CustomLLM):
                    logger_fn=None, headers=None, timeout=None, client=None):
         name = model.split("/")[-1]
         meta = (litellm_params or {}).get("metadata") or {}
-        if name not in SCRIPTED:
-            raise CustomLLMError(status_code=404, message=f"unknown scripted agent 'scripted/{name}'; known: {', '.join(SCRIPTED)}")
-        if meta.get("task") == "pivotal":  # pivotal-choice cases (benchmark.pivotal)
-            return _response(name, content=json.dumps(self._pivotal(name, meta)))
+        raw = meta.get("script")
+        if raw is not None:
+            try:
+                script = raw if isinstance(raw, Script) else Script.model_validate(raw)
+            except ValidationError as exc:
+                raise CustomLLMError(status_code=400, message=f"metadata.script is not a valid Script: {exc}") from exc
+            return replay(name, script, messages, optional_params)
         if name == "first":
-            return self._first(meta, messages, name)
+            return self._first(meta, name)
         if name == "verbose":
             return _verbose(meta, messages, optional_params)  # L3 long answers (end of module)
-        task = meta.get("task")
-        if task == "grounding_judge":
-            return self._grounding_judge(name, meta, messages)
-        if task == "grounding":
-            return self._grounding(name, meta, messages, optional_params)
-        if name == "recall":
-            raise CustomLLMError(status_code=501, message="scripted/recall answers grounding items only")
-        if task in ("eligibility", "review", "judge", "verify"):  # a scripted model in a grading role
-            return self._first(meta, messages, name)
-        world_id = meta.get("world_id")
-        if not world_id:
-            raise CustomLLMError(status_code=400, message="scripted agents need metadata.world_id (set by the harness)")
-        if task in ("prior", "rebuttal"):
-            return _response(name, content=json.dumps(self._l3_answer(task, world_id)))
-        if name in GAMING:
-            return self._gaming(name, world_id, messages, optional_params)
-        cells = self._cells(name, world_id)
-        done = [m for m in messages if m.get("role") == "tool"]
-        if len(done) < len(cells) and optional_params.get("tool_choice") != "none":
-            return _response(name, code=cells[len(done)])
-        last = str(done[-1].get("content", "")) if done else ""
-        if not cells and meta.get("task") == "dossier":
-            return _response(name, content=json.dumps(self._l3_report(name, world_id)))
-        report = last_json_line(last)
-        return _response(name, content=report if report is not None else last or "no report")
+        raise CustomLLMError(status_code=400, message=(
+            f"scripted/{name} replays what the harness hands it: pass metadata['script'] (a "
+            "benchmark.models.script.Script, built by benchmark.scripted_plans) with the call; only "
+            f"{', '.join('scripted/' + g for g in GENERIC)} answer without one"))
 
     @staticmethod
-    def _grounding(name: str, meta: dict, messages: list, optional_params: dict) -> litellm.ModelResponse:
-        from benchmark.grounding.build import agent_item
-        from benchmark.grounding.items import select
-        from graders.grounding import oracle_cells
-
-        found = select([meta.get("item") or ""]) if meta.get("item") else []
-        if len(found) != 1:
-            raise CustomLLMError(status_code=400, message=f"unknown grounding item {meta.get('item')!r}")
-        item = agent_item(found[0], bool(meta.get("anonymised")))
-        if name == "recall":
-            return _response(name, content=json.dumps({
-                "answer": item.key, "confidence": 95, "data_support": "supports",
-                "evidence": "Recalled from prior knowledge of the question; the data were not inspected."}))
-        if name != "oracle":
-            raise CustomLLMError(status_code=501, message=f"scripted/{name} has no behaviour for grounding items")
-        cells = oracle_cells(item.statistic, item.options, meta.get("insufficient_letter"))
-        done = [m for m in messages if m.get("role") == "tool"]
-        if len(done) < len(cells) and optional_params.get("tool_choice") != "none":
-            return _response(name, code=cells[len(done)])
-        last = str(done[-1].get("content", "")) if done else ""
-        report = last_json_line(last)
-        return _response(name, content=report if report is not None else last or "no report")
-
-    @staticmethod
-    def _grounding_judge(name: str, meta: dict, messages: list) -> litellm.ModelResponse:
-        """Scripted evaluator. standard: full marks iff the final answer equals the reference. grounding: reads the
-        executed analysis; full marks iff the analysis printed the final answer as its result and the agent claims
-        support, none without executed analysis or when the agent itself says the data cannot decide."""
-        import re
-
-        text = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")
-        ref = re.search(r"^REFERENCE ANSWER: (\S+)", text, re.M)
-        fin = re.search(r"^FINAL ANSWER \(JSON\): (.*)$", text, re.M)
-        ana = re.search(r"^EXECUTED ANALYSIS:\n(.*?)^END OF ANALYSIS", text, re.M | re.S)
-        try:
-            final = json.loads(fin.group(1)) if fin else {}
-        except ValueError:
-            final = {}
-        final = final if isinstance(final, dict) else {}
-        answer = final.get("answer")
-        matches = bool(ref and answer == ref.group(1))
-        analysis = ana.group(1).strip() if ana else ""
-        if meta.get("prompt_kind") == "grounding":
-            if not analysis or analysis == "(none)":
-                overall, support = 0, "no"
-            elif final.get("data_support") in ("does not support", "cannot determine"):
-                overall, support = 1, "no"
-            elif answer and f'"answer": "{answer}"' in analysis:
-                overall, support = 10, "yes"
-            else:
-                overall, support = 3, "partially"
-        else:
-            overall, support = (10 if matches else 0), "yes"
-        return _response(name, content=json.dumps({"matches_reference": matches, "analysis_quality": overall,
-                                                   "supported": support, "overall": overall}))
-
-    @classmethod
-    def _gaming(cls, name: str, world_id: str, messages: list, optional_params: dict) -> litellm.ModelResponse:
-        from benchmark import gaming
-        from benchmark.loader import load_suite
-
-        ref = load_suite().worlds.get(world_id)
-        if ref is None or ref.world.level == "L3":
-            raise CustomLLMError(status_code=501, message=f"scripted/{name} plays L1/L2 worlds only, not {world_id!r}")
-        naive_cells = cls._cells("naive", world_id)
-        cells = gaming.cells(name, ref, naive_cells)
-        done = [m for m in messages if m.get("role") == "tool"]
-        if len(done) < len(cells) and optional_params.get("tool_choice") != "none":
-            return _response(name, code=cells[len(done)])
-        replay = gaming.naive_replay(world_id)
-        if replay is not None:
-            naive = replay[0]
-        else:
-            last = last_json_line(str(done[-1].get("content", ""))) if done else None
-            naive = json.loads(last) if last else None
-        return _response(name, content=json.dumps(gaming.report(name, ref, naive if isinstance(naive, dict) else None)))
-
-    @staticmethod
-    def _cells(name: str, world_id: str) -> list[str]:
-        from benchmark.loader import load_suite
-        from benchmark.registry import NAIVES, ORACLES, load_track_module
-
-        suite = load_suite()
-        if world_id not in suite.worlds:
-            raise CustomLLMError(status_code=400, message=f"unknown world {world_id}")
-        ref = suite.worlds[world_id]
-        load_track_module(ref.track.solver_module)
-        reg = ORACLES if name == "oracle" else NAIVES
-        key = ref.family.id
-        if key not in reg and ref.world.level == "L3":
-            return []  # L3 scripted answers come from the manifest (see _l3_report)
-        if key not in reg:
-            raise CustomLLMError(status_code=501, message=f"no {reg.kind} is registered for family {key}")
-        return list(reg.get(key).fn(ref))
-
-    @staticmethod
-    def _l3_answer(task: str, world_id: str) -> dict[str, Any]:
-        from benchmark.loader import load_suite
-
-        w = load_suite().worlds[world_id].world
-        if task == "prior":  # both scripted agents hold the textbook expectation the dossier tests
-            return {"expectation": w.prior.expected, "confidence": 80, "reasoning": "the textbook expectation"}
-        return {"response": "The critique does not change what the dossier's evidence shows.", "concessions": [],
-                "revised_hypothesis": None}
-
-    @staticmethod
-    def _l3_report(name: str, world_id: str) -> dict[str, Any]:
-        """oracle: the manifest's expected act, grounded in the dossier's supported claims.
-        naive: restates the textbook prior with high confidence, citing nothing (the prior-following trap)."""
-        from benchmark.loader import load_suite
-
-        w = load_suite().worlds[world_id].world
-        if name == "oracle":
-            return {"hypothesis": w.expected_act, "commitment": "commit", "evidence_cited": list(w.rubric.key_claims),
-                    "mechanism": w.expected_act, "alternative_explanations": list(w.rubric.unsupported_claims),
-                    "next_experiment": w.rubric.novelty, "confidence": 60, "abstention_reason": ""}
-        return {"hypothesis": w.prior.expected, "commitment": "commit", "evidence_cited": [], "mechanism": w.prior.expected,
-                "alternative_explanations": [], "next_experiment": "", "confidence": 95, "abstention_reason": ""}
-
-    @staticmethod
-    def _pivotal(name: str, meta: dict) -> dict[str, str]:
-        """oracle: the human-corrected plan; naive: the plan that proceeds without checking (the agent's own plan
-        when the case does not say); first: option A. The harness passes the labels to scripted agents only."""
-        if name == "first":
-            return {"choice": "A", "reason": "the first option"}
-        key = "corrected_label" if name == "oracle" else "proceed_label"
-        label = meta.get(key) or (meta.get("original_label") if name == "naive" else None)
-        if label not in ("A", "B"):
-            raise CustomLLMError(status_code=400, message=f"scripted/{name} needs metadata.{key} (set by the pivotal harness)")
-        why = "the corrected plan" if name == "oracle" else "proceed on the output without checking"
-        return {"choice": label, "reason": why}
-
-    @staticmethod
-    def _first(meta: dict, messages: list, name: str) -> litellm.ModelResponse:
+    def _first(meta: dict, name: str) -> litellm.ModelResponse:
         schema = meta.get("report_schema")
         if isinstance(schema, dict):
             return _response(name, content=json.dumps(first_option_value(schema)))

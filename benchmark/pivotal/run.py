@@ -143,11 +143,14 @@ def effort_kwargs(model: str, effort: str) -> tuple[dict[str, Any], bool, str]:
     return {"reasoning_effort": effort}, True, "passed as reasoning_effort"
 
 
-def scripted_metadata(case: PivotalCase, order: str) -> dict[str, Any]:
-    """What the scripted reference agents need (never sent with a real model): which label is which plan."""
+def scripted_metadata(model: str, case: PivotalCase, order: str) -> dict[str, Any]:
+    """What a scripted agent answers (benchmark.scripted_plans; never sent with a real model), from which label is
+    which plan in this option order."""
+    from benchmark import scripted_plans
+
     orig, corr = labels(order)
     proceed = {"original": orig, "corrected": corr}.get(case.proceeds or "")
-    return {"corrected_label": corr, "original_label": orig, "proceed_label": proceed}
+    return scripted_plans.pivotal(model, corrected=corr, original=orig, proceed=proceed)
 
 
 # ------------------------------------------------------------------ store
@@ -223,7 +226,7 @@ def _answer(model: str, messages: list[dict], case: PivotalCase, order: str, rou
 
     meta: dict[str, Any] = {"task": "pivotal", "case_id": case.id, "round": round_, "report_schema": ANSWER_SCHEMA}
     if model.startswith("scripted/"):
-        meta.update(scripted_metadata(case, order))
+        meta.update(scripted_metadata(model, case, order))
     resp, rec = call_model(model, messages, round_, role="agent", metadata=meta, seed=seed, max_tokens=max_tokens,
                            response_format=json_schema_format("pivotal_choice", ANSWER_SCHEMA), **extra)
     if resp is None:
