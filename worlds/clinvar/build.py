@@ -1,0 +1,752 @@
+"""clinvar track: real VCFs from Bioconductor's VariantAnnotation extdata and the recipes that turn them into worlds.
+
+Substrate (real data, no network)
+---------------------------------
+Two VCFs from the Debian package r-bioc-variantannotation 1.44.1 (`inst/extdata`), fetched by scripts/fetch_data.sh
+into .cache/data/variantannotation/ (benchmark.package_data.package_file):
+
+* `hapmap_exome_chr22.vcf.gz` ("exome"): GATK 3.3 HaplotypeCaller + VQSR joint calls of 22 HapMap/CEPH samples on
+  chromosome 22, GRCh37 (b37 contig names), 1,011 records with real GT/AD/DP/GQ/PL genotype fields, VQSR FILTER
+  tranches and 40 real multi-allelic records. The samples include four complete parent-child trios (CEPH 1463:
+  NA12878 with NA12891/NA12892; CEPH 1341: NA07048 with NA07034/NA07055; NA10847 with NA12146/NA12239; Yoruba Y117:
+  NA18914 with NA18912/NA18913): every declared trio has <= 2% Mendelian-inconsistent informative sites in these
+  data, an unrelated "child" about 25-30%. Populations: CEU, YRI, CHB, JPT (HapMap/Coriell catalogue).
+* `chr22.vcf.gz` ("g1k"): 1000 Genomes Phase 1 genotypes of five GBR samples (HG00096-HG00101) for chr22:50.30-51.00
+  Mb (10,376 records), each record carrying the real Phase 1 allele frequencies: AF (global, 1,092 people), AFR_AF,
+  AMR_AF, ASN_AF, EUR_AF (two decimals; a population tag absent from a record means the allele was not seen there).
+
+Seeded models (documented; ClinVar itself is NOT available offline)
+-------------------------------------------------------------------
+* ClinVar-like tables (`clinvar_like.tsv`): clinical-significance classes (Pathogenic, Likely_pathogenic,
+  Uncertain_significance, Likely_benign, Benign, Conflicting_interpretations_of_pathogenicity) and review statuses
+  are ASSIGNED by the world's RNG to a drawn subset of REAL variant alleles (real positions and alleles of the
+  substrate). They are not real ClinVar assertions; which real alleles receive which class is the world's draw,
+  constrained per world as each recipe documents (e.g. a trap world draws some Pathogenic entries onto multi-allelic
+  records).
+* A proband of African (or East Asian) ancestry (frequency_filter confound worlds): genotypes drawn under
+  Hardy-Weinberg equilibrium from the real 1000 Genomes AFR_AF (ASN_AF) of every site. The other samples of those
+  worlds are real GBR genotypes.
+* No reference FASTA ships, so no defect needs one (no REF checks, no left-alignment).
+
+Every world is a seeded subset of the real records (fractions drawn per world), so no two worlds ship the same
+bytes. Sample names: exome worlds keep the real Coriell IDs (meta.json gives population and trios, as a HapMap
+sample sheet would); g1k worlds get opaque IDs drawn per world.
+
+Recipes (names registered as "clinvar.<name>")
+----------------------------------------------
+  use_source(name)                     pick the substrate VCF ("exome" or "g1k")
+L1 integrity (exome)
+  subsample(fraction, drop_samples)    keep a drawn fraction of records and drop drawn non-trio samples; INFO AC/AN/AF
+                                       recomputed from the remaining genotypes (bcftools +fill-tags semantics)
+  enrich_filtered(pass_fraction)       boundary: keep every VQSR-filtered record and only a fraction of PASS records
+  rename_contig(fraction)              the last `fraction` of records name the contig "chr22" (UCSC) while the header
+                                       declares only b37 "22" (a second batch from another pipeline)
+  duplicate_records(n)                 n records emitted twice in place (scatter-gather shard boundaries)
+  move_block(n)                        a block of n consecutive records moved to the end of the file (shards
+                                       concatenated out of order): the file is no longer coordinate-sorted
+  truncate(keep)                       the bgzip stream is cut at `keep` x its length (interrupted transfer; no EOF block)
+  drop_header_defs(format_tags, info_tags)  ##FORMAT / ##INFO definitions removed while the tags stay in the records
+  stale_counts(drop_samples)           samples removed from the genotype columns WITHOUT recomputing INFO AC/AN/AF
+  swap_samples(child, other)           the genotype columns of a declared trio child and an unrelated sample exchange
+                                       names
+L2
+  frequency_world(...)                 g1k: a 5-sample call set (proband + 4 batch-mates) restricted to the proband's
+                                       annotated candidate variants plus batch-mates' variants; see the docstring
+  carrier_world(...)                   exome: cohort VCF + ClinVar-like table for a carrier screen
+  findings_world(...)                  g1k: one proband's VCF + ClinVar-like table for reportable findings
+L3
+  tstv_dossier(artifact_sample, rate)  per-sample SNV spectrum tables of the five g1k samples (optionally with
+                                       seeded C>A/G>T artefact genotypes injected into one sample)
+"""
+from __future__ import annotations
+
+import copy
+import gzip
+import io
+import json
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from benchmark.canonical import CanonicalWriter, _atomic_write
+from benchmark.package_data import package_file
+from benchmark.registry import recipe, substrate, writer
+
+TRACK = "clinvar"
+VCF = "calls.vcf.gz"
+POPS = ("AFR_AF", "AMR_AF", "ASN_AF", "EUR_AF")
+POPULATION = {
+    **{s: "CEU" for s in ("NA07034", "NA07048", "NA07055", "NA10846", "NA10847", "NA12146", "NA12239", "NA12877",
+                          "NA12878", "NA12891", "NA12892")},
+    **{s: "YRI" for s in ("NA18503", "NA18504", "NA18505", "NA18506", "NA18912", "NA18913", "NA18914")},
+    "NA18524": "CHB", "NA18532": "CHB", "NA18940": "JPT", "NA18947": "JPT",
+}
+TRIOS = [("NA12878", ("NA12891", "NA12892")), ("NA07048", ("NA07034", "NA07055")),
+         ("NA10847", ("NA12146", "NA12239")), ("NA18914", ("NA18912", "NA18913"))]
+TRIO_MEMBERS = sorted({c for c, _ in TRIOS} | {p for _, ps in TRIOS for p in ps})
+BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
+
+
+@dataclass
+class VcfData:
+    header: list[str]                  # '##' lines
+    samples: list[str]
+    rows: list[list[str]]              # CHROM POS ID REF ALT QUAL FILTER INFO FORMAT sample...
+    source: str = ""
+    meta: dict = field(default_factory=dict)
+    tables: dict = field(default_factory=dict)     # name -> DataFrame (written as TSV)
+    truncate_at: float | None = None
+    dossier: dict | None = None
+    declared_records: int | None = None            # n_records meta.json states (set before a defect removes records)
+
+
+@dataclass
+class Sources:
+    exome: VcfData
+    g1k: VcfData
+
+
+def _parse(name: str, source: str) -> VcfData:
+    header, rows, cols = [], [], []
+    with gzip.open(package_file("variantannotation", name), "rt") as fh:
+        for line in fh:
+            line = line.rstrip("\n")
+            if line.startswith("##"):
+                header.append(line)
+            elif line.startswith("#"):
+                cols = line[1:].split("\t")
+            elif line:
+                rows.append(line.split("\t"))
+    return VcfData(header=header, samples=cols[9:], rows=rows, source=source)
+
+
+@substrate("variantannotation_vcfs")
+def variantannotation_vcfs(seed: int = 0) -> Sources:
+    ex = _parse("hapmap_exome_chr22.vcf.gz", "exome")
+    ex.samples = [s.split("@")[0] for s in ex.samples]       # Coriell IDs (the '@' suffix is a lab barcode)
+    # header lines that would only leak provenance / tool command lines (kept out of every world)
+    ex.header = [h for h in ex.header if not h.startswith(("##GATKCommandLine", "##GVCFBlock", "##bcftools"))]
+    g = _parse("chr22.vcf.gz", "g1k")
+    return Sources(exome=ex, g1k=g)
+
+
+# ---------------------------------------------------------------- helpers
+
+def info_dict(info: str) -> dict[str, str]:
+    out = {}
+    for kv in info.split(";"):
+        if not kv or kv == ".":
+            continue
+        k, _, v = kv.partition("=")
+        out[k] = v if _ else ""
+    return out
+
+
+def info_str(d: dict[str, str]) -> str:
+    return ";".join(k if v == "" else f"{k}={v}" for k, v in d.items()) or "."
+
+
+def gt_of(row: list[str], i: int) -> str:
+    keys = row[8].split(":")
+    vals = row[9 + i].split(":")
+    return vals[keys.index("GT")] if "GT" in keys and keys.index("GT") < len(vals) else "./."
+
+
+def fmt_af(x: float) -> str:
+    s = f"{x:.3f}".rstrip("0").rstrip(".")
+    return s if s else "0"
+
+
+def recount(row: list[str], n_samples: int) -> None:
+    """INFO AC (per ALT), AN and AF from the genotype columns (bcftools +fill-tags / GATK semantics)."""
+    n_alt = len(row[4].split(","))
+    ac = [0] * n_alt
+    an = 0
+    for i in range(n_samples):
+        for a in gt_of(row, i).replace("|", "/").split("/"):
+            if a == ".":
+                continue
+            an += 1
+            if a != "0":
+                ac[int(a) - 1] += 1
+    d = info_dict(row[7])
+    d["AC"] = ",".join(map(str, ac))
+    d["AN"] = str(an)
+    d["AF"] = ",".join(fmt_af(c / an) if an else "0" for c in ac)
+    row[7] = info_str(d)
+
+
+def _keep_samples(data: VcfData, keep: list[str]) -> None:
+    idx = [data.samples.index(s) for s in keep]
+    data.rows = [r[:9] + [r[9 + i] for i in idx] for r in data.rows]
+    data.samples = list(keep)
+
+
+def popmax(info: dict[str, str], prefix: str = "") -> float:
+    return max(float(info.get(prefix + k, 0) or 0) for k in ("AF", *POPS))
+
+
+def key(row: list[str], alt: str | None = None) -> str:
+    return f"{row[0]}:{row[1]}:{row[3]}:{alt if alt is not None else row[4]}"
+
+
+# ---------------------------------------------------------------- generic recipes
+
+@recipe(TRACK, "use_source")
+def use_source(data: Sources, rng, name: str) -> VcfData:
+    return copy.deepcopy(getattr(data, name))
+
+
+@recipe(TRACK, "subsample")
+def subsample(data: VcfData, rng, fraction: float, drop_samples: int = 0) -> VcfData:
+    n = len(data.rows)
+    keep = np.sort(rng.choice(n, int(round(fraction * n)), replace=False))
+    data.rows = [data.rows[i] for i in keep]
+    if drop_samples:
+        free = [s for s in data.samples if s not in TRIO_MEMBERS]
+        drop = set(rng.choice(free, drop_samples, replace=False).tolist())
+        _keep_samples(data, [s for s in data.samples if s not in drop])
+    for r in data.rows:
+        recount(r, len(data.samples))
+    data.rows = [r for r in data.rows if any(int(c) > 0 for c in info_dict(r[7])["AC"].split(","))]
+    return data
+
+
+@recipe(TRACK, "enrich_filtered")
+def enrich_filtered(data: VcfData, rng, pass_fraction: float) -> VcfData:
+    keep = [r for r in data.rows if r[6] != "PASS" or rng.random() < pass_fraction]
+    data.rows = keep
+    return data
+
+
+# ---------------------------------------------------------------- L1 defects
+
+@recipe(TRACK, "rename_contig")
+def rename_contig(data: VcfData, rng, fraction: float) -> VcfData:
+    n = len(data.rows)
+    for r in data.rows[n - int(round(fraction * n)):]:
+        r[0] = "chr" + r[0]
+    return data
+
+
+@recipe(TRACK, "duplicate_records")
+def duplicate_records(data: VcfData, rng, n: int) -> VcfData:
+    dup = set(rng.choice(len(data.rows), n, replace=False).tolist())
+    out = []
+    for i, r in enumerate(data.rows):
+        out.append(r)
+        if i in dup:
+            out.append(list(r))
+    data.rows = out
+    return data
+
+
+@recipe(TRACK, "move_block")
+def move_block(data: VcfData, rng, n: int) -> VcfData:
+    start = int(rng.integers(len(data.rows) // 10, len(data.rows) - n - len(data.rows) // 10))
+    block = data.rows[start:start + n]
+    data.rows = data.rows[:start] + data.rows[start + n:] + block
+    return data
+
+
+@recipe(TRACK, "truncate")
+def truncate(data: VcfData, rng, keep: float) -> VcfData:
+    data.truncate_at = float(keep)
+    return data
+
+
+@recipe(TRACK, "drop_header_defs")
+def drop_header_defs(data: VcfData, rng, format_tags: list[str], info_tags: list[str]) -> VcfData:
+    gone = {f"##FORMAT=<ID={t}," for t in format_tags} | {f"##INFO=<ID={t}," for t in info_tags}
+    data.header = [h for h in data.header if not any(h.startswith(g) for g in gone)]
+    return data
+
+
+@recipe(TRACK, "stale_counts")
+def stale_counts(data: VcfData, rng, drop_samples: int) -> VcfData:
+    free = [s for s in data.samples if s not in TRIO_MEMBERS] + [c for c, _ in TRIOS]
+    drop = set(rng.choice(free, drop_samples, replace=False).tolist())
+    _keep_samples(data, [s for s in data.samples if s not in drop])     # INFO deliberately not recomputed
+    return data
+
+
+@recipe(TRACK, "swap_samples")
+def swap_samples(data: VcfData, rng, child: str, other: str) -> VcfData:
+    i, j = data.samples.index(child), data.samples.index(other)
+    data.samples[i], data.samples[j] = data.samples[j], data.samples[i]
+    return data
+
+
+@recipe(TRACK, "l1_meta")
+def l1_meta(data: VcfData, rng) -> VcfData:
+    """meta.json of an exome call set: what a sequencing core's delivery sheet says (written before any defect)."""
+    data.declared_records = len(data.rows)
+    data.meta = {
+        "assay": "whole-exome sequencing, GATK HaplotypeCaller joint genotyping with VQSR filtering (FILTER column)",
+        "reference": "GRCh37 (b37 contig names: 1-22, X, Y, MT; no 'chr' prefix)",
+        "region": "chromosome 22",
+        "samples": {s: {"population": POPULATION[s]} for s in sorted(data.samples)},
+        "trios": [{"child": c, "parents": list(p)} for c, p in TRIOS if c in data.samples],
+    }
+    return data
+
+
+# ---------------------------------------------------------------- L2: frequency_filter (g1k)
+
+def _hwe_genotypes(rng, af: np.ndarray) -> np.ndarray:
+    return rng.binomial(2, np.clip(af, 0, 1))
+
+
+@recipe(TRACK, "frequency_world")
+def frequency_world(data: VcfData, rng, proband: str, threshold: float, n_rare: int, n_trap: int, n_common: int,
+                    n_other: int, cohort_af: bool = False) -> VcfData:
+    """A 5-sample call set (the proband + 4 batch-mates) restricted to the proband's annotated candidate variants
+    (n_rare with popmax AF < threshold; n_trap with global AF < threshold <= the AF of some population; n_common with
+    global AF >= threshold) plus n_other variants carried only by batch-mates. proband = "GBR" (a real GBR sample,
+    drawn) or a population tag (AFR_AF, ASN_AF): genotypes drawn under HWE from that real 1000G frequency.
+    cohort_af: INFO AC/AN/AF are recomputed from the five samples and the 1000 Genomes values move to KG_* tags."""
+    infos = [info_dict(r[7]) for r in data.rows]
+    G = np.array([[sum(a != "0" for a in gt_of(r, i).replace("|", "/").split("/")) for i in range(5)] for r in data.rows])
+    order = rng.permutation(5)
+    if proband == "GBR":
+        pb = G[:, order[0]]
+        mates = order[1:]
+    else:
+        pb = _hwe_genotypes(rng, np.array([float(d.get(proband, 0) or 0) for d in infos]))
+        mates = order[:4]
+    glob = np.array([float(d["AF"]) for d in infos])
+    pm = np.array([popmax(d) for d in infos])
+    snv = np.array([len(r[3]) == 1 and len(r[4]) == 1 for r in data.rows])
+    car = (pb > 0) & snv
+    groups = {"rare": car & (pm < threshold), "trap": car & (glob < threshold) & (pm >= threshold),
+              "common": car & (glob >= threshold), "other": (pb == 0) & snv & (G[:, mates].sum(1) > 0) & (glob < 0.3)}
+    pick = []
+    for name, n in (("rare", n_rare), ("trap", n_trap), ("common", n_common), ("other", n_other)):
+        idx = np.flatnonzero(groups[name])
+        if len(idx) < n:
+            raise ValueError(f"frequency_world: only {len(idx)} {name} variants for n={n}")
+        pick += rng.choice(idx, n, replace=False).tolist()
+    pick = sorted(pick)
+    names = _opaque_ids(rng, 5)
+    rows = []
+    for i in pick:
+        r = data.rows[i]
+        gts = [_gt_str(pb[i], rng)] + [_gt_str(G[i, m], rng) for m in mates]
+        d = {k: v for k, v in infos[i].items() if k in ("AC", "AN", "AF", *POPS, "VT", "AA")}
+        if cohort_af:
+            kg = {f"KG_{k}": v for k, v in d.items() if k in ("AC", "AN", "AF", *POPS)}
+            d = {k: v for k, v in d.items() if k not in kg and f"KG_{k}" not in kg}
+            d.update(kg)
+        rows.append(r[:7] + [info_str(d), "GT"] + gts)
+    data.rows = rows
+    data.samples = names
+    if cohort_af:
+        for r in data.rows:
+            recount(r, 5)
+        data.rows = [r[:7] + [_order_info(r[7])] + r[8:] for r in data.rows]
+    data.header = _g1k_header(cohort_af)
+    order_names = sorted(names)
+    data.meta = {
+        "assay": "low-coverage whole-genome sequencing, 1000 Genomes Phase 1 style calls (GRCh37, chr22:50.3-51.0 Mb)",
+        "task": {"proband": names[0], "max_allele_frequency": threshold,
+                 "proband_ancestry": {"GBR": "European (British)", "AFR_AF": "African (Yoruba, Nigeria)",
+                                      "ASN_AF": "East Asian (Han Chinese)"}[proband],
+                 "disorder": "a rare, highly penetrant autosomal dominant disorder (prevalence < 1 in 10,000)"},
+        "samples": order_names,
+        "records": "the proband's variants that passed the annotation step (candidate variants) and variants of the "
+                   "other samples sequenced in the same batch",
+        "allele_frequency_tags": "a population allele-frequency tag absent from a record means the allele was not "
+                                 "observed in that population",
+    }
+    return data
+
+
+def _order_info(info: str) -> str:
+    d = info_dict(info)
+    first = {k: d[k] for k in ("AC", "AN", "AF") if k in d}
+    return info_str({**first, **{k: v for k, v in d.items() if k not in first}})
+
+
+def _gt_str(g: int, rng) -> str:
+    return {0: "0/0", 1: "0/1", 2: "1/1"}[int(g)]
+
+
+def _opaque_ids(rng, n: int) -> list[str]:
+    out: list[str] = []
+    while len(out) < n:
+        s = "S" + "".join(rng.choice(list("0123456789"), 5))
+        if s not in out:
+            out.append(s)
+    return out
+
+
+def _g1k_header(cohort_af: bool) -> list[str]:
+    pop = {"AFR_AF": "AFR", "AMR_AF": "AMR", "ASN_AF": "ASN", "EUR_AF": "EUR"}
+    h = ["##fileformat=VCFv4.1", "##FILTER=<ID=PASS,Description=\"All filters passed\">",
+         "##reference=GRCh37", "##contig=<ID=22,length=51304566,assembly=b37>"]
+    kg = "KG_" if cohort_af else ""
+    if cohort_af:
+        h += ['##INFO=<ID=AC,Number=A,Type=Integer,Description="Allele count in genotypes of this call set">',
+              '##INFO=<ID=AN,Number=1,Type=Integer,Description="Total number of alleles in called genotypes of this call set">',
+              '##INFO=<ID=AF,Number=A,Type=Float,Description="Allele frequency in the samples of this call set (AC/AN)">']
+    h += [f'##INFO=<ID={kg}AC,Number=.,Type=Integer,Description="Alternate Allele Count (1000 Genomes Phase 1, 1,092 individuals)">',
+          f'##INFO=<ID={kg}AN,Number=1,Type=Integer,Description="Total Allele Count (1000 Genomes Phase 1, 1,092 individuals)">',
+          f'##INFO=<ID={kg}AF,Number=1,Type=Float,Description="Global Allele Frequency based on AC/AN (1000 Genomes Phase 1)">']
+    for k, p in pop.items():
+        h.append(f'##INFO=<ID={kg}{k},Number=1,Type=Float,Description="Allele Frequency for samples from {p} based on AC/AN (1000 Genomes Phase 1)">')
+    h += ['##INFO=<ID=VT,Number=1,Type=String,Description="indicates what type of variant the line represents">',
+          '##INFO=<ID=AA,Number=1,Type=String,Description="Ancestral Allele">',
+          '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">']
+    return h
+
+
+# ---------------------------------------------------------------- ClinVar-like tables
+
+SIG_PLP = ("Pathogenic", "Likely_pathogenic", "Pathogenic/Likely_pathogenic")
+SIG_OTHER = ("Uncertain_significance", "Likely_benign", "Benign", "Benign/Likely_benign")
+CONFLICTING = "Conflicting_interpretations_of_pathogenicity"
+REVIEW = {"Pathogenic": ["criteria_provided,_single_submitter", "criteria_provided,_multiple_submitters,_no_conflicts",
+                         "reviewed_by_expert_panel"],
+          CONFLICTING: ["criteria_provided,_conflicting_interpretations"]}
+
+
+def _review(rng, sig: str) -> str:
+    pool = REVIEW.get(sig, REVIEW["Pathogenic"])
+    return str(pool[int(rng.integers(len(pool)))])
+
+
+def _clinvar_table(rng, entries: list[tuple[str, str, str, str, str]], chrom_prefix: str = "") -> pd.DataFrame:
+    """entries: (chrom, pos, ref, alt, significance) -> a ClinVar-like table, sorted by position, with drawn IDs."""
+    ids = rng.choice(np.arange(100000, 999999), len(entries), replace=False)
+    rows = []
+    for (c, p, r, a, s), vid in zip(entries, ids):
+        rows.append({"variation_id": int(vid), "chrom": chrom_prefix + c, "pos": int(p), "ref": r, "alt": a,
+                     "clinical_significance": s, "review_status": _review(rng, s)})
+    df = pd.DataFrame(rows)
+    return df.sort_values(["pos", "ref", "alt"]).reset_index(drop=True)
+
+
+# ---------------------------------------------------------------- L2: carrier_screen (exome)
+
+def _genotype_fields(row: list[str], i: int) -> dict[str, str]:
+    return dict(zip(row[8].split(":"), row[9 + i].split(":")))
+
+
+def _confident(d: dict[str, str], min_gq: int = 20, min_dp: int = 10) -> bool:
+    try:
+        return int(d.get("GQ", "0")) >= min_gq and int(d.get("DP", "0")) >= min_dp
+    except ValueError:
+        return False
+
+
+@recipe(TRACK, "carrier_world")
+def carrier_world(data: VcfData, rng, fraction: float, n_plp: int, n_multi: int, n_lowgq: int, n_absent: int,
+                  n_other: int, split_multiallelic: bool = True, chrom_prefix: str = "") -> VcfData:
+    """Cohort VCF (a drawn fraction of records, all 22 samples) + ClinVar-like table. P/LP entries: n_multi on an ALT
+    of a real multi-allelic SNV record, n_lowgq on PASS biallelic records whose carriers include low-confidence calls
+    (GQ < 20 or DP < 10), the rest (n_plp) on PASS biallelic records whose every non-reference call is confident;
+    n_absent P/LP entries on real alleles whose records are not in this world's subset; n_other VUS/benign entries.
+    split_multiallelic: records are split into biallelic ones (bcftools norm -m-any) before writing."""
+    rows = data.rows
+    n = len(rows)
+    snv_multi = [i for i, r in enumerate(rows) if "," in r[4] and r[6] == "PASS" and len(r[3]) == 1
+                 and all(len(a) == 1 for a in r[4].split(","))]
+    bial = [i for i, r in enumerate(rows) if "," not in r[4] and r[6] == "PASS"]
+
+    def calls(i, allele="1"):
+        out = []
+        for s in range(len(data.samples)):
+            d = _genotype_fields(rows[i], s)
+            if allele in d.get("GT", "./.").replace("|", "/").split("/"):
+                out.append(_confident(d))
+        return out
+
+    good = [i for i in bial if calls(i) and all(calls(i))]
+    low = [i for i in bial if calls(i) and sum(not c for c in calls(i)) >= 1]
+    multi_entries = []
+    for i in snv_multi:
+        for k, a in enumerate(rows[i][4].split(","), start=1):
+            c = calls(i, str(k))
+            if c and all(c):
+                multi_entries.append((i, a))
+    pick_multi = [multi_entries[j] for j in rng.choice(len(multi_entries), n_multi, replace=False)] if n_multi else []
+    used = {i for i, _ in pick_multi}
+    pick_low = [int(i) for i in rng.choice([i for i in low if i not in used], n_lowgq, replace=False)] if n_lowgq else []
+    used |= set(pick_low)
+    pick_good = [int(i) for i in rng.choice([i for i in good if i not in used], n_plp, replace=False)]
+    used |= set(pick_good)
+    rest = [i for i in range(n) if i not in used]
+    n_keep = int(round(fraction * n)) - len(used)
+    keep_rest = rng.choice(rest, n_keep, replace=False).tolist()
+    absent_pool = [i for i in rest if i not in set(keep_rest) and "," not in rows[i][4]]
+    pick_absent = [int(i) for i in rng.choice(absent_pool, n_absent, replace=False)]
+    other_pool = [i for i in keep_rest if "," not in rows[i][4]]
+    pick_other = [int(i) for i in rng.choice(other_pool, n_other, replace=False)]
+    entries = []
+    plp = lambda: SIG_PLP[int(rng.integers(len(SIG_PLP)))]  # noqa: E731
+    for i, a in pick_multi:
+        entries.append((rows[i][0], rows[i][1], rows[i][3], a, plp()))
+    for i in pick_low + pick_good + pick_absent:
+        entries.append((rows[i][0], rows[i][1], rows[i][3], rows[i][4], plp()))
+    for i in pick_other:
+        entries.append((rows[i][0], rows[i][1], rows[i][3], rows[i][4], SIG_OTHER[int(rng.integers(len(SIG_OTHER)))]))
+    keep = sorted(used | set(keep_rest))
+    data.rows = [rows[i] for i in keep]
+    for r in data.rows:
+        recount(r, len(data.samples))
+    if split_multiallelic:
+        data.rows = [s for r in data.rows for s in split_record(r, len(data.samples))]
+    data.tables["clinvar_like.tsv"] = _clinvar_table(rng, entries, chrom_prefix)
+    data.meta = {
+        "assay": "whole-exome sequencing of a research cohort, GATK HaplotypeCaller joint genotyping (GRCh37, chromosome 22)",
+        "samples": {s: {"population": POPULATION[s]} for s in sorted(data.samples)},
+        "clinvar_like.tsv": "variant-level clinical significance table (ClinVar variant_summary style): variation_id, "
+                            "chrom, pos, ref, alt, clinical_significance, review_status",
+    }
+    return data
+
+
+def split_record(row: list[str], n_samples: int) -> list[list[str]]:
+    """bcftools norm -m-any for SNV/indel records without a reference: one record per ALT, genotypes recoded (the
+    other ALTs become 0), AD reduced to (ref, this alt), PL/PP to the three biallelic genotypes, INFO recounted."""
+    alts = row[4].split(",")
+    if len(alts) == 1:
+        return [row]
+    keys = row[8].split(":")
+    out = []
+    for k, a in enumerate(alts, start=1):
+        r = row[:4] + [a] + row[5:9]
+        for s in range(n_samples):
+            vals = row[9 + s].split(":")
+            d = dict(zip(keys, vals))
+            new = []
+            for kk in keys[:len(vals)]:
+                v = d[kk]
+                if kk == "GT":
+                    sep = "|" if "|" in v else "/"
+                    v = sep.join(x if x in (".", "0") else ("1" if x == str(k) else "0") for x in v.replace("|", "/").split("/"))
+                elif kk == "AD" and v != ".":
+                    parts = v.split(",")
+                    v = f"{parts[0]},{parts[k]}" if len(parts) > k else v
+                elif kk in ("PL", "PP") and v != ".":
+                    parts = v.split(",")
+                    idx = [0, k * (k + 1) // 2, k * (k + 1) // 2 + k]
+                    v = ",".join(parts[j] for j in idx) if len(parts) > idx[-1] else v
+                new.append(v)
+            r.append(":".join(new))
+        d = info_dict(r[7])
+        for t in ("MLEAC", "MLEAF"):
+            if t in d and "," in d[t]:
+                d[t] = d[t].split(",")[k - 1]
+        r[7] = info_str(d)
+        recount(r, n_samples)
+        out.append(r)
+    return out
+
+
+# ---------------------------------------------------------------- L2: reportable_findings (g1k)
+
+@recipe(TRACK, "findings_world")
+def findings_world(data: VcfData, rng, n_true: int, n_conflicting: int, n_common_p: int, n_pos_only: int,
+                   n_vus: int, n_benign: int, n_absent: int) -> VcfData:
+    """One real GBR proband's VCF (a drawn 40-60% of the window's records the proband carries, plus records carried
+    only by others: it is a 1-sample VCF, so those are 0/0 calls) and a ClinVar-like table: n_true P/LP entries on
+    rare (popmax AF < 0.01) variants the proband carries; n_conflicting Conflicting_interpretations entries on carried
+    variants; n_common_p P/LP entries on carried variants common in some population (popmax AF >= 0.05); n_pos_only
+    P/LP entries at carried positions but with a different ALT base (a different allele); n_vus / n_benign entries on
+    carried variants; n_absent P/LP entries on real variants the proband does not carry."""
+    infos = [info_dict(r[7]) for r in data.rows]
+    s = int(rng.integers(5))
+    G = np.array([sum(a != "0" for a in gt_of(r, s).replace("|", "/").split("/")) for r in data.rows])
+    pm = np.array([popmax(d) for d in infos])
+    snv = np.array([len(r[3]) == 1 and len(r[4]) == 1 for r in data.rows])
+    car = np.flatnonzero((G > 0) & snv)
+    non = np.flatnonzero((G == 0) & snv)
+    rare = [i for i in car if pm[i] < 0.01]
+    common = [i for i in car if pm[i] >= 0.05]
+    mid = [i for i in car if 0.01 <= pm[i]]
+    used: set[int] = set()
+
+    def take(pool, k):
+        pool = [int(i) for i in pool if int(i) not in used]
+        got = [int(i) for i in rng.choice(pool, k, replace=False)] if k else []
+        used.update(got)
+        return got
+
+    true = take(rare, n_true)
+    conf = take(mid + rare, n_conflicting)
+    comm = take(common, n_common_p)
+    pos_only = take(mid, n_pos_only)
+    vus = take(car, n_vus)
+    ben = take(common, n_benign)
+    absent = take(non, n_absent)
+    entries = []
+    plp = lambda: SIG_PLP[int(rng.integers(len(SIG_PLP)))]  # noqa: E731
+    r_ = data.rows
+    for i in true + comm + absent:
+        entries.append((r_[i][0], r_[i][1], r_[i][3], r_[i][4], plp()))
+    for i in conf:
+        entries.append((r_[i][0], r_[i][1], r_[i][3], r_[i][4], CONFLICTING))
+    for i in pos_only:
+        other = [b for b in "ACGT" if b not in (r_[i][3], r_[i][4])]
+        entries.append((r_[i][0], r_[i][1], r_[i][3], str(rng.choice(other)), plp()))
+    for i in vus:
+        entries.append((r_[i][0], r_[i][1], r_[i][3], r_[i][4], "Uncertain_significance"))
+    for i in ben:
+        entries.append((r_[i][0], r_[i][1], r_[i][3], r_[i][4], ("Benign", "Likely_benign")[int(rng.integers(2))]))
+    # the proband's VCF: every carried record in the table plus a drawn share of the others in the window
+    frac = float(rng.uniform(0.4, 0.6))
+    keep = sorted(used - set(absent) | set(int(i) for i in car if rng.random() < frac))
+    name = _opaque_ids(rng, 1)[0]
+    rows = []
+    for i in keep:
+        d = {k: v for k, v in infos[i].items() if k in ("AC", "AN", "AF", *POPS, "VT", "AA")}
+        rows.append(r_[i][:7] + [info_str(d), "GT", _gt_str(G[i], rng)])
+    data.rows = rows
+    data.samples = [name]
+    data.header = _g1k_header(False)
+    data.tables["clinvar_like.tsv"] = _clinvar_table(rng, entries)
+    data.meta = {
+        "assay": "low-coverage whole-genome sequencing, 1000 Genomes Phase 1 style calls (GRCh37, chr22:50.3-51.0 Mb); "
+                 "INFO carries the 1000 Genomes Phase 1 allele frequencies (global AF and AFR/AMR/ASN/EUR)",
+        "task": {"proband": name,
+                 "indication": "suspected rare, highly penetrant Mendelian disorder (prevalence < 1 in 10,000)"},
+        "clinvar_like.tsv": "variant-level clinical significance table (ClinVar variant_summary style): variation_id, "
+                            "chrom, pos, ref, alt, clinical_significance, review_status",
+        "allele_frequency_tags": "a population allele-frequency tag absent from a record means the allele was not "
+                                 "observed in that population",
+    }
+    return data
+
+
+# ---------------------------------------------------------------- L3 dossier (SNV spectrum)
+
+TRANSITIONS = {("A", "G"), ("G", "A"), ("C", "T"), ("T", "C")}
+
+
+def spectrum_tables(data: VcfData) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per sample: SNV genotypes (het, hom-alt), Ti/Tv, het/hom ratio, singletons (non-ref in this sample only);
+    per sample x substitution class (C>A, C>G, C>T, T>A, T>C, T>G, strand-collapsed): non-ref genotype counts."""
+    cls_of = {}
+    for a, b in [("C", "A"), ("C", "G"), ("C", "T"), ("T", "A"), ("T", "C"), ("T", "G")]:
+        comp = {"A": "T", "C": "G", "G": "C", "T": "A"}
+        cls_of[(a, b)] = f"{a}>{b}"
+        cls_of[(comp[a], comp[b])] = f"{a}>{b}"
+    per, spec = [], []
+    n = len(data.samples)
+    G = []
+    snv_rows = [r for r in data.rows if len(r[3]) == 1 and len(r[4]) == 1 and r[3] in "ACGT" and r[4] in "ACGT"]
+    for r in snv_rows:
+        G.append([sum(a != "0" for a in gt_of(r, i).replace("|", "/").split("/")) for i in range(n)])
+    G = np.array(G)
+    classes = np.array([cls_of[(r[3], r[4])] for r in snv_rows])
+    ti = np.array([(r[3], r[4]) in TRANSITIONS for r in snv_rows])
+    carriers = (G > 0).sum(1)
+    for i, s in enumerate(data.samples):
+        nz = G[:, i] > 0
+        het, hom = int((G[:, i] == 1).sum()), int((G[:, i] == 2).sum())
+        per.append({"sample": s, "snv_genotypes": int(nz.sum()), "het": het, "hom_alt": hom,
+                    "het_hom_ratio": round(het / max(hom, 1), 3), "transitions": int((nz & ti).sum()),
+                    "transversions": int((nz & ~ti).sum()), "ti_tv": round((nz & ti).sum() / max((nz & ~ti).sum(), 1), 3),
+                    "singletons": int((nz & (carriers == 1)).sum()),
+                    "singleton_ti_tv": round((nz & ti & (carriers == 1)).sum() / max((nz & ~ti & (carriers == 1)).sum(), 1), 3)})
+        for c in sorted(set(cls_of.values())):
+            m = nz & (classes == c)
+            spec.append({"sample": s, "substitution": c, "genotypes": int(m.sum()),
+                         "singletons": int((m & (carriers == 1)).sum()),
+                         "fraction_of_snvs": round(m.sum() / max(nz.sum(), 1), 4)})
+    return pd.DataFrame(per), pd.DataFrame(spec)
+
+
+@recipe(TRACK, "tstv_dossier")
+def tstv_dossier(data: VcfData, rng, artifact_rate: float = 0.0) -> VcfData:
+    """Dossier of the five real GBR samples' SNV spectra. artifact_rate > 0 (injected counterfactual): in one drawn
+    sample, a fraction `artifact_rate` of its hom-ref genotypes at real C>A / G>T records (REF C or G, ALT A or T on
+    the same strand class) become heterozygous - the signature of oxidative 8-oxoG damage during library preparation
+    (Costello et al. 2013). Every other genotype is the real data; tables are recomputed from the edited genotypes."""
+    names = _opaque_ids(rng, 5)
+    if artifact_rate > 0:
+        s = int(rng.integers(5))
+        for r in data.rows:
+            if (r[3], r[4]) in (("C", "A"), ("G", "T")) and gt_of(r, s).replace("|", "/") == "0/0" \
+                    and rng.random() < artifact_rate:
+                parts = r[9 + s].split(":")
+                parts[0] = "0/1"
+                r[9 + s] = ":".join(parts)
+    data.samples = names
+    per, spec = spectrum_tables(data)
+    n_snv = sum(1 for r in data.rows if len(r[3]) == 1 and len(r[4]) == 1)
+    md = [
+        "# Evidence dossier: germline SNV spectra of five sequenced individuals",
+        "",
+        "## Data",
+        f"Genotypes of five individuals of British ancestry at {n_snv:,} biallelic SNV sites in a 700-kb window of",
+        "chromosome 22 (GRCh37 chr22:50.30-51.00 Mb), from population-scale low-coverage whole-genome sequencing",
+        "(1000 Genomes Phase 1 style calls: the sites were discovered in the whole project, the genotypes are these",
+        "five people's). Samples carry opaque IDs.",
+        "",
+        "## Reference analysis",
+        "For each individual: the number of SNV sites where it carries a non-reference genotype (het, hom_alt),",
+        "the transition/transversion ratio (Ti/Tv: A<->G and C<->T changes over the rest), the het/hom ratio, and",
+        "singletons (non-reference genotypes that no other of the five individuals carries) with their Ti/Tv",
+        "(`sample_summary.csv`). `substitution_spectrum.csv` splits each individual's non-reference genotypes into",
+        "the six strand-collapsed substitution classes (C>A also counts G>T, etc.).",
+        "",
+        "## Tables",
+        "- sample_summary.csv: sample, snv_genotypes, het, hom_alt, het_hom_ratio, transitions, transversions, ti_tv,",
+        "  singletons, singleton_ti_tv",
+        "- substitution_spectrum.csv: sample, substitution, genotypes, singletons, fraction_of_snvs",
+    ]
+    data.dossier = {"dossier.md": "\n".join(md), "sample_summary.csv": per, "substitution_spectrum.csv": spec}
+    return data
+
+
+# ---------------------------------------------------------------- writer
+
+def vcf_text(data: VcfData) -> str:
+    cols = ["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *data.samples]
+    lines = data.header + ["\t".join(cols)] + ["\t".join(r) for r in data.rows]
+    return "\n".join(lines) + "\n"
+
+
+def bgzf_bytes(text: bytes, block: int = 0xff00) -> bytes:
+    """BGZF (bgzip) bytes: deflate blocks of <= 65,280 bytes with the BC extra field, then the EOF block. Written
+    here (zlib level 6, mtime 0, OS 255) so the bytes do not depend on the htslib build."""
+    out = io.BytesIO()
+    for i in range(0, len(text), block):
+        chunk = text[i:i + block]
+        c = zlib.compressobj(6, zlib.DEFLATED, -15)
+        comp = c.compress(chunk) + c.flush()
+        bsize = len(comp) + 25
+        out.write(b"\x1f\x8b\x08\x04" + b"\x00\x00\x00\x00" + b"\x00\xff" + b"\x06\x00" + b"BC\x02\x00"
+                  + (bsize).to_bytes(2, "little") + comp + (zlib.crc32(chunk) & 0xffffffff).to_bytes(4, "little")
+                  + len(chunk).to_bytes(4, "little"))
+    out.write(BGZF_EOF)
+    return out.getvalue()
+
+
+@writer(TRACK)
+def write(data: VcfData, w: CanonicalWriter) -> None:
+    if data.dossier is not None:
+        for name, obj in sorted(data.dossier.items()):
+            if isinstance(obj, pd.DataFrame):
+                w.table(name, obj)
+            else:
+                w.text(name, obj)
+        return
+    raw = bgzf_bytes(vcf_text(data).encode("utf-8"))
+    if data.truncate_at is not None:
+        raw = raw[: int(len(raw) * data.truncate_at)]
+    _atomic_write(w.path(VCF), raw)
+    for name, df in sorted(data.tables.items()):
+        w.table(name, df)
+    meta = dict(data.meta)
+    if data.declared_records is not None:
+        meta["n_records"] = data.declared_records
+    files = {VCF: "bgzip-compressed VCF (no index shipped)", "meta.json": "this description"}
+    for name in data.tables:
+        files[name] = meta.pop(name, "table")
+    meta["files"] = files
+    w.json("meta.json", meta)

@@ -1,0 +1,318 @@
+"""Scripted agents of the clinvar track: oracle (the reference analyses of solvers.py, inlined into the sandbox with
+inspect.getsource, plus the work products a careful analyst writes) and naive (tool defaults, no checks):
+
+L1 naive       counts the records with bcftools and accepts the call set.
+frequency      bcftools query of the proband's genotypes; candidate = non-reference and INFO/AF < threshold.
+carrier        bcftools query; table entries matched on the record's CHROM:POS:REF:ALT text as written; every
+               non-reference genotype counted as a carrier.
+findings       bcftools query; table entries joined on position; significance containing 'pathogenic'.
+"""
+from __future__ import annotations
+
+import inspect
+
+from benchmark.registry import naive, oracle
+
+_CONSTS = ("VCF", "BGZF_EOF", "POP_TAGS", "PLP", "MIN_GQ", "MIN_DP", "BA1_AF", "CONFLICTING", "MENDEL_FINDING")
+
+
+def _helpers() -> str:
+    from worlds.clinvar import solvers as s
+
+    fns = [s.read_text, s.read_vcf, s.info_dict, s.gt_alleles, s.sample_fields, s.norm_chrom, s.vkey, s.header_ids,
+           s.genotype_counts, s.lis_length, s.dosage, s.mendel_errors, s.detect, s.kg_prefix, s.filtering_af,
+           s.frequency_analysis, s.split_alleles, s.carrier_analysis, s.findings_analysis]
+    head = ["import json", "import zlib", "from pathlib import Path", "import numpy as np", "import pandas as pd", ""]
+    consts = [f"{k} = {getattr(s, k)!r}" for k in _CONSTS]
+    body = "\n\n".join(inspect.getsource(f) for f in fns)
+    return "\n".join(head + consts) + "\n\n\n" + body + "\nprint('reference helpers loaded')\n"
+
+
+_WRITE = r"""
+def write_vcf(name, header, samples, rows):
+    cols = ['#CHROM', 'POS', 'ID', 'REF', 'ALT', 'QUAL', 'FILTER', 'INFO', 'FORMAT', *samples]
+    Path(name).write_text('\n'.join(header + ['\t'.join(cols)] + ['\t'.join(r) for r in rows]) + '\n')
+    return name
+
+
+def write_lines(name, items):
+    Path(name).write_text(''.join(f'{x}\n' for x in items))
+    return name
+"""
+
+_L1_ORACLE = _WRITE + r"""
+meta = json.load(open('meta.json'))
+vcf = read_vcf(VCF)
+v = detect(vcf, meta)
+print('records', v['n_records_read'], 'findings', v['findings'])
+f = v['findings']
+H, S, R = vcf['header'], vcf['samples'], vcf['rows']
+issues = []
+if 'truncated_file' in f:
+    out = write_vcf('salvaged_intact_records.vcf', H, S, R)
+    issues.append({'category': 'truncated file', 'severity': 'blocking', 'where': VCF,
+                   'value': v['n_missing_records'],
+                   'description': f"the bgzip stream ends without its EOF block (truncated transfer): {v['n_records_read']} "
+                                  f"complete records of the {v['n_records_declared']} meta.json declares "
+                                  f"({v['n_missing_records']} missing)",
+                   'action': 'kept the intact records only; the full file must be re-transferred', 'output': out})
+if 'contig_naming' in f:
+    rows = [[norm_chrom(r[0])] + r[1:] for r in R]
+    out = write_vcf('calls_contigs_fixed.vcf', H, S, rows)
+    issues.append({'category': 'contig naming mismatch', 'severity': 'warning', 'where': f'{VCF} CHROM',
+                   'value': v['n_undeclared_contig_records'],
+                   'description': f"{v['n_undeclared_contig_records']} records use contig {v['undeclared_contigs']} "
+                                  f"(UCSC 'chr' naming) not declared in the b37 header",
+                   'action': "renamed to the declared b37 contig '22'", 'output': out})
+if 'duplicate_records' in f:
+    out = write_lines('duplicated_records.txt', v['duplicated_keys'])
+    issues.append({'category': 'duplicate records', 'severity': 'warning', 'where': VCF,
+                   'value': v['n_duplicate_records'],
+                   'description': f"{v['n_duplicate_records']} records appear twice (same CHROM/POS/REF/ALT and genotypes)",
+                   'action': 'listed the duplicated variant keys; keep one copy each', 'output': out})
+if 'unsorted_records' in f:
+    order = sorted(range(len(R)), key=lambda i: (norm_chrom(R[i][0]), int(R[i][1]), i))
+    out = write_vcf('calls_sorted.vcf', H, S, [R[i] for i in order])
+    issues.append({'category': 'records not coordinate-sorted', 'severity': 'warning', 'where': VCF,
+                   'value': v['n_displaced_records'],
+                   'description': f"{v['n_order_breaks']} position decrease(s); {v['n_displaced_records']} records out "
+                                  f"of coordinate order (the file cannot be indexed)",
+                   'action': 'sorted the records by position', 'output': out})
+if 'missing_header_definitions' in f:
+    extra = []
+    for t in v['undefined_tags']:
+        kind, tag = t.split('/')
+        extra.append(f'##{kind}=<ID={tag},Number=.,Type=String,Description="restored definition (was missing)">')
+    out = write_vcf('calls_header_fixed.vcf', H + extra, S, R)
+    issues.append({'category': 'missing header definitions', 'severity': 'warning', 'where': f'{VCF} header',
+                   'value': v['n_undefined_tags'],
+                   'description': f"tags used in records but not defined in the header: {', '.join(v['undefined_tags'])}",
+                   'action': 'added definitions for the undefined tags', 'output': out})
+if 'stale_info_counts' in f:
+    rows = []
+    for r in R:
+        r = list(r)
+        ac, an = genotype_counts(r, len(S))
+        d = info_dict(r[7])
+        d['AC'], d['AN'] = ','.join(map(str, ac)), str(an)
+        d['AF'] = ','.join(f'{c / an:.4f}' if an else '0' for c in ac)
+        r[7] = ';'.join(k if val == '' else f'{k}={val}' for k, val in d.items())
+        rows.append(r)
+    out = write_vcf('calls_recounted.vcf', H, S, rows)
+    issues.append({'category': 'stale INFO AC/AN/AF', 'severity': 'warning', 'where': f'{VCF} INFO',
+                   'value': v['n_stale_records'],
+                   'description': f"INFO AC/AN disagree with the genotype columns in {v['n_stale_records']} records "
+                                  f"(counts from a larger sample set; samples were removed without recomputing)",
+                   'action': 'recomputed AC, AN and AF from the genotypes', 'output': out})
+if 'sample_swap' in f:
+    out = write_lines('swapped_samples.txt', v['swapped_samples'])
+    issues.append({'category': 'sample swap', 'severity': 'blocking', 'where': f'{VCF} sample columns',
+                   'value': v['n_swapped_samples'],
+                   'description': f"declared trio Mendelian error rate {v['mendelian_error_rate']:.1%} "
+                                  f"(others {v['trio_error_rates']}); the column labelled {v['swapped_samples']} fit "
+                                  f"the trio instead: the sample labels are swapped",
+                   'action': 'listed the swapped samples; exchange their labels before any analysis', 'output': out})
+blocking = any(i['severity'] == 'blocking' for i in issues)
+report = {'assessment': 'unusable' if 'truncated_file' in f else ('usable_with_caveats' if issues else 'usable'),
+          'issues': issues,
+          'summary': ('Problems found: ' + ', '.join(i['category'] for i in issues)) if issues
+                     else f"All integrity checks pass ({v['n_records_read']} records, {v['n_samples']} samples)."}
+print(json.dumps(report))
+"""
+
+_L1_NAIVE = r"""
+import json, subprocess
+out = subprocess.run(['bcftools', 'view', '-H', 'calls.vcf.gz'], capture_output=True, text=True)
+n = len(out.stdout.splitlines())
+print(n, 'records')
+print(json.dumps({'assessment': 'usable', 'issues': [], 'summary': f'{n} records loaded with bcftools; the call set looks fine.'}))
+"""
+
+
+@oracle("clinvar.L1.integrity", version="1")
+def l1_oracle(ref) -> list[str]:
+    return [_helpers(), _L1_ORACLE]
+
+
+@naive("clinvar.L1.integrity", version="1")
+def l1_naive(ref) -> list[str]:
+    return [_L1_NAIVE]
+
+
+_FREQ_ORACLE = _WRITE + r"""
+meta = json.load(open('meta.json'))
+vcf = read_vcf(VCF)
+res = frequency_analysis(vcf, meta)
+T = res['threshold']
+pd.DataFrame({'variant': list(res['filter_af']), 'filter_af': list(res['filter_af'].values()),
+              'rare': [res['passes'][k] for k in res['filter_af']]}).to_csv('af_table.csv', index=False)
+write_lines('candidates.txt', res['rare_keys'])
+issues = []
+if res['af_tags'] == 'KG_':
+    issues.append("INFO/AF is the allele frequency of this 5-sample call set (10 chromosomes: any carried allele has AF >= "
+                  "0.1); it says nothing about population frequency, so the 1000 Genomes KG_* frequencies were used")
+if res['trap_admitted']:
+    issues.append(f"{len(res['trap_admitted'])} of the proband's variants are rare globally (INFO/AF < {T}) but common in "
+                  f"a continental population (ancestry-specific, e.g. in the proband's {meta['task']['proband_ancestry']} "
+                  f"ancestry); filtered on the maximum population AF (popmax / filtering AF)")
+report = {'proband': res['proband'], 'candidate_list': 'candidates.txt', 'af_table': 'af_table.csv',
+          'n_candidates': res['n_rare'],
+          'af_source': 'maximum over 1000 Genomes global and continental (AFR, AMR, ASN, EUR) allele frequencies',
+          'issues_found': issues, 'analysis_usable': True,
+          'summary': f"{res['n_rare']} of the proband's {res['n_carried']} variants have every population AF below {T}."}
+print(json.dumps(report))
+"""
+
+_FREQ_NAIVE = r"""
+import json, subprocess
+import pandas as pd
+meta = json.load(open('meta.json'))
+pb, T = meta['task']['proband'], float(meta['task']['max_allele_frequency'])
+out = subprocess.run(['bcftools', 'query', '-s', pb, '-f', '%CHROM:%POS:%REF:%ALT\t%INFO/AF[\t%GT]\n', 'calls.vcf.gz'],
+                     capture_output=True, text=True).stdout
+rows = []
+for line in out.splitlines():
+    k, af, gt = line.split('\t')
+    if '1' in gt:
+        a = float(af) if af not in ('.', '') else 0.0
+        rows.append({'variant': k, 'filter_af': a, 'rare': int(a < T)})
+tab = pd.DataFrame(rows)
+tab.to_csv('af_table.csv', index=False)
+cand = tab[tab['rare'] == 1]['variant'].tolist()
+open('candidates.txt', 'w').write(''.join(c + '\n' for c in cand))
+print(json.dumps({'proband': pb, 'candidate_list': 'candidates.txt', 'af_table': 'af_table.csv', 'n_candidates': len(cand),
+                  'af_source': 'INFO/AF', 'issues_found': [], 'analysis_usable': True,
+                  'summary': f'{len(cand)} candidate variants with AF < {T}.'}))
+"""
+
+
+@oracle("clinvar.L2.frequency_filter", version="1")
+def freq_oracle(ref) -> list[str]:
+    return [_helpers(), _FREQ_ORACLE]
+
+
+@naive("clinvar.L2.frequency_filter", version="1")
+def freq_naive(ref) -> list[str]:
+    return [_FREQ_NAIVE]
+
+
+_CARRIER_ORACLE = _WRITE + r"""
+vcf = read_vcf(VCF)
+table = pd.read_csv('clinvar_like.tsv', sep='\t', dtype={'chrom': str})
+res = carrier_analysis(vcf, table)
+pd.DataFrame({'variant': list(res['n_carriers']), 'n_carriers': list(res['n_carriers'].values())}).to_csv('carriers.csv', index=False)
+write_lines('carried_plp.txt', res['carried_plp'])
+issues = []
+if res['n_multiallelic_records']:
+    issues.append(f"{res['n_multiallelic_records']} multi-allelic records (several ALT alleles in one record): split into "
+                  f"biallelic records before matching table entries allele by allele")
+if set(map(norm_chrom, res['table_contigs'])) == set(map(norm_chrom, res['vcf_contigs'])) and set(res['table_contigs']) != set(res['vcf_contigs']):
+    issues.append(f"contig naming differs: table {res['table_contigs']} vs VCF {res['vcf_contigs']} ('chr' prefix); "
+                  f"contig names harmonised before matching")
+low = res['low_confidence_calls']
+if sum(low.values()) >= 3:
+    issues.append(f"{sum(low.values())} non-reference calls at P/LP entries have low genotype quality or depth "
+                  f"(GQ < {MIN_GQ} or DP < {MIN_DP}); not counted as carriers")
+report = {'carrier_table': 'carriers.csv', 'carrier_list': 'carried_plp.txt', 'n_carrier_genotypes': res['n_carrier_genotypes'],
+          'genotype_filter': f'GQ >= {MIN_GQ} and DP >= {MIN_DP}; multi-allelic records split; contigs harmonised',
+          'issues_found': issues, 'analysis_usable': True,
+          'summary': f"{res['n_carrier_genotypes']} confident carrier genotypes over {res['n_carried_plp']} of "
+                     f"{res['n_plp_entries']} P/LP entries."}
+print(json.dumps(report))
+"""
+
+_CARRIER_NAIVE = r"""
+import json, subprocess
+import pandas as pd
+table = pd.read_csv('clinvar_like.tsv', sep='\t', dtype={'chrom': str})
+plp = table[table['clinical_significance'].isin(['Pathogenic', 'Likely_pathogenic', 'Pathogenic/Likely_pathogenic'])]
+out = subprocess.run(['bcftools', 'query', '-f', '%CHROM:%POS:%REF:%ALT[\t%GT]\n', 'calls.vcf.gz'],
+                     capture_output=True, text=True).stdout
+gts = {}
+for line in out.splitlines():
+    f = line.split('\t')
+    gts[f[0]] = f[1:]
+rows = []
+for e in plp.itertuples():
+    k = f'{e.chrom}:{e.pos}:{e.ref}:{e.alt}'
+    n = sum(1 for g in gts.get(k, []) if any(a not in ('0', '.') for a in g.replace('|', '/').split('/')))
+    rows.append({'variant': k, 'n_carriers': n})
+tab = pd.DataFrame(rows)
+tab.to_csv('carriers.csv', index=False)
+car = tab[tab['n_carriers'] > 0]['variant'].tolist()
+open('carried_plp.txt', 'w').write(''.join(c + '\n' for c in car))
+print(json.dumps({'carrier_table': 'carriers.csv', 'carrier_list': 'carried_plp.txt',
+                  'n_carrier_genotypes': int(tab['n_carriers'].sum()), 'genotype_filter': 'none (GT as called)',
+                  'issues_found': [], 'analysis_usable': True, 'summary': f'{int(tab["n_carriers"].sum())} carrier genotypes.'}))
+"""
+
+
+@oracle("clinvar.L2.carrier_screen", version="1")
+def carrier_oracle(ref) -> list[str]:
+    return [_helpers(), _CARRIER_ORACLE]
+
+
+@naive("clinvar.L2.carrier_screen", version="1")
+def carrier_naive(ref) -> list[str]:
+    return [_CARRIER_NAIVE]
+
+
+_FIND_ORACLE = _WRITE + r"""
+meta = json.load(open('meta.json'))
+vcf = read_vcf(VCF)
+table = pd.read_csv('clinvar_like.tsv', sep='\t', dtype={'chrom': str})
+res = findings_analysis(vcf, table, meta)
+pd.DataFrame({'variant': list(res['proband_dosage']), 'proband_dosage': list(res['proband_dosage'].values()),
+              'filter_af': [res['filter_af'].get(k, '') for k in res['proband_dosage']]}).to_csv('evidence.csv', index=False)
+write_lines('findings.txt', res['findings'])
+issues = []
+if res['conflicting_carried']:
+    issues.append(f"{len(res['conflicting_carried'])} carried entries are 'Conflicting_interpretations_of_pathogenicity' "
+                  f"(submitters disagree): not reportable as pathogenic")
+if res['common_plp_carried']:
+    issues.append(f"{len(res['common_plp_carried'])} carried entries classified P/LP have a population allele frequency "
+                  f">= {BA1_AF} (BA1: too common for a rare highly penetrant disorder): classification not credible")
+pos_only = [k for k in res['naive_findings'] if res['proband_dosage'].get(k, 0) == 0]
+if pos_only:
+    issues.append(f"{len(pos_only)} table entries share a position with a proband variant but name a different ALT "
+                  f"allele: matched on the exact allele, not the position")
+report = {'proband': res['proband'], 'findings_list': 'findings.txt', 'evidence_table': 'evidence.csv',
+          'n_findings': res['n_findings'], 'issues_found': issues, 'analysis_usable': True,
+          'summary': f"{res['n_findings']} reportable P/LP findings (exact allele, aggregate P/LP, popmax AF < {BA1_AF})."}
+print(json.dumps(report))
+"""
+
+_FIND_NAIVE = r"""
+import json, subprocess
+import pandas as pd
+meta = json.load(open('meta.json'))
+pb = meta['task']['proband']
+table = pd.read_csv('clinvar_like.tsv', sep='\t', dtype={'chrom': str})
+out = subprocess.run(['bcftools', 'query', '-s', pb, '-f', '%CHROM\t%POS[\t%GT]\n', 'calls.vcf.gz'],
+                     capture_output=True, text=True).stdout
+dos = {}
+for line in out.splitlines():
+    c, p, g = line.split('\t')
+    dos[(c, int(p))] = sum(a not in ('0', '.') for a in g.replace('|', '/').split('/'))
+rows, found = [], []
+for e in table.itertuples():
+    k = f'{e.chrom}:{e.pos}:{e.ref}:{e.alt}'
+    d = dos.get((e.chrom, int(e.pos)), 0)
+    rows.append({'variant': k, 'proband_dosage': d})
+    if d > 0 and 'pathogenic' in e.clinical_significance.lower():
+        found.append(k)
+pd.DataFrame(rows).to_csv('evidence.csv', index=False)
+open('findings.txt', 'w').write(''.join(f + '\n' for f in found))
+print(json.dumps({'proband': pb, 'findings_list': 'findings.txt', 'evidence_table': 'evidence.csv', 'n_findings': len(found),
+                  'issues_found': [], 'analysis_usable': True, 'summary': f'{len(found)} pathogenic findings.'}))
+"""
+
+
+@oracle("clinvar.L2.reportable_findings", version="1")
+def find_oracle(ref) -> list[str]:
+    return [_helpers(), _FIND_ORACLE]
+
+
+@naive("clinvar.L2.reportable_findings", version="1")
+def find_naive(ref) -> list[str]:
+    return [_FIND_NAIVE]

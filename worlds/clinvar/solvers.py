@@ -1,0 +1,560 @@
+"""Reference solvers of the clinvar track (gold side). Every golden is computed from the world's public files.
+
+clinvar.L1.integrity       every integrity detector on calls.vcf.gz + meta.json: bgzip truncation (no EOF block /
+                           incomplete member; complete records vs the n_records meta.json states), contigs not
+                           declared in the header, duplicated records, coordinate order (records to move = n - LIS),
+                           INFO/FORMAT tags used but not defined, INFO AC/AN disagreeing with the genotypes, and
+                           Mendelian consistency of the declared trios (a swapped sample is the column that fits the
+                           trio instead). Findings, measured sizes, and what the products are checked against.
+clinvar.L2.frequency_filter  the proband's candidates: non-reference genotype and filtering AF (max of the 1000
+                           Genomes global and continental AFs, whichever tags the header says are 1000 Genomes; an
+                           absent tag = 0) below task.max_allele_frequency (ACMG BA1/BS1 and gnomAD popmax practice).
+                           Also the trap list: the same filter on INFO/AF (whatever it holds).
+clinvar.L2.carrier_screen  per P/LP entry of clinvar_like.tsv: confident carriers (GT carries that exact allele after
+                           splitting multi-allelic records, GQ >= 20 and DP >= 10), contigs matched across naming
+                           conventions (22 = chr22). Also the trap counts (string match of the record as written, any
+                           non-reference GT, no GQ/DP check).
+clinvar.L2.reportable_findings  the proband's findings: exact allele match, aggregate significance P/LP (not
+                           conflicting), popmax AF < 0.05 (BA1). Also the trap list (position join, substring
+                           'pathogenic', no frequency check).
+clinvar.L3.dossier         the dossier's statistics read back from its tables.
+
+Scripted agents (scripted.py): oracle = these analyses run in the sandbox (helpers inlined); naive = tool defaults.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmark.registry import product_validator, solver
+
+VCF = "calls.vcf.gz"
+BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
+POP_TAGS = ("AF", "AFR_AF", "AMR_AF", "ASN_AF", "EUR_AF")
+PLP = ("Pathogenic", "Likely_pathogenic", "Pathogenic/Likely_pathogenic")
+MIN_GQ, MIN_DP = 20, 10
+BA1_AF = 0.05
+CONFLICTING = "Conflicting_interpretations_of_pathogenicity"
+MENDEL_FINDING = 0.08
+
+
+# ---------------------------------------------------------------- reading (robust to truncation, plain or gz)
+
+def read_text(path) -> tuple[str, bool]:
+    """Text of a VCF (plain, gzip or bgzip) and whether the compressed stream is complete (False when truncated or
+    without the BGZF EOF block). Decompresses member by member, keeping whatever a truncated member yields."""
+    raw = Path(path).read_bytes()
+    if raw[:2] != b"\x1f\x8b":
+        return raw.decode("utf-8", errors="replace"), True
+    out, pos, complete = [], 0, True
+    while pos < len(raw):
+        d = zlib.decompressobj(31)
+        try:
+            out.append(d.decompress(raw[pos:]))
+        except zlib.error:
+            complete = False
+            break
+        if not d.eof:
+            complete = False
+            break
+        used = len(raw) - pos - len(d.unused_data)
+        pos += used
+    if complete and not raw.endswith(BGZF_EOF):
+        complete = False
+    return b"".join(out).decode("utf-8", errors="replace"), complete
+
+
+def read_vcf(path) -> dict:
+    text, complete = read_text(path)
+    lines = text.split("\n")
+    partial = lines[-1] != ""          # an unterminated last line is an incomplete record
+    if partial:
+        lines = lines[:-1]
+    header, cols, rows = [], [], []
+    for ln in lines:
+        if not ln:
+            continue
+        if ln.startswith("##"):
+            header.append(ln)
+        elif ln.startswith("#"):
+            cols = ln[1:].split("\t")
+        else:
+            f = ln.split("\t")
+            if len(f) >= 8:
+                rows.append(f)
+    return {"header": header, "samples": cols[9:], "rows": rows, "complete": complete and not partial}
+
+
+def info_dict(info: str) -> dict:
+    out = {}
+    for kv in info.split(";"):
+        if kv and kv != ".":
+            k, _, v = kv.partition("=")
+            out[k] = v
+    return out
+
+
+def gt_alleles(row: list, i: int) -> list:
+    keys = row[8].split(":")
+    vals = row[9 + i].split(":")
+    g = vals[keys.index("GT")] if "GT" in keys and keys.index("GT") < len(vals) else "./."
+    return g.replace("|", "/").split("/")
+
+
+def sample_fields(row: list, i: int) -> dict:
+    return dict(zip(row[8].split(":"), row[9 + i].split(":")))
+
+
+def norm_chrom(c: str) -> str:
+    return c[3:] if c.lower().startswith("chr") else c
+
+
+def vkey(row: list, alt: str | None = None, chrom: str | None = None) -> str:
+    return f"{chrom if chrom is not None else row[0]}:{row[1]}:{row[3]}:{alt if alt is not None else row[4]}"
+
+
+def header_ids(header: list, kind: str) -> set:
+    out = set()
+    for h in header:
+        if h.startswith(f"##{kind}=<ID="):
+            out.add(h[len(f"##{kind}=<ID="):].split(",")[0].rstrip(">"))
+    return out
+
+
+def genotype_counts(row: list, n: int) -> tuple[list, int]:
+    ac = [0] * len(row[4].split(","))
+    an = 0
+    for i in range(n):
+        for a in gt_alleles(row, i):
+            if a == ".":
+                continue
+            an += 1
+            if a != "0" and a.isdigit() and int(a) <= len(ac):
+                ac[int(a) - 1] += 1
+    return ac, an
+
+
+def lis_length(xs: list) -> int:
+    import bisect
+
+    tails: list = []
+    for x in xs:
+        j = bisect.bisect_right(tails, x)
+        if j == len(tails):
+            tails.append(x)
+        else:
+            tails[j] = x
+    return len(tails)
+
+
+def dosage(row: list, i: int) -> int:
+    """Non-reference allele count of sample i (-1 when not called)."""
+    al = gt_alleles(row, i)
+    if any(a == "." for a in al):
+        return -1
+    return sum(a != "0" for a in al)
+
+
+def mendel_errors(rows: list, samples: list, child: str, parents: list) -> tuple[int, int]:
+    c, f, m = (samples.index(x) for x in (child, *parents))
+    err = inf = 0
+    for r in rows:
+        if "," in r[4]:
+            continue
+        g = [dosage(r, c), dosage(r, f), dosage(r, m)]
+        if min(g) < 0 or max(g) == 0:
+            continue
+        inf += 1
+        opts = {0: [0], 1: [0, 1], 2: [1]}
+        ok = any(a + b == g[0] for a in opts[g[1]] for b in opts[g[2]])
+        err += not ok
+    return err, inf
+
+
+# ---------------------------------------------------------------- L1 detectors
+
+def detect(vcf: dict, meta: dict) -> dict:
+    rows, header, samples = vcf["rows"], vcf["header"], vcf["samples"]
+    findings: list = []
+    v: dict = {"n_records_read": len(rows), "n_samples": len(samples)}
+    declared = meta.get("n_records")
+
+    # 1. truncated bgzip
+    v["stream_complete"] = bool(vcf["complete"])
+    v["n_records_declared"] = declared
+    missing = (declared - len(rows)) if declared is not None else 0
+    v["n_missing_records"] = int(missing) if not vcf["complete"] else 0
+    v["missing_fraction"] = round(v["n_missing_records"] / declared, 4) if declared else 0.0
+    if not vcf["complete"]:
+        findings.append("truncated_file")
+
+    # 2. contigs not declared in the header
+    contigs = header_ids(header, "contig")
+    bad = [r for r in rows if r[0] not in contigs]
+    v["n_undeclared_contig_records"] = len(bad)
+    v["undeclared_fraction"] = round(len(bad) / max(len(rows), 1), 4)
+    v["undeclared_contigs"] = sorted({r[0] for r in bad})
+    if bad:
+        findings.append("contig_naming")
+
+    # 3. duplicated records (same CHROM/POS/REF/ALT, contig naming normalised)
+    keys = [vkey(r, chrom=norm_chrom(r[0])) for r in rows]
+    seen, dups = set(), []
+    for k in keys:
+        if k in seen:
+            dups.append(k)
+        seen.add(k)
+    v["n_duplicate_records"] = len(dups)
+    v["duplicate_fraction"] = round(len(dups) / max(len(rows), 1), 4)
+    v["duplicated_keys"] = sorted(set(dups))
+    if dups:
+        findings.append("duplicate_records")
+    v["unique_keys"] = sorted(seen, key=lambda k: (k.split(":")[0], int(k.split(":")[1]), k))
+    v["n_unique_records"] = len(seen)
+
+    # 4. coordinate order (per normalised contig, duplicates allowed)
+    pos = [(norm_chrom(r[0]), int(r[1])) for r in rows]
+    breaks = sum(1 for a, b in zip(pos, pos[1:]) if b < a)
+    v["n_order_breaks"] = breaks
+    v["n_displaced_records"] = len(pos) - lis_length(pos)
+    v["displaced_fraction"] = round(v["n_displaced_records"] / max(len(rows), 1), 4)
+    if breaks:
+        findings.append("unsorted_records")
+
+    # 5. tags used but not defined in the header
+    info_def, fmt_def = header_ids(header, "INFO"), header_ids(header, "FORMAT")
+    info_used, fmt_used = set(), set()
+    for r in rows:
+        info_used |= set(info_dict(r[7]))
+        if len(r) > 8:
+            fmt_used |= set(r[8].split(":"))
+    undefined = sorted({f"INFO/{t}" for t in info_used - info_def} | {f"FORMAT/{t}" for t in fmt_used - fmt_def})
+    v["undefined_tags"] = undefined
+    v["n_undefined_tags"] = len(undefined)
+    if undefined:
+        findings.append("missing_header_definitions")
+
+    # 6. INFO AC/AN against the genotypes
+    stale = []
+    for r in rows:
+        d = info_dict(r[7])
+        if "AC" not in d or "AN" not in d:
+            continue
+        ac, an = genotype_counts(r, len(samples))
+        if d["AC"] != ",".join(map(str, ac)) or d["AN"] != str(an):
+            stale.append(vkey(r, chrom=norm_chrom(r[0])))
+    v["n_stale_records"] = len(stale)
+    v["stale_fraction"] = round(len(stale) / max(len(rows), 1), 4)
+    if len(stale) > 0.01 * len(rows):
+        findings.append("stale_info_counts")
+
+    # 7. declared trios: Mendelian consistency; a swapped column is the one that fits the trio instead
+    v["trio_error_rates"] = {}
+    swapped: list = []
+    worst = 0.0
+    for t in meta.get("trios", []):
+        child, parents = t["child"], t["parents"]
+        if not all(s in samples for s in (child, *parents)):
+            continue
+        e, n = mendel_errors(rows, samples, child, parents)
+        rate = e / max(n, 1)
+        v["trio_error_rates"][child] = round(rate, 4)
+        if rate > MENDEL_FINDING:
+            worst = max(worst, rate)
+            fits = []
+            for s in samples:
+                if s in (child, *parents):
+                    continue
+                e2, n2 = mendel_errors(rows, samples, s, parents)
+                fits.append((e2 / max(n2, 1), s))
+            best = min(fits)
+            swapped += [child, best[1]] if best[0] < MENDEL_FINDING else [child]
+    v["swapped_samples"] = sorted(set(swapped))
+    v["n_swapped_samples"] = len(set(swapped))
+    v["mendelian_error_rate"] = round(worst, 4)
+    if swapped:
+        findings.append("sample_swap")
+    return {"findings": sorted(findings), **v}
+
+
+@solver("clinvar.L1.integrity", version="1")
+def l1_integrity(world_dir: Path, world) -> dict:
+    world_dir = Path(world_dir)
+    meta = json.loads((world_dir / "meta.json").read_text())
+    return detect(read_vcf(world_dir / VCF), meta)
+
+
+# ---------------------------------------------------------------- L1 product validators
+
+def _product_vcf(path: Path) -> dict | None:
+    try:
+        v = read_vcf(path)
+    except OSError:
+        return None
+    return v if any(h.startswith("##fileformat=VCF") for h in v["header"]) else None
+
+
+def _keys_match(v: dict, golden: dict) -> tuple[bool, str]:
+    keys = [vkey(r, chrom=norm_chrom(r[0])) for r in v["rows"]]
+    want = set(golden["unique_keys"])
+    got = set(keys)
+    ok = got == want and len(keys) == len(want)
+    return ok, f"{len(keys)} records ({len(got & want)} of the {len(want)} expected, {len(keys) - len(got)} repeated)"
+
+
+@product_validator("clinvar.declared_contigs")
+def declared_contigs(path: Path, golden: dict, check) -> tuple[float, str]:
+    """A corrected VCF: every record's contig is declared in its header under one naming, same records."""
+    v = _product_vcf(path)
+    if v is None:
+        return 0.0, "not a VCF"
+    contigs = header_ids(v["header"], "contig")
+    undeclared = sum(r[0] not in contigs for r in v["rows"])
+    names = {r[0] for r in v["rows"]}
+    ok, why = _keys_match(v, golden)
+    good = ok and undeclared == 0 and len(names) == 1
+    return float(good), f"{undeclared} records on undeclared contigs, contig names {sorted(names)}; {why}"
+
+
+@product_validator("clinvar.deduplicated")
+def deduplicated(path: Path, golden: dict, check) -> tuple[float, str]:
+    """Either a de-duplicated VCF (every distinct record once) or the list of duplicated variant keys."""
+    from graders.checks import f1_score, read_items
+
+    v = _product_vcf(path)
+    if v is not None:
+        ok, why = _keys_match(v, golden)
+        return float(ok), f"de-duplicated VCF: {why}"
+    want = golden["duplicated_keys"]
+    items = [norm_chrom(x.split(":", 1)[0]) + ":" + x.split(":", 1)[1] if ":" in x else x for x in read_items(path, want)]
+    p, r, f1 = f1_score(items, want)
+    return float(f1 >= 0.95), f"duplicated keys: precision {p:.2f}, recall {r:.2f}, F1 {f1:.2f} (need 0.95)"
+
+
+@product_validator("clinvar.sorted")
+def sorted_vcf(path: Path, golden: dict, check) -> tuple[float, str]:
+    """A coordinate-sorted VCF holding the same records."""
+    v = _product_vcf(path)
+    if v is None:
+        return 0.0, "not a VCF"
+    pos = [(norm_chrom(r[0]), int(r[1])) for r in v["rows"]]
+    breaks = sum(1 for a, b in zip(pos, pos[1:]) if b < a)
+    ok, why = _keys_match(v, golden)
+    return float(ok and breaks == 0), f"{breaks} order breaks; {why}"
+
+
+@product_validator("clinvar.salvaged")
+def salvaged(path: Path, golden: dict, check) -> tuple[float, str]:
+    """The intact records of a truncated file as a valid VCF: complete stream (or plain text), the readable records."""
+    v = _product_vcf(path)
+    if v is None:
+        return 0.0, "not a VCF"
+    n, want = len(v["rows"]), golden["n_records_read"]
+    ok = v["complete"] and abs(n - want) <= 1
+    return float(ok), f"{n} records (readable: {want}); stream complete: {v['complete']}"
+
+
+@product_validator("clinvar.header_complete")
+def header_complete(path: Path, golden: dict, check) -> tuple[float, str]:
+    """A VCF whose header defines every INFO and FORMAT tag its records use, same records."""
+    v = _product_vcf(path)
+    if v is None:
+        return 0.0, "not a VCF"
+    info_def, fmt_def = header_ids(v["header"], "INFO"), header_ids(v["header"], "FORMAT")
+    missing = set()
+    for r in v["rows"]:
+        missing |= {f"INFO/{t}" for t in info_dict(r[7])} - {f"INFO/{t}" for t in info_def}
+        if len(r) > 8:
+            missing |= {f"FORMAT/{t}" for t in r[8].split(":")} - {f"FORMAT/{t}" for t in fmt_def}
+    ok, why = _keys_match(v, golden)
+    return float(ok and not missing), f"undefined tags {sorted(missing)}; {why}"
+
+
+@product_validator("clinvar.recounted")
+def recounted(path: Path, golden: dict, check) -> tuple[float, str]:
+    """A VCF whose INFO AC/AN agree with its genotype columns (AF within 0.002), same records and samples."""
+    v = _product_vcf(path)
+    if v is None:
+        return 0.0, "not a VCF"
+    bad = 0
+    for r in v["rows"]:
+        d = info_dict(r[7])
+        ac, an = genotype_counts(r, len(v["samples"]))
+        afs = [float(x) for x in d.get("AF", "nan").split(",")] if d.get("AF") not in (None, "", ".") else [float("nan")]
+        want_af = [c / an if an else 0.0 for c in ac]
+        if d.get("AC") != ",".join(map(str, ac)) or d.get("AN") != str(an) or len(afs) != len(want_af) \
+                or any(not abs(a - b) <= 0.002 for a, b in zip(afs, want_af)):
+            bad += 1
+    ok, why = _keys_match(v, golden)
+    same_samples = len(v["samples"]) == golden["n_samples"]
+    return float(ok and bad == 0 and same_samples), f"{bad} records with AC/AN/AF disagreeing with genotypes; {why}"
+
+
+# ---------------------------------------------------------------- L2 frequency_filter
+
+def kg_prefix(header: list) -> str:
+    """'' when the 1000 Genomes frequencies are the plain AF/AFR_AF/... tags, 'KG_' when they were moved."""
+    for h in header:
+        if h.startswith("##INFO=<ID=KG_AF,") and "1000 Genomes" in h:
+            return "KG_"
+    return ""
+
+
+def filtering_af(info: dict, prefix: str) -> float:
+    return max(float(info.get(prefix + t) or 0) for t in POP_TAGS)
+
+
+def frequency_analysis(vcf: dict, meta: dict) -> dict:
+    task = meta["task"]
+    T = float(task["max_allele_frequency"])
+    pi = vcf["samples"].index(task["proband"])
+    pre = kg_prefix(vcf["header"])
+    carried, rare, trap, passes, faf = [], [], [], {}, {}
+    for r in vcf["rows"]:
+        if dosage(r, pi) <= 0:
+            continue
+        d = info_dict(r[7])
+        k = vkey(r)
+        f = filtering_af(d, pre)
+        carried.append(k)
+        faf[k] = round(f, 4)
+        passes[k] = int(f < T)
+        if f < T:
+            rare.append(k)
+        if float(d.get("AF", "1").split(",")[0] or 1) < T:
+            trap.append(k)
+    return {"proband": task["proband"], "threshold": T, "af_tags": pre or "plain", "n_carried": len(carried),
+            "rare_keys": rare, "n_rare": len(rare), "passes": passes, "filter_af": faf,
+            "trap_keys": trap if set(trap) != set(rare) else [], "naive_keys": trap,
+            "trap_admitted": sorted(set(trap) - set(rare)), "trap_missed": sorted(set(rare) - set(trap))}
+
+
+@solver("clinvar.L2.frequency_filter", version="1")
+def l2_frequency(world_dir: Path, world) -> dict:
+    world_dir = Path(world_dir)
+    return frequency_analysis(read_vcf(world_dir / VCF), json.loads((world_dir / "meta.json").read_text()))
+
+
+# ---------------------------------------------------------------- L2 carrier_screen
+
+def split_alleles(vcf: dict) -> dict:
+    """(normalised chrom, pos, ref, alt) -> (row, allele index) for every ALT of every record (split multi-allelics)."""
+    out = {}
+    for r in vcf["rows"]:
+        for k, a in enumerate(r[4].split(","), start=1):
+            out[(norm_chrom(r[0]), int(r[1]), r[3], a)] = (r, k)
+    return out
+
+
+def carrier_analysis(vcf: dict, table: pd.DataFrame) -> dict:
+    alleles = split_alleles(vcf)
+    plp = table[table["clinical_significance"].isin(PLP)]
+    n_car, trap, pairs, lowq = {}, {}, [], {}
+    by_key = {vkey(r): r for r in vcf["rows"]}
+    for e in plp.itertuples():
+        tk = f"{e.chrom}:{e.pos}:{e.ref}:{e.alt}"
+        hit = alleles.get((norm_chrom(str(e.chrom)), int(e.pos), e.ref, e.alt))
+        n = low = 0
+        if hit is not None:
+            r, k = hit
+            for i, s in enumerate(vcf["samples"]):
+                f = sample_fields(r, i)
+                al = f.get("GT", "./.").replace("|", "/").split("/")
+                if str(k) not in al:
+                    continue
+                try:
+                    conf = int(f.get("GQ", "0")) >= MIN_GQ and int(f.get("DP", "0")) >= MIN_DP
+                except ValueError:
+                    conf = False
+                if conf:
+                    n += 1
+                    pairs.append(f"{s}@{tk}")
+                else:
+                    low += 1
+        n_car[tk] = n
+        lowq[tk] = low
+        # the trap: the record as written, matched on its own text, any non-reference genotype counted
+        r = by_key.get(tk)
+        trap[tk] = sum(1 for i in range(len(vcf["samples"])) if r is not None and dosage(r, i) > 0)
+    carried = sorted(k for k, n in n_car.items() if n > 0)
+    differs = sum(trap[k] != n_car[k] for k in n_car)
+    return {"n_carriers": n_car, "carried_plp": carried, "n_carried_plp": len(carried),
+            "n_carrier_genotypes": int(sum(n_car.values())), "carrier_pairs": sorted(pairs),
+            "low_confidence_calls": {k: v for k, v in lowq.items() if v}, "n_plp_entries": len(n_car),
+            "trap_n_carriers": trap if differs >= 0.3 * len(n_car) else {},
+            "naive_n_carriers": trap, "naive_carried_plp": sorted(k for k, n in trap.items() if n > 0),
+            "n_multiallelic_records": sum("," in r[4] for r in vcf["rows"]),
+            "table_contigs": sorted({str(c) for c in table["chrom"]}), "vcf_contigs": sorted({r[0] for r in vcf["rows"]})}
+
+
+def read_table(world_dir: Path) -> pd.DataFrame:
+    return pd.read_csv(Path(world_dir) / "clinvar_like.tsv", sep="\t", dtype={"chrom": str})
+
+
+@solver("clinvar.L2.carrier_screen", version="1")
+def l2_carrier(world_dir: Path, world) -> dict:
+    return carrier_analysis(read_vcf(Path(world_dir) / VCF), read_table(world_dir))
+
+
+# ---------------------------------------------------------------- L2 reportable_findings
+
+def findings_analysis(vcf: dict, table: pd.DataFrame, meta: dict) -> dict:
+    pi = vcf["samples"].index(meta["task"]["proband"])
+    alleles = split_alleles(vcf)
+    pre = kg_prefix(vcf["header"])
+    by_pos = {}
+    for r in vcf["rows"]:
+        by_pos.setdefault((norm_chrom(r[0]), int(r[1])), []).append(r)
+    findings, naive, dos, faf, sig = [], [], {}, {}, {}
+    for e in table.itertuples():
+        tk = f"{e.chrom}:{e.pos}:{e.ref}:{e.alt}"
+        sig[tk] = e.clinical_significance
+        hit = alleles.get((norm_chrom(str(e.chrom)), int(e.pos), e.ref, e.alt))
+        g = 0
+        if hit is not None:
+            r, k = hit
+            al = gt_alleles(r, pi)
+            g = sum(a == str(k) for a in al)
+            faf[tk] = round(filtering_af(info_dict(r[7]), pre), 4)
+        dos[tk] = g
+        if g > 0 and e.clinical_significance in PLP and faf[tk] < BA1_AF:
+            findings.append(tk)
+        # the trap: join on position, substring 'pathogenic', no frequency check
+        pos_hit = any(dosage(r, pi) > 0 for r in by_pos.get((norm_chrom(str(e.chrom)), int(e.pos)), []))
+        if pos_hit and "pathogenic" in str(e.clinical_significance).lower():
+            naive.append(tk)
+    return {"proband": meta["task"]["proband"], "findings": sorted(findings), "n_findings": len(findings),
+            "proband_dosage": dos, "filter_af": faf, "trap_findings": sorted(naive) if set(naive) != set(findings) else [],
+            "naive_findings": sorted(naive),
+            "conflicting_carried": sorted(k for k, g in dos.items() if g > 0 and sig.get(k) == CONFLICTING),
+            "common_plp_carried": sorted(k for k in faf if dos.get(k, 0) > 0 and faf[k] >= BA1_AF and sig.get(k) in PLP)}
+
+
+@solver("clinvar.L2.reportable_findings", version="1")
+def l2_findings(world_dir: Path, world) -> dict:
+    world_dir = Path(world_dir)
+    return findings_analysis(read_vcf(world_dir / VCF), read_table(world_dir),
+                             json.loads((world_dir / "meta.json").read_text()))
+
+
+# ---------------------------------------------------------------- L3 dossier
+
+@solver("clinvar.L3.dossier", version="1")
+def l3_dossier(world_dir: Path, world) -> dict:
+    per = pd.read_csv(Path(world_dir) / "sample_summary.csv")
+    spec = pd.read_csv(Path(world_dir) / "substitution_spectrum.csv")
+    ca = spec[spec["substitution"] == "C>A"].set_index("sample")
+    return {"ti_tv": dict(zip(per["sample"], per["ti_tv"])),
+            "singleton_ti_tv": dict(zip(per["sample"], per["singleton_ti_tv"])),
+            "c_to_a_fraction": {s: float(ca.loc[s, "fraction_of_snvs"]) for s in ca.index},
+            "c_to_a_singletons": {s: int(ca.loc[s, "singletons"]) for s in ca.index},
+            "lowest_ti_tv_sample": str(per.sort_values(["ti_tv", "sample"])["sample"].iloc[0]),
+            "median_ti_tv": float(per["ti_tv"].median())}
+
+
+from worlds.clinvar import scripted  # noqa: E402,F401  (registers the oracle and naive solutions)
