@@ -162,10 +162,28 @@ def golden_bytes(g: Golden) -> bytes:
     return (json.dumps(g.model_dump(), indent=2, sort_keys=True) + "\n").encode()
 
 
+def manifest_sha256(path: Path) -> str:
+    """The hash a lock keeps of a world manifest: its bytes without the top-level `pivotal:` block.
+
+    The pivotal case neither builds nor solves the world, so editing it must not force a re-freeze; every other
+    byte (recipe, rubric, expected response, comments) still does.
+    """
+    out, skipping = [], False
+    for line in Path(path).read_bytes().splitlines(keepends=True):
+        if line.startswith(b"pivotal:"):
+            skipping = True
+            continue
+        if skipping and line.strip() and not line[:1].isspace() and not line.startswith(b"#"):
+            skipping = False
+        if not skipping:
+            out.append(line)
+    return sha256_bytes(b"".join(out))
+
+
 def make_lock(ref: WorldRef, world_dir: Path, files: list[str], g: Golden) -> Lock:
     return Lock(
         world_id=ref.id,
-        manifest_sha256=sha256_file(ref.path),
+        manifest_sha256=manifest_sha256(ref.path),
         files={f: sha256_file(world_dir / f) for f in files},
         golden_sha256=sha256_bytes(golden_bytes(g)),
         solver=g.solver,
@@ -218,7 +236,7 @@ def read_golden(ref: WorldRef) -> Golden:
 def compare(ref: WorldRef, lock: Lock, world_dir: Path, golden: Golden | None = None) -> list[str]:
     """Every difference between a built world and its lock, each naming world and file."""
     problems = []
-    if sha256_file(ref.path) != lock.manifest_sha256:
+    if manifest_sha256(ref.path) != lock.manifest_sha256:
         problems.append(f"{ref.id}: manifest {ref.path.name} changed since it was frozen; re-freeze it")
     present = sorted(str(p.relative_to(world_dir)) for p in world_dir.rglob("*") if p.is_file()) if world_dir.exists() else []
     for f in sorted(set(lock.files) | set(present)):

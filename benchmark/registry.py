@@ -109,3 +109,14 @@ PRODUCT_VALIDATORS = Registry("product validator")
 
 def product_validator(name: str, version: str = "1"):
     return PRODUCT_VALIDATORS.register(name, version)
+
+
+# A track's substrate for evidence-grounding items (track.yaml `grounding_module`, items in worlds/<track>/grounding.yaml):
+#   @grounding_substrate("scrna")
+#   def cells() -> tuple[np.ndarray, list[str], list[str], pd.DataFrame]: ...   # counts (cells x genes), genes,
+#                                                                                # barcodes, obs with cell_type
+GROUNDING_SUBSTRATES = Registry("grounding substrate")
+
+
+def grounding_substrate(track: str, version: str = "1"):
+    return GROUNDING_SUBSTRATES.register(track, version)

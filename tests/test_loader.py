@@ -87,3 +87,19 @@ def test_bad_report_schema_in_family(tmp_path):
     (root / "histone/L2/quantify/family.yaml").write_text(yaml.safe_dump(fam))
     with pytest.raises(ManifestError, match="report_schema"):
         Suite(root)
+
+
+def test_lock_hash_ignores_only_the_pivotal_block(tmp_path):
+    """Editing a world's pivotal case must not force a re-freeze; any other edit must."""
+    from benchmark.freeze import manifest_sha256
+
+    base = "id: t.L1.x.y\nrubric:\n  expect: accept\n# note\n"
+    p = tmp_path / "w.yaml"
+    p.write_text(base)
+    h = manifest_sha256(p)
+    p.write_text(base + "pivotal:\n  categories: [a]\n  record: 'x {g[k]}'\n\n  original_plan: o\n")
+    assert manifest_sha256(p) == h
+    p.write_text("pivotal:\n  record: r\n" + base)
+    assert manifest_sha256(p) == h
+    p.write_text(base.replace("accept", "detect") + "pivotal:\n  record: r\n")
+    assert manifest_sha256(p) != h

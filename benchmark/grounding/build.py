@@ -1,8 +1,8 @@
 """Build and verify every version of every grounding item (seed 000 Sec. 4.2, App. C, D).
 
-Substrate: the real PBMC68k UMI counts recovered by the scRNA track's loader (`worlds.scrna.build.pbmc68k`),
-700 cells x 765 genes, labels = the data set's `bulk_labels`. A dataset is either `pbmc` (all cells) or a
-documented split (items.yaml `datasets`) adding a `sample` column.
+Substrate: what the hosting track's grounding hook returns (track.yaml `grounding_module`, `@grounding_substrate`;
+today the scRNA track: the real PBMC68k UMI counts, 700 cells x 765 genes, labels = the data set's `bulk_labels`). A dataset is either `pbmc` (all cells) or a
+documented split (grounding.yaml `datasets`) adding a `sample` column.
 
 Versions, each written through the canonical writer (10x matrix/barcodes/features + cells.csv + meta.json):
   original    the dataset as is
@@ -74,10 +74,13 @@ class VData:
 
 @functools.lru_cache(maxsize=1)
 def _substrate() -> VData:
-    from worlds.scrna.build import pbmc68k  # the scRNA track's count recovery, reused as is
+    from benchmark.grounding.items import grounding_track
+    from benchmark.registry import GROUNDING_SUBSTRATES, load_track_module
 
-    d = pbmc68k()
-    return VData(d.counts, list(d.genes), list(d.barcodes), d.obs[["cell_type"]].copy())
+    track, module = grounding_track()
+    load_track_module(module)
+    counts, genes, barcodes, obs = GROUNDING_SUBSTRATES.get(track).fn()
+    return VData(counts, list(genes), list(barcodes), obs[["cell_type"]].copy())
 
 
 def substrate_genes() -> tuple[str, ...]:

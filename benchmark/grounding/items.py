@@ -1,4 +1,4 @@
-"""Item manifests (`worlds/grounding/items.yaml`): question, options, key, background, the pre-registered reference
+"""Item manifests (`worlds/<track>/grounding.yaml`, for the track whose track.yaml names a `grounding_module`): question, options, key, background, the pre-registered reference
 statistic (its kind and parameters; the code is in graders/grounding.py), and the withdrawal and flip operations.
 
 Gene-name anonymisation (seed 000 App. G): every gene symbol maps to an opaque identifier by a fixed random
@@ -16,9 +16,23 @@ import yaml
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from benchmark.errors import BenchmarkError
-from benchmark.loader import REPO_ROOT
+from benchmark.loader import WORLDS_ROOT
 
-ITEMS_PATH = REPO_ROOT / "worlds" / "grounding" / "items.yaml"
+
+def grounding_track(root: Path = WORLDS_ROOT) -> tuple[str, str]:
+    """(track, grounding_module) of the one track that hosts the grounding items; errors name the fix."""
+    hosts = []
+    for tpath in sorted(root.glob("*/track.yaml")):
+        doc = yaml.safe_load(tpath.read_text(encoding="utf-8")) or {}
+        if doc.get("grounding_module"):
+            hosts.append((tpath.parent.name, doc["grounding_module"]))
+    if len(hosts) != 1:
+        raise BenchmarkError(f"the grounding protocol reads one item set, but {len(hosts)} tracks under {root} name a "
+                             f"grounding_module ({', '.join(t for t, _ in hosts) or 'none'}); keep it on one track.yaml")
+    return hosts[0]
+
+
+ITEMS_PATH = WORLDS_ROOT / grounding_track()[0] / "grounding.yaml"
 Family = Literal["marker", "abundance", "composition", "localisation", "de"]
 CONDITIONS = ("original", "null", "withdrawal", "flip", "nodata")
 VERSIONS = ("original", "null", "withdrawal", "flip")
