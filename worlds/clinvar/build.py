@@ -558,10 +558,12 @@ def findings_world(data: VcfData, rng, n_true: int, n_conflicting: int, n_common
     P/LP entries at carried positions but with a different ALT base (a different allele); n_vus / n_benign entries on
     carried variants; n_absent P/LP entries on real variants the proband does not carry."""
     infos = [info_dict(r[7]) for r in data.rows]
-    s = int(rng.integers(5))
-    G = np.array([sum(a != "0" for a in gt_of(r, s).replace("|", "/").split("/")) for r in data.rows])
     pm = np.array([popmax(d) for d in infos])
     snv = np.array([len(r[3]) == 1 and len(r[4]) == 1 for r in data.rows])
+    for s in rng.permutation(5):      # a real GBR proband with enough rare variants for n_true
+        G = np.array([sum(a != "0" for a in gt_of(r, int(s)).replace("|", "/").split("/")) for r in data.rows])
+        if ((G > 0) & snv & (pm < 0.01)).sum() >= n_true:
+            break
     car = np.flatnonzero((G > 0) & snv)
     non = np.flatnonzero((G == 0) & snv)
     rare = [i for i in car if pm[i] < 0.01]

@@ -431,7 +431,8 @@ def frequency_analysis(vcf: dict, meta: dict) -> dict:
     return {"proband": task["proband"], "threshold": T, "af_tags": pre or "plain", "n_carried": len(carried),
             "rare_keys": rare, "n_rare": len(rare), "passes": passes, "filter_af": faf,
             "trap_keys": trap if set(trap) != set(rare) else [], "naive_keys": trap,
-            "trap_admitted": sorted(set(trap) - set(rare)), "trap_missed": sorted(set(rare) - set(trap))}
+            "trap_admitted": sorted(set(trap) - set(rare)), "trap_missed": sorted(set(rare) - set(trap)),
+            "n_naive": len(trap), "n_trap_admitted": len(set(trap) - set(rare))}
 
 
 @solver("clinvar.L2.frequency_filter", version="1")
@@ -487,7 +488,7 @@ def carrier_analysis(vcf: dict, table: pd.DataFrame) -> dict:
             "n_carrier_genotypes": int(sum(n_car.values())), "carrier_pairs": sorted(pairs),
             "low_confidence_calls": {k: v for k, v in lowq.items() if v}, "n_plp_entries": len(n_car),
             "trap_n_carriers": trap if differs >= 0.3 * len(n_car) else {},
-            "naive_n_carriers": trap, "naive_carried_plp": sorted(k for k, n in trap.items() if n > 0),
+            "naive_n_carriers": trap, "n_naive_carrier_genotypes": int(sum(trap.values())), "naive_carried_plp": sorted(k for k, n in trap.items() if n > 0),
             "n_multiallelic_records": sum("," in r[4] for r in vcf["rows"]),
             "table_contigs": sorted({str(c) for c in table["chrom"]}), "vcf_contigs": sorted({r[0] for r in vcf["rows"]})}
 
@@ -530,7 +531,7 @@ def findings_analysis(vcf: dict, table: pd.DataFrame, meta: dict) -> dict:
             naive.append(tk)
     return {"proband": meta["task"]["proband"], "findings": sorted(findings), "n_findings": len(findings),
             "proband_dosage": dos, "filter_af": faf, "trap_findings": sorted(naive) if set(naive) != set(findings) else [],
-            "naive_findings": sorted(naive),
+            "naive_findings": sorted(naive), "n_naive_findings": len(naive),
             "conflicting_carried": sorted(k for k, g in dos.items() if g > 0 and sig.get(k) == CONFLICTING),
             "common_plp_carried": sorted(k for k in faf if dos.get(k, 0) > 0 and faf[k] >= BA1_AF and sig.get(k) in PLP)}
 
