@@ -9,6 +9,7 @@ Every error names the file, the YAML line, the field and the reason.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from benchmark.errors import ManifestError
 from benchmark.manifest import FamilyManifest, L1World, L2World, L3World, TrackManifest, World
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-WORLDS_ROOT = REPO_ROOT / "worlds"
+WORLDS_ROOT = Path(os.environ.get("BENCHMARK_WORLDS") or REPO_ROOT / "worlds")  # another root: a toy or private suite
 _WORLD = TypeAdapter(World)
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from benchmark.loader import Suite
 from benchmark.manifest import L1World, L2World, Level
@@ -24,6 +25,7 @@ def validate_suite(suite: Suite) -> list[str]:
             problems.append(f"{bundle.path}: field 'substrate.name': no substrate '{tm.substrate.name}' is registered")
         if name not in WRITERS:
             problems.append(f"{bundle.path}: field 'module': {tm.module} registers no writer for track '{name}'")
+        problems += track_folder_problems(bundle)
         for fid, fam in bundle.families.items():
             fpath = bundle.family_paths[fid]
             if fam.solver not in SOLVERS:
@@ -67,6 +69,46 @@ def validate_suite(suite: Suite) -> list[str]:
         if not ref.lock_path.exists():
             problems.append(f"{ref.path}: world is not frozen (no {ref.lock_path.name}); run `python -m benchmark worlds freeze {w.id}`")
     return problems
+
+
+def track_folder_problems(bundle) -> list[str]:
+    """A track is one folder: its modules live in it, its tools and packages exist, every L1/L2 family is scripted."""
+    import importlib.util
+    import shutil
+
+    from benchmark.registry import NAIVES, ORACLES
+
+    tm, folder, out = bundle.manifest, bundle.path.parent.resolve(), []
+    if tm.name != bundle.path.parent.name:
+        out.append(f"{bundle.path}: field 'name': '{tm.name}' must equal the track's folder name '{bundle.path.parent.name}'")
+    for key in ("module", "solver_module", "grounding_module"):
+        mod = getattr(tm, key)
+        if not mod:
+            continue
+        spec = importlib.util.find_spec(mod)
+        origin = Path(spec.origin).resolve() if spec and spec.origin else None
+        if origin is None or folder not in origin.parents:
+            out.append(f"{bundle.path}: field '{key}': {mod} ({origin}) is not inside {folder}; a track keeps its code "
+                       "in its own folder (worlds/README.md)")
+    import sys
+    from importlib import metadata
+
+    venv_bin = str(Path(sys.executable).parent)  # the sandbox puts the venv's scripts (macs3) on PATH too
+    for tool in tm.tools:
+        if shutil.which(tool) is None and shutil.which(tool, path=venv_bin) is None:
+            out.append(f"{bundle.path}: field 'tools': '{tool}' is not on PATH; install it (scripts/setup.sh) or remove it")
+    for pkg in tm.python_packages:  # distribution names (scikit-learn, macs3), as pip spells them
+        try:
+            metadata.distribution(pkg)
+        except metadata.PackageNotFoundError:
+            out.append(f"{bundle.path}: field 'python_packages': '{pkg}' is not installed; add it to pyproject.toml")
+    for fid, fam in bundle.families.items():
+        if fam.level in (Level.L1, Level.L2):
+            for reg in (ORACLES, NAIVES):
+                if fid not in reg:
+                    out.append(f"{bundle.family_paths[fid]}: no {reg.kind} is registered for family '{fid}'; add one "
+                               f"in {tm.solver_module}")
+    return out
 
 
 def contract_problems(path, w: L1World | L2World, family) -> list[str]:
