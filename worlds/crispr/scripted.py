@@ -1,0 +1,251 @@
+"""Scripted agents of the crispr track (gold side): code cells run in the sandbox's persistent kernel with the world's
+public files in the working directory. The oracle inlines the reference analysis (worlds/crispr/analysis.py and the
+L1 detectors of solvers.py, as source text) and adds data-driven diagnostics that name only what they find; the naive
+agent runs tool defaults without checking (L1: loads the table and accepts it; L2: analysis.naive_table - median
+normalisation over all guides, no count filter, replicates pooled, test against the initial sample, no copy-number
+correction, no scaling between lines).
+"""
+from __future__ import annotations
+
+import inspect
+
+from benchmark.registry import naive, oracle
+from worlds.crispr import analysis as A
+
+
+def _analysis_cell() -> str:
+    src = inspect.getsource(A).replace("from __future__ import annotations", "")
+    return src + "\nprint('reference analysis loaded')\n"
+
+
+def _l1_helpers() -> str:
+    from worlds.crispr import solvers as S
+
+    consts = [f"{k} = {getattr(S, k)!r}" for k in ("GINI_BOTTLENECK", "ZERO_FRACTION_BOTTLENECK", "LOW_DEPTH_RATIO",
+                                                    "LOW_DEPTH_MEDIAN", "SWAP_PC_LFC")]
+    body = "\n\n".join(inspect.getsource(f) for f in (S.read_raw, S.recover_counts, S.detect))
+    head = "import json\nfrom pathlib import Path\nimport numpy as np\nimport pandas as pd\n\n\nclass _A:\n    gini = staticmethod(gini)\n\n\nA = _A\n"
+    return head + "\n".join(consts) + "\n\n\n" + body + "\nprint('detectors loaded')\n"
+
+
+_L1_ORACLE = r"""
+d = read_raw('.')
+v = detect(d)
+f = v['findings']
+print('rows', v['n_rows'], 'library', v['n_library'], 'findings', f)
+print('depth', v['total_reads'], 'gini', v['initial_gini'], 'PC lfc', v['positive_control_lfc'])
+
+
+def write_lines(name, items):
+    Path(name).write_text(''.join(f'{x}\n' for x in items))
+    return name
+
+
+def corrected_table(name, rename=None, recover=False):
+    t = d['table'].drop_duplicates('sgRNA').reset_index(drop=True).copy()
+    if recover:
+        for s in d['samples']:
+            t[s] = recover_counts(np.nan_to_num(t[s].to_numpy(float)))[0].astype(int)
+    if rename:
+        t = t.rename(columns=rename)
+        t = t[['sgRNA', 'Gene'] + sorted(c for c in t.columns if c not in ('sgRNA', 'Gene'))]
+    t.to_csv(name, sep='\t', index=False)
+    return name
+
+
+issues = []
+if 'truncated_table' in f:
+    out = write_lines('missing_sgrnas.txt', v['missing_sgrnas'])
+    issues.append({'category': 'truncated count table', 'severity': 'blocking', 'where': 'counts.txt (end of file)',
+                   'value': v['n_missing_sgrnas'],
+                   'description': f"the file ends mid-row ({v['n_partial_lines']} incomplete line); {v['n_missing_sgrnas']} of "
+                                  f"{v['n_library']} library sgRNAs have no complete row (file truncated)",
+                   'action': 'listed the sgRNAs without counts; the table must be re-exported before analysis', 'output': out})
+if 'duplicate_rows' in f:
+    out = write_lines('duplicated_sgrnas.txt', v['duplicated_sgrnas'])
+    issues.append({'category': 'duplicated sgRNA rows', 'severity': 'warning', 'where': 'counts.txt',
+                   'value': v['n_duplicate_rows'],
+                   'description': f"{v['n_duplicate_rows']} sgRNA rows occur twice with identical counts (duplicate rows)",
+                   'action': 'kept the first copy of each sgRNA', 'output': out})
+if 'annotation_mismatch' in f:
+    out = write_lines('mismatched_sgrnas.txt', v['mismatched_sgrnas'])
+    issues.append({'category': 'sgRNA-gene annotation mismatch', 'severity': 'warning', 'where': 'counts.txt Gene column',
+                   'value': v['n_mismatched'],
+                   'description': f"{v['n_mismatched']} sgRNAs carry a different gene in counts.txt than in library.csv "
+                                  f"(and than the gene in their own ID)",
+                   'action': 're-annotated these sgRNAs from the library file', 'output': out})
+if 'normalised_counts' in f:
+    out = corrected_table('recovered_counts.txt', recover=True)
+    issues.append({'category': 'normalised values instead of raw counts', 'severity': 'blocking', 'where': 'counts.txt, every sample column',
+                   'value': v['fraction_non_integer'],
+                   'description': f"values are non-integer (share {v['fraction_non_integer']}) and every column sums to the "
+                                  f"same total: already normalised (reads per million), not raw read counts",
+                   'action': 'recovered integer read counts per sample (the smallest step between values is one read)',
+                   'output': out})
+if 'low_depth_sample' in f:
+    out = write_lines('failed_samples.txt', v['low_depth_samples'])
+    issues.append({'category': 'failed sample: very low read depth', 'severity': 'blocking', 'where': ', '.join(v['low_depth_samples']),
+                   'value': v['low_depth_ratio'],
+                   'description': f"sample {', '.join(v['low_depth_samples'])} has {v['low_depth_ratio']:.1%} of the median "
+                                  f"sample's reads (median {v['low_depth_median']:.0f} reads per sgRNA): too shallow to score guides",
+                   'action': 'excluded the sample; it must be re-sequenced', 'output': out})
+if 'bottlenecked_library' in f:
+    out = write_lines('unrepresented_sgrnas.txt', v['zero_initial_sgrnas'])
+    issues.append({'category': 'bottlenecked / skewed initial library', 'severity': 'warning',
+                   'where': ', '.join(v['bottlenecked_samples']), 'value': v['max_initial_gini'],
+                   'description': f"initial sample(s) {', '.join(v['bottlenecked_samples'])}: Gini index {v['max_initial_gini']} "
+                                  f"(normal libraries ~0.2-0.35), zero-count fraction {v['max_initial_zero_fraction']:.1%}: "
+                                  f"low library representation (bottleneck)",
+                   'action': 'flagged the sgRNAs with no reads in the initial sample; they cannot be scored', 'output': out})
+if 'swapped_samples' in f:
+    ren = {}
+    for line in v['swapped_lines']:
+        ren[f'{line}.initial'], ren[f'{line}.final'] = f'{line}.final', f'{line}.initial'
+    out = corrected_table('counts_corrected.txt', rename=ren)
+    issues.append({'category': 'initial and final samples swapped', 'severity': 'blocking',
+                   'where': ', '.join(ren), 'value': v['n_swapped_samples'],
+                   'description': f"positive-control (core-essential) sgRNAs are enriched from 'initial' to 'final' in "
+                                  f"{', '.join(v['swapped_lines'])} (median LFC {v['swapped_pc_lfc']:+.2f}); the sample labels are swapped",
+                   'action': 'exchanged the two column labels back', 'output': out})
+report = {
+    'assessment': ('unusable' if any(i['severity'] == 'blocking' for i in issues) and 'truncated_table' in f
+                   else 'usable_with_caveats' if issues else 'usable'),
+    'issues': issues,
+    'summary': ('Integrity problems: ' + ', '.join(i['category'] for i in issues)) if issues
+               else f"All integrity checks pass ({v['n_rows']} sgRNAs, {len(v['samples'])} samples).",
+}
+print(json.dumps(report))
+"""
+
+_L1_NAIVE = r"""
+import json
+import pandas as pd
+
+t = pd.read_csv('counts.txt', sep='\t')
+print(t.describe())
+report = {'assessment': 'usable', 'issues': [],
+          'summary': f'Loaded {len(t)} sgRNAs x {t.shape[1] - 2} samples; the counts look fine.'}
+print(json.dumps(report))
+"""
+
+
+@oracle("crispr.L1.integrity", version="1")
+def l1_oracle(ref) -> list[str]:
+    return [_analysis_cell(), _l1_helpers(), _L1_ORACLE]
+
+
+@naive("crispr.L1.integrity", version="1")
+def l1_naive(ref) -> list[str]:
+    return [_L1_NAIVE]
+
+
+# ---------------------------------------------------------------- L2
+
+_L2_ORACLE = r"""
+d = read_screen('.')
+task = d['meta']['task']
+kind = KIND
+fn = {'essential': essential_analysis, 'selective': selective_analysis, 'resistance': resistance_analysis}[kind]
+direction = 'up' if kind == 'resistance' else 'down'
+t, info = fn(d)
+hits = hits_of(t, direction)
+t[['gene', 'lfc', 'fdr', 'n_guides']].to_csv('gene_table.csv', index=False)
+print(t.sort_values('fdr').head(15).to_string())
+issues = []
+lines = [task['cell_line']] if 'cell_line' in task else [task['query_line'], task['comparison_line']]
+# 1. normalisation: does a median over all guides move the non-targeting controls?
+for line in lines:
+    test, ref = ('drug', 'vehicle') if kind == 'resistance' else ('final', 'initial')
+    g_all = guide_lfc(d, line, test, ref, controls_norm=False)
+    shift = float(g_all.loc[g_all['category'] == 'non_targeting', 'lfc'].median())
+    if abs(shift) > 0.3:
+        frac = float((guide_lfc(d, line, test, ref)['lfc'] < -1).mean())
+        issues.append(f'{line}: strong depletion of a large share of guides ({frac:.0%} of guides below -1) shifts a median '
+                      f'normalisation over all guides: non-targeting controls would sit at {shift:+.2f}; normalised to the '
+                      f'non-targeting controls instead')
+# 2. copy number: amplified genes deplete by cutting toxicity
+if d['cn'] is not None:
+    amp = {ln: info.get(ln, info).get('amplified_genes', []) if kind == 'selective' else info.get('amplified_genes', []) for ln in lines}
+    for ln, genes in amp.items():
+        if len(genes) >= 3:
+            gam = info[ln]['gamma'] if kind == 'selective' else info['gamma']
+            if gam > 0.05:
+                issues.append(f'{ln}: copy-number amplified genes ({", ".join(genes)}; CN >= 5) deplete together '
+                              f'({gam:.2f} log2 per extra copy): Cas9 cutting toxicity at amplified loci, not gene '
+                              f'function; corrected their guides for copy number')
+# 3. under-represented guides: genes losing most guides to the initial-count filter
+for line in lines[:1]:
+    g = guide_lfc(d, line, 'final' if kind != 'resistance' else 'drug', 'initial')
+    low = g[(g['category'] == 'targeting') & (g['initial'] < MIN_INITIAL)]
+    per = low.groupby('gene').size()
+    many = sorted(per[per >= 5].index)
+    if len(many) >= 3 and kind != 'resistance':
+        lfc_low = float(low['lfc'].median())
+        issues.append(f'under-represented guides in the initial library: {len(low)} guides below {MIN_INITIAL:.0f} '
+                      f'normalised initial reads, concentrated in {", ".join(many)}; their fold changes are noise / '
+                      f'bottleneck drift (median LFC {lfc_low:+.2f}), so low-count guides were filtered out before '
+                      f'gene-level testing')
+# 4. two lines: dynamic range
+if kind == 'selective':
+    q, o = task['query_line'], task['comparison_line']
+    r = info[q]['scale'] / info[o]['scale']
+    if r > 1.4 or r < 0.7:
+        issues.append(f'the screens differ in dynamic range: positive-control (core-essential) guides deplete '
+                      f'{info[q]["scale"]:.2f} log2 in {q} vs {info[o]["scale"]:.2f} in {o} (a longer or stronger screen); '
+                      f'raw LFC differences would call shared core essentials {q}-selective, so each line was scaled by '
+                      f'its essential-control range')
+# 5. drug screens: the vehicle arm
+if kind == 'resistance':
+    veh = hits_of(gene_test(guide_lfc(d, task['cell_line'], 'vehicle', 'initial'), 'up'), 'up')
+    if len(veh) >= 2:
+        issues.append(f'genes enriched in the vehicle arm as well ({", ".join(veh)}): their knockout confers a '
+                      f'proliferation advantage independent of the drug; resistance was tested drug vs vehicle, not vs the '
+                      f'initial sample')
+report = {
+    'hits': hits, 'n_hits': len(hits), 'gene_table': 'gene_table.csv',
+    'method': {'normalization': 'median-ratio size factors on the non-targeting control sgRNAs',
+               'filtering': f'sgRNAs with < {MIN_INITIAL:.0f} normalised initial reads removed; genes need >= {MIN_GUIDES} sgRNAs',
+               'test': 'replicate-averaged sgRNA log2 fold changes; gene = median sgRNA LFC; one-sided Mann-Whitney test of '
+                       'the gene\'s sgRNAs against the non-targeting sgRNAs; Benjamini-Hochberg FDR; hit: FDR < 0.05 and '
+                       f'|LFC| >= {MIN_EFFECT}',
+               'corrections': 'copy-number (cutting toxicity) correction of amplified genes; lines scaled by essential-control '
+                              'range; drug vs vehicle'},
+    'issues_found': issues,
+    'analysis_usable': True,
+    'summary': f'{len(hits)} hits at FDR 5%: {", ".join(hits[:12])}.',
+}
+print(json.dumps(report))
+"""
+
+_L2_NAIVE = r"""
+d = read_screen('.')
+t = naive_table(d)
+direction = 'up' if KIND == 'resistance' else 'down'
+hits = hits_of(t, direction)
+t[['gene', 'lfc', 'fdr']].to_csv('gene_results.csv', index=False)
+print(t.sort_values('fdr').head(15).to_string())
+report = {
+    'hits': hits, 'n_hits': len(hits), 'gene_table': 'gene_results.csv',
+    'method': {'normalization': 'median-ratio normalisation over all sgRNAs (tool default)', 'filtering': 'none',
+               'test': 'Mann-Whitney of each gene\'s sgRNA LFCs (all replicate columns) against all sgRNAs, BH',
+               'corrections': 'none'},
+    'issues_found': [], 'analysis_usable': True,
+    'summary': f'{len(hits)} hits: {", ".join(hits[:12])}.',
+}
+print(json.dumps(report))
+"""
+
+KINDS = {"crispr.L2.essential": "essential", "crispr.L2.selective": "selective", "crispr.L2.resistance": "resistance"}
+
+
+def _l2_oracle(ref) -> list[str]:
+    return [_analysis_cell(), f"KIND = {KINDS[ref.world.family]!r}\n" + _L2_ORACLE]
+
+
+def _l2_naive(ref) -> list[str]:
+    return [_analysis_cell(), f"KIND = {KINDS[ref.world.family]!r}\n" + _L2_NAIVE]
+
+
+for _fam in KINDS:
+    oracle(_fam, version="1")(_l2_oracle)
+    naive(_fam, version="1")(_l2_naive)

@@ -1,0 +1,341 @@
+"""Reference solvers of the crispr track (gold side). Every golden is computed from the world's public files.
+
+crispr.L1.integrity     every integrity detector on counts.txt / library.csv / meta.json (truncation, duplicated rows,
+                        guide-gene annotation, normalised values posing as counts, a failed (shallow) sample, a
+                        bottlenecked initial library, initial/final columns swapped) with the measured sizes and the
+                        products the rubric checks (flagged guides/samples, corrected count tables).
+crispr.L2.essential     genes whose knockout depletes in one line (worlds.crispr.analysis.essential_analysis):
+                        control-normalised, low-count guides filtered, copy-number corrected, gene = median guide LFC,
+                        Mann-Whitney against the non-targeting guides, BH; hit = FDR < 5% and LFC <= -0.5.
+crispr.L2.selective     dependencies stronger in the query line than the comparison line, each line scaled by its
+                        positive-control dynamic range (selective_analysis).
+crispr.L2.resistance    genes enriched in the drug arm against the vehicle arm (resistance_analysis).
+crispr.L3.dossier       the dossier's key statistics, read back from its tables.
+
+Beside the reference result each L2 golden holds the naive pipeline's result (analysis.naive_table: median
+normalisation over all guides, no filter, replicate columns pooled, test against the initial sample, no copy-number
+correction, no scaling) so that the rubric can recognise the trap's own answer (zero_if) and name the genes the trap
+promotes. Scripted agents: scripted.py.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmark.registry import naive, oracle, product_validator, solver
+from worlds.crispr import analysis as A
+
+# L1 detector thresholds (calibrated on the real table: initial Gini 0.34-0.35, < 1% zero guides; samples within 4x)
+GINI_BOTTLENECK = 0.6
+ZERO_FRACTION_BOTTLENECK = 0.03
+LOW_DEPTH_RATIO = 0.12       # a sample with < 12% of the median sample's reads ...
+LOW_DEPTH_MEDIAN = 40        # ... and a median below 40 reads per guide has failed
+SWAP_PC_LFC = 0.5            # positive controls enriched by more than this in final vs initial: columns swapped
+
+
+# ---------------------------------------------------------------- L1
+
+def read_raw(world_dir: Path) -> dict:
+    d = Path(world_dir)
+    text = (d / "counts.txt").read_text()
+    lines = text.split("\n")
+    header = lines[0].split("\t")
+    rows, partial = [], []
+    for ln in lines[1:]:
+        if not ln.strip():
+            continue
+        f = ln.split("\t")
+        (rows if len(f) == len(header) else partial).append(f)
+    df = pd.DataFrame(rows, columns=header)
+    samples = header[2:]
+    for s in samples:
+        df[s] = pd.to_numeric(df[s], errors="coerce")
+    import json
+
+    return {"table": df, "samples": samples, "partial": partial, "library": pd.read_csv(d / "library.csv"),
+            "meta": json.loads((d / "meta.json").read_text())}
+
+
+def recover_counts(x: np.ndarray) -> tuple[np.ndarray, float]:
+    """Counts from a per-sample rescaling (reads per million or similar): the smallest gap between distinct values is
+    one read; refine the unit on the column total."""
+    u = np.unique(np.round(x[x > 0], 6))
+    gaps = np.diff(u)
+    unit = float(gaps[gaps > 0].min()) if len(gaps) else float(u.min())
+    est = np.rint(x / unit)
+    unit = float(x.sum() / est.sum())
+    return np.rint(x / unit), unit
+
+
+def detect(d: dict) -> dict:
+    t, lib, meta, samples = d["table"], d["library"], d["meta"], d["samples"]
+    findings: list[str] = []
+    v: dict = {"n_rows": int(len(t)), "n_library": int(len(lib)), "samples": samples}
+
+    # 1. truncation: library guides without a complete row
+    present = set(t["sgRNA"])
+    missing = sorted(set(lib["sgRNA"]) - present)
+    v["missing_sgrnas"] = missing
+    v["n_missing_sgrnas"] = len(missing)
+    v["missing_fraction"] = round(len(missing) / max(len(lib), 1), 4)
+    v["n_partial_lines"] = len(d["partial"])
+    if missing or d["partial"]:
+        findings.append("truncated_table")
+
+    # 2. duplicated rows
+    dup = t["sgRNA"].duplicated(keep="first")
+    v["n_duplicate_rows"] = int(dup.sum())
+    v["duplicated_sgrnas"] = sorted(set(t.loc[dup, "sgRNA"]))
+    v["duplicate_fraction"] = round(float(dup.mean()), 4)
+    if dup.any():
+        findings.append("duplicate_rows")
+    t = t[~dup].reset_index(drop=True)
+
+    # 3. guide -> gene annotation against the library
+    g_lib = lib.set_index("sgRNA")["Gene"]
+    mism = t[t["Gene"].to_numpy() != g_lib.reindex(t["sgRNA"]).to_numpy()]
+    mism = mism[mism["sgRNA"].isin(g_lib.index)]
+    v["mismatched_sgrnas"] = sorted(mism["sgRNA"])
+    v["n_mismatched"] = int(len(mism))
+    v["mismatch_fraction"] = round(len(mism) / max(len(t), 1), 4)
+    if len(mism):
+        findings.append("annotation_mismatch")
+
+    # 4. values: integer read counts?
+    X = t[samples].to_numpy(float)
+    finite = X[np.isfinite(X)]
+    nz = finite[finite != 0]
+    frac_int = float(np.mean(np.abs(nz - np.rint(nz)) < 1e-6)) if nz.size else 1.0
+    v["fraction_non_integer"] = round(1 - frac_int, 4)
+    counts = X.copy()
+    if frac_int < 0.99:
+        findings.append("normalised_counts")
+        units = {}
+        for j, s in enumerate(samples):
+            counts[:, j], units[s] = recover_counts(np.nan_to_num(X[:, j]))
+        v["recovered_units"] = {s: round(u, 6) for s, u in units.items()}
+        v["column_sums_before"] = {s: round(float(np.nansum(X[:, j])), 2) for j, s in enumerate(samples)}
+    v["corrected_column_sums"] = {s: int(np.nansum(counts[:, j])) for j, s in enumerate(samples)}
+    v["corrected_first_guides"] = {str(t["sgRNA"].iloc[i]): {s: int(counts[i, j]) for j, s in enumerate(samples)}
+                                   for i in range(min(5, len(t)))}
+
+    # 5. depth per sample
+    tot = np.nansum(counts, 0)
+    med = np.nanmedian(counts, 0)
+    ratio = tot / np.median(tot)
+    v["total_reads"] = {s: int(x) for s, x in zip(samples, tot)}
+    v["median_reads_per_guide"] = {s: float(x) for s, x in zip(samples, med)}
+    low = [s for s, r, m in zip(samples, ratio, med) if r < LOW_DEPTH_RATIO and m < LOW_DEPTH_MEDIAN]
+    v["low_depth_samples"] = low
+    v["low_depth_ratio"] = round(float(min(ratio)), 4)
+    v["low_depth_median"] = float(min(med)) if len(med) else 0.0
+    if low:
+        findings.append("low_depth_sample")
+
+    # 6. bottlenecked initial library
+    ini = [s for s in samples if meta["samples"].get(s, {}).get("condition") == "initial"]
+    gi = {s: round(A.gini(counts[:, samples.index(s)][np.isfinite(counts[:, samples.index(s)])]), 4) for s in ini}
+    zf = {s: round(float(np.mean(counts[:, samples.index(s)] == 0)), 4) for s in ini}
+    v["initial_gini"] = gi
+    v["initial_zero_fraction"] = zf
+    bad = [s for s in ini if (gi[s] > GINI_BOTTLENECK or zf[s] > ZERO_FRACTION_BOTTLENECK) and s not in low]
+    v["bottlenecked_samples"] = bad
+    zero_guides = sorted(set(t["sgRNA"][np.any(counts[:, [samples.index(s) for s in bad]] == 0, axis=1)])) if bad else []
+    v["zero_initial_sgrnas"] = zero_guides
+    v["n_zero_initial"] = len(zero_guides)
+    v["max_initial_gini"] = max(gi.values()) if gi else 0.0
+    v["max_initial_zero_fraction"] = max(zf.values()) if zf else 0.0
+    if bad:
+        findings.append("bottlenecked_library")
+
+    # 7. initial/final swapped: positive controls (core essentials) must deplete from initial to final
+    cat = lib.set_index("sgRNA")["category"].reindex(t["sgRNA"]).to_numpy()
+    pc, nt = cat == "positive_control", cat == "non_targeting"
+    v["positive_control_lfc"] = {}
+    swapped_lines = []
+    lines = sorted({meta["samples"][s]["cell_line"] for s in samples if s in meta["samples"]})
+    corrected = {s: s for s in samples}
+    for line in lines:
+        si = [s for s in samples if meta["samples"].get(s, {}).get("cell_line") == line and meta["samples"][s]["condition"] == "initial"]
+        sf_ = [s for s in samples if meta["samples"].get(s, {}).get("cell_line") == line and meta["samples"][s]["condition"] == "final"]
+        if not (si and sf_) or not pc.any() or not nt.any():
+            continue
+        a, b = counts[:, samples.index(si[0])], counts[:, samples.index(sf_[0])]
+        ok = np.isfinite(a) & np.isfinite(b)
+        k = np.median(b[nt & ok] + 1) / np.median(a[nt & ok] + 1)
+        lfc = np.log2((b + 1) / k / (a + 1))
+        val = float(np.median(lfc[pc & ok]))
+        v["positive_control_lfc"][line] = round(val, 4)
+        if val > SWAP_PC_LFC:
+            swapped_lines.append(line)
+            corrected[si[0]], corrected[sf_[0]] = sf_[0], si[0]
+    v["swapped_lines"] = swapped_lines
+    v["n_swapped_samples"] = 2 * len(swapped_lines)
+    if swapped_lines:
+        findings.append("swapped_samples")
+        # the column now named s holds what was written under corrected[s]... i.e. write column s under its true name
+        v["corrected_column_sums"] = {corrected[s]: v["corrected_column_sums"][s] for s in samples}
+        v["corrected_first_guides"] = {g: {corrected[s]: x for s, x in row.items()} for g, row in v["corrected_first_guides"].items()}
+        v["swapped_pc_lfc"] = max(v["positive_control_lfc"][ln] for ln in swapped_lines)
+    return {"findings": sorted(findings), **v}
+
+
+@solver("crispr.L1.integrity", version="1")
+def l1_integrity(world_dir: Path, world) -> dict:
+    return detect(read_raw(world_dir))
+
+
+@product_validator("crispr.corrected_counts")
+def corrected_counts(path: Path, golden: dict, check) -> tuple[float, str]:
+    """A corrected count table (MAGeCK layout: sgRNA, Gene and one column per sample, tab- or comma-separated): every
+    sample column must hold integers whose sum matches the reference's corrected column sum (within 0.5%), under the
+    right sample name, and the first guides' counts must match (within 1 read or 1%)."""
+    want = golden.get("corrected_column_sums") or {}
+    try:
+        tab = pd.read_csv(path, sep=None, engine="python")
+    except Exception as exc:  # noqa: BLE001 - any unreadable product earns nothing, with the reason
+        return 0.0, f"not a readable table ({exc})"
+    miss = [s for s in want if s not in tab.columns]
+    if miss:
+        return 0.0, f"sample columns missing: {miss}"
+    bad = []
+    for s, tot in want.items():
+        x = pd.to_numeric(tab[s], errors="coerce").to_numpy(float)
+        if not np.all(np.abs(x[np.isfinite(x)] - np.rint(x[np.isfinite(x)])) < 1e-6):
+            bad.append(f"{s} not integer")
+        elif abs(np.nansum(x) - tot) > 0.005 * max(tot, 1):
+            bad.append(f"{s} sums to {np.nansum(x):.0f}, expected {tot}")
+    first = golden.get("corrected_first_guides") or {}
+    if "sgRNA" in tab.columns:
+        idx = tab.drop_duplicates("sgRNA").set_index("sgRNA")
+        for g, row in first.items():
+            for s, x in row.items():
+                if g in idx.index and abs(float(idx.loc[g, s]) - x) > max(1.0, 0.01 * x):
+                    bad.append(f"{g}/{s} = {idx.loc[g, s]}, expected {x}")
+    return (0.0, "; ".join(bad[:4])) if bad else (1.0, f"{len(want)} sample columns match the reference correction")
+
+
+# ---------------------------------------------------------------- L2
+
+def _l2_golden(d: dict, kind: str, world) -> dict:
+    fn = {"essential": A.essential_analysis, "selective": A.selective_analysis, "resistance": A.resistance_analysis}[kind]
+    direction = "up" if kind == "resistance" else "down"
+    t, info = fn(d)
+    hits = A.hits_of(t, direction)
+    nt = A.naive_table(d)
+    naive_hits = A.hits_of(nt, direction)
+    defect = getattr(world, "defect", None)
+    ref = t.set_index("gene")
+    nv = nt.set_index("gene")
+    promoted = sorted(set(naive_hits) - set(hits))
+    missed = sorted(set(hits) - set(naive_hits))
+    # null genes: the clearest non-hits (reference FDR > 0.5 and |LFC| small), used on clean controls as decoys and
+    # in every world as the genes whose LFC the table must get right
+    null = ref[(ref["fdr"] > 0.5) & (ref["lfc"].abs() < 0.3)].sort_values(["fdr", "lfc"], ascending=[False, True])
+    nulls = sorted(null.index[:10])
+    contrast = sorted(set(hits) | set(promoted) | set(nulls))
+    inter = len(set(hits) & set(naive_hits))
+    f1 = 2 * inter / (len(hits) + len(naive_hits)) if hits or naive_hits else 1.0
+    out = {
+        "hits": hits, "n_hits": len(hits),
+        "gene_lfc": {g: round(float(ref.loc[g, "lfc"]), 4) for g in contrast if g in ref.index},
+        "gene_fdr": {g: float(f"{ref.loc[g, 'fdr']:.4g}") for g in sorted(ref.index)},
+        "trap_hits": naive_hits if defect else [],
+        "trap_lfc": {g: round(float(nv.loc[g, "lfc"]), 4) for g in contrast if g in nv.index} if defect else {},
+        "trap_promoted": {g: 1.0 for g in promoted} if defect else {},
+        "decoys": {g: 1.0 for g in (promoted if defect and promoted else nulls)},
+        "naive_hits": naive_hits, "n_naive_hits": len(naive_hits), "naive_missed": missed,
+        "naive_reference_f1": round(f1, 3),
+        "naive_lfc_shift": round(float(np.median(nv.reindex(nulls)["lfc"] - ref.reindex(nulls)["lfc"])), 3) if nulls else 0.0,
+        "top_hits": list(t[t["gene"].isin(hits)].sort_values("lfc" if direction == "down" else "fdr")["gene"].head(5)),
+        "info": info,
+    }
+    return out
+
+
+@solver("crispr.L2.essential", version="1")
+def l2_essential(world_dir: Path, world) -> dict:
+    d = A.read_screen(world_dir)
+    out = _l2_golden(d, "essential", world)
+    # extra diagnostics a careful analyst reads (pivotal records)
+    line = d["meta"]["task"]["cell_line"]
+    g_all = A.guide_lfc(d, line, "final", "initial", controls_norm=False)
+    g_ctl = A.guide_lfc(d, line, "final", "initial", controls_norm=True)
+    nt = g_ctl["category"] == "non_targeting"
+    out["nt_median_lfc_median_norm"] = round(float(g_all.loc[nt, "lfc"].median()), 3)
+    out["depleted_guide_fraction"] = round(float((g_ctl.loc[g_ctl["category"] == "targeting", "lfc"] < -1).mean()), 3)
+    out["n_low_initial_guides"] = int((g_ctl["initial"] < A.MIN_INITIAL).sum())
+    out["amplified_genes"] = out["info"].get("amplified_genes", [])
+    return out
+
+
+@solver("crispr.L2.selective", version="1")
+def l2_selective(world_dir: Path, world) -> dict:
+    d = A.read_screen(world_dir)
+    out = _l2_golden(d, "selective", world)
+    task = d["meta"]["task"]
+    out["query_line"], out["comparison_line"] = task["query_line"], task["comparison_line"]
+    out["dynamic_range"] = {k: v["scale"] for k, v in out["info"].items()}
+    out["amplified_genes"] = sorted(set().union(*[set(v.get("amplified_genes", [])) for v in out["info"].values()]))
+    low = {}
+    for line in (task["query_line"], task["comparison_line"]):
+        g = A.guide_lfc(d, line, "final", "initial")
+        low[line] = int((g["initial"] < A.MIN_INITIAL).sum())
+    out["n_low_initial_guides"] = low[task["query_line"]]
+    return out
+
+
+@solver("crispr.L2.resistance", version="1")
+def l2_resistance(world_dir: Path, world) -> dict:
+    d = A.read_screen(world_dir)
+    out = _l2_golden(d, "resistance", world)
+    line = d["meta"]["task"]["cell_line"]
+    veh = A.gene_test(A.guide_lfc(d, line, "vehicle", "initial"), "up")
+    out["vehicle_enriched"] = A.hits_of(veh, "up")
+    g_all = A.guide_lfc(d, line, "drug", "initial", controls_norm=False)
+    out["nt_median_lfc_median_norm"] = round(float(g_all.loc[g_all["category"] == "non_targeting", "lfc"].median()), 3)
+    g_dv = A.guide_lfc(d, line, "drug", "vehicle")
+    out["drug_depleted_guide_fraction"] = round(float((g_dv.loc[g_dv["category"] == "targeting", "lfc"] < -1).mean()), 3)
+    return out
+
+
+@product_validator("crispr.hit_calls")
+def hit_calls(path: Path, golden: dict, check) -> tuple[float, str]:
+    """The significance calls of a per-gene table (columns gene and fdr): the reference hits are significant (fdr < 0.05
+    for >= 70% of them) AND the genes of the golden mapping the check names (`trap_promoted`: genes the trap calls
+    hits that the reference does not; `decoys`: clear non-hits) are not (fdr >= 0.05, or left out as untested, for
+    >= 80% of them). Both halves must hold."""
+    from graders.checks import read_table
+
+    fdr, why = read_table(Path(path), "gene", "fdr")
+    if fdr is None:
+        return 0.0, why
+    hits = [g.lower() for g in golden.get("hits") or []]
+    null = [g.lower() for g in (golden.get(check.golden) or {})]
+    sig = sum(fdr.get(g, 1.0) < 0.05 for g in hits) / len(hits) if hits else 1.0
+    nul = sum(not (fdr.get(g, 1.0) < 0.05) for g in null) / len(null) if null else 1.0
+    ok = sig >= 0.7 and nul >= 0.8
+    return float(ok), (f"{sig:.0%} of the {len(hits)} reference hits significant (need 70%); {nul:.0%} of the {len(null)} "
+                       f"{check.golden} genes not significant (need 80%)")
+
+
+# ---------------------------------------------------------------- L3
+
+@solver("crispr.L3.dossier", version="1")
+def l3_dossier(world_dir: Path, world) -> dict:
+    g = pd.read_csv(Path(world_dir) / "gene_summary.csv")
+    out = {}
+    for line, sub in g.groupby("cell_line", sort=True):
+        sig = sub[(sub["fdr"] < 0.05) & (sub["median_lfc"] < 0)].sort_values("median_lfc")
+        out[f"{line}_hits"] = sig["gene"].tolist()
+        out[f"{line}_median_lfc"] = {r.gene: float(r.median_lfc) for r in sub.itertuples()}
+    pv = g.pivot(index="gene", columns="cell_line", values="median_lfc")
+    diff = (pv["KBM7"] - pv["HL60"]).sort_values()
+    out["most_kbm7_selective"] = diff.index[:5].tolist()
+    out["most_hl60_selective"] = diff.index[::-1][:5].tolist()
+    return out
+
+
+from worlds.crispr import scripted  # noqa: E402,F401  (registers the scripted agents)
