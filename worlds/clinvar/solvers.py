@@ -248,6 +248,7 @@ def detect(vcf: dict, meta: dict) -> dict:
         ac, an = genotype_counts(r, len(samples))
         if d["AC"] != ",".join(map(str, ac)) or d["AN"] != str(an):
             stale.append(vkey(r, chrom=norm_chrom(r[0])))
+    v["n_nonref_genotypes"] = sum(1 for r in rows for i in range(len(samples)) if dosage(r, i) > 0)
     v["n_stale_records"] = len(stale)
     v["stale_fraction"] = round(len(stale) / max(len(rows), 1), 4)
     if len(stale) > 0.01 * len(rows):
@@ -371,8 +372,12 @@ def header_complete(path: Path, golden: dict, check) -> tuple[float, str]:
         missing |= {f"INFO/{t}" for t in info_dict(r[7])} - {f"INFO/{t}" for t in info_def}
         if len(r) > 8:
             missing |= {f"FORMAT/{t}" for t in r[8].split(":")} - {f"FORMAT/{t}" for t in fmt_def}
+    restored = {t for t in golden.get("undefined_tags", [])
+                if t.split("/")[1] in (info_def if t.startswith("INFO/") else fmt_def)}
     ok, why = _keys_match(v, golden)
-    return float(ok and not missing), f"undefined tags {sorted(missing)}; {why}"
+    good = ok and not missing and len(restored) == len(golden.get("undefined_tags", []))
+    return float(good), (f"undefined tags {sorted(missing)}; {len(restored)} of {len(golden.get('undefined_tags', []))} "
+                         f"missing definitions restored; {why}")
 
 
 @product_validator("clinvar.recounted")
@@ -392,7 +397,10 @@ def recounted(path: Path, golden: dict, check) -> tuple[float, str]:
             bad += 1
     ok, why = _keys_match(v, golden)
     same_samples = len(v["samples"]) == golden["n_samples"]
-    return float(ok and bad == 0 and same_samples), f"{bad} records with AC/AN/AF disagreeing with genotypes; {why}"
+    nonref = sum(1 for r in v["rows"] for i in range(len(v["samples"])) if dosage(r, i) > 0)
+    good = ok and bad == 0 and same_samples and nonref == golden["n_nonref_genotypes"]
+    return float(good), (f"{bad} records with AC/AN/AF disagreeing with genotypes; {nonref} non-reference genotypes "
+                         f"(world: {golden['n_nonref_genotypes']}); {why}")
 
 
 # ---------------------------------------------------------------- L2 frequency_filter
