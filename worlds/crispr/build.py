@@ -234,11 +234,12 @@ def truncate(data: Screen, rng, keep_fraction: float) -> Screen:
 
 @recipe(TRACK, "choose_lines")
 def choose_lines(sub: dict, rng, lines: list[str], dynamic_range: float, gains: int = 6, n_nt: int = 60,
-                 shared_base: bool = False) -> Screen:
+                 shared_base: bool = False, clip_positive: bool = False) -> Screen:
     """Start an L2 design: the line(s) screened, a common dynamic range (median LFC of a strong dependency after the
     screen) and `gains` genes per line with a low-level gain (CN 3-4). `shared_base`: every gene gets the mean of the
     lines' (scaled) real effects in both lines, except ABL1, which keeps its real line-specific effect (KBM7 carries
-    BCR-ABL1); the other real line differences of this 10-guide slice are within noise."""
+    BCR-ABL1); the other real line differences of this 10-guide slice are within noise. `clip_positive`: real positive
+    (enrichment) effects are set to 0 (drug screens: proliferation advantages are added only where a world says so)."""
     genes = list(sub["genes"])
     cn = []
     for line in lines:
@@ -246,7 +247,8 @@ def choose_lines(sub: dict, rng, lines: list[str], dynamic_range: float, gains: 
         cn += [{"cell_line": line, "gene": x, "copy_number": int(rng.integers(3, 5)) if x in g else 2} for x in genes]
     design = {"sub": sub, "lines": list(lines), "range": float(dynamic_range), "n_nt": int(n_nt),
               "extra": {ln: {} for ln in lines}, "scale": {ln: 1.0 for ln in lines}, "low_rep": [],
-              "gamma": 0.0, "arms": None, "shared_base": bool(shared_base), "low_lines": list(lines)}
+              "gamma": 0.0, "arms": None, "shared_base": bool(shared_base), "low_lines": list(lines),
+              "clip_positive": bool(clip_positive)}
     return Screen(guides=pd.DataFrame(), samples=[], counts=np.zeros((0, 0)), copy_number=pd.DataFrame(cn),
                   model=design)
 
@@ -276,8 +278,10 @@ def extra_dependencies(data: Screen, rng, n: int, lines: list[str] | None = None
 
 def _free_genes(d: dict, lines: list[str]) -> list[str]:
     out = []
+    taken = set(d["low_rep"]) | set(d.get("resistance", {})) | set(d.get("proliferation", {})) | set(d.get("drug_extra", {}))
+    taken |= set(d.get("amplified", []))
     for g in d["sub"]["genes"]:
-        if g in d["low_rep"] or any(g in d["extra"][ln] for ln in d["lines"]):
+        if g in taken or any(g in d["extra"][ln] for ln in d["lines"]):
             continue
         if all(abs(_base_effect(d, ln, g)) == 0 for ln in d["lines"]):
             out.append(g)
@@ -286,8 +290,10 @@ def _free_genes(d: dict, lines: list[str]) -> list[str]:
 
 def _base_effect(d: dict, line: str, gene: str) -> float:
     if d.get("shared_base") and gene != "ABL1":
-        return float(np.mean([_line_effect(d, ln, gene) for ln in LINES]))
-    return _line_effect(d, line, gene)
+        e = float(np.mean([_line_effect(d, ln, gene) for ln in LINES]))
+    else:
+        e = _line_effect(d, line, gene)
+    return min(e, 0.0) if d.get("clip_positive") else e
 
 
 def _line_effect(d: dict, line: str, gene: str) -> float:
@@ -323,6 +329,7 @@ def amplicon(data: Screen, rng, n_genes: int, copy_number: int, gamma: float, li
     cn = data.copy_number
     m = (cn["cell_line"] == line) & cn["gene"].isin(pick)
     cn.loc[m, "copy_number"] = [int(copy_number + rng.integers(-1, 2)) for _ in range(int(m.sum()))]
+    d["amplified"] = sorted(pick)
     d["gamma"] = float(gamma)
     return data
 
@@ -450,9 +457,8 @@ def simulate(data: Screen, rng, replicates: int, technical: bool, noise: float, 
 
 @recipe(TRACK, "set_task")
 def set_task(data: Screen, rng, kind: str, **task) -> Screen:
+    """The task block of meta.json; drug-resistance screens ship no copy-number table (drug vs vehicle cancels it)."""
     data.task = {"kind": kind, **task}
-    if kind != "selective":
-        data.copy_number = data.copy_number if kind in ("essential", "selective") else None
     if kind == "resistance":
         data.copy_number = None
     return data
