@@ -137,6 +137,12 @@ def simulate(data: BulkData, rng, n_genes: int, n_per_condition: int, depth: flo
     de = np.sort(rng.choice(cand, n_de, replace=False))
     lfc = rng.uniform(de_lfc[0], de_lfc[1], n_de) * rng.choice([-1, 1], n_de)
     M[np.ix_(de, np.flatnonzero(cond == conditions[1]))] += lfc[:, None]
+    if lowcount and lowcount.get("n_de"):  # low-count genes respond too (their MLE fold changes are noisy)
+        lo_idx = np.flatnonzero(is_core & (genes["base"].to_numpy() < 8))
+        lde = np.sort(rng.choice(lo_idx, int(lowcount["n_de"]), replace=False))
+        llfc = rng.uniform(de_lfc[0], de_lfc[1], len(lde)) * rng.choice([-1, 1], len(lde))
+        M[np.ix_(lde, np.flatnonzero(cond == conditions[1]))] += llfc[:, None]
+        de, lfc = np.concatenate([de, lde]), np.concatenate([lfc, llfc])
     truth = {"de_genes": genes["gene_id"].to_numpy()[de].tolist(), "de_lfc": lfc.round(4).tolist()}
     cols = {"sample": None, "condition": cond, "sex": sex}
     if batch:  # {"layout": "AABB..." per sample (control first), "n": genes, "lfc": size}

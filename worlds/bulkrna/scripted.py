@@ -103,3 +103,143 @@ def l1_oracle(ref) -> list[str]:
 @naive("bulkrna.L1.integrity", version="1")
 def l1_naive(ref) -> list[str]:
     return [_L1_NAIVE]
+
+
+_DE_COMMON = r"""
+d = read_world('.')
+X, sheet, genes, meta = d['X'], d['sheet'], d['genes'], d['meta']
+test, ref = meta['task']['test_condition'], meta['task']['reference_condition']
+issues = []
+
+
+def finish(res, design, norm, used):
+    padj = res['padj'].fillna(1.0)
+    de = sorted(res.index[padj < 0.05])
+    pd.DataFrame({'gene': res.index, 'log2fc': res['log2FoldChange'].to_numpy(), 'padj': padj.to_numpy()}).to_csv('de_results.csv', index=False)
+    med = float(res.loc[res['baseMean'] >= 20, 'log2FoldChange'].median())
+    lfc = res['log2FoldChange']
+    rep = {'test_condition': test, 'reference_condition': ref, 'de_genes': de, 'n_de_genes': len(de),
+           'up_genes': sorted(g for g in de if lfc[g] > 0), 'down_genes': sorted(g for g in de if lfc[g] < 0),
+           'de_table': 'de_results.csv', 'median_log2fc': round(med, 4),
+           'method': {'design': design, 'normalization': norm, 'samples_used': used},
+           'issues_found': issues, 'analysis_usable': True,
+           'summary': f'{len(de)} genes at FDR 5% ({design}, {norm}).'}
+    print(json.dumps(rep))
+"""
+
+_CDE_ORACLE = r"""
+slopes = length_slopes(X, genes.set_index('gene_id')['length'])
+dropped = sorted(s for s, x in slopes.items() if abs(x) > SLOPE_FINDING)
+keep = [s for s in X.columns if s not in dropped]
+sh = sheet[sheet['sample'].isin(keep)]
+design = estimable_design(sh)
+print(pd.crosstab(sh['condition'], sh['batch']) if 'batch' in sh else sh)
+if 'batch' in design:
+    tab = pd.crosstab(sh['condition'], sh['batch'])
+    if (tab == 0).any().any():
+        issues.append('batch partially confounded with condition: ' + '; '.join(f'{b}: ' + ', '.join(f'{c} {tab.loc[c, b]}' for c in tab.index) for b in tab.columns)
+                      + ' -> batch included as a covariate (~ batch + condition)')
+if 'donor' in design:
+    issues.append('paired design: each donor gives a control and a treated sample; donor blocked (~ donor + condition)')
+res = run_deseq(X[keep].T, sh, design, ['condition', test, ref])
+finish(res, design, 'DESeq2 median-of-ratios', ', '.join(keep))
+"""
+
+_NORM_ORACLE = r"""
+dec = spike_decision(X, sheet, genes, test, ref)
+print('log2 spike/endogenous size-factor difference between conditions', dec['log2_sf_ratio_diff'])
+if dec['use_spikes']:
+    issues.append(f"global transcriptional shift: spike-in and endogenous median-of-ratios size factors disagree by "
+                  f"{dec['log2_sf_ratio_diff']:+.2f} log2 between conditions; normalised to the ERCC spike-ins")
+res = run_deseq(X.T, sheet, '~condition', ['condition', test, ref], control_genes=dec['spikes'] if dec['use_spikes'] else None)
+res = res.loc[dec['endo']]
+finish(res, '~condition', 'spike-in size factors (ERCC)' if dec['use_spikes'] else 'median-of-ratios (spike-ins agree)', 'all')
+"""
+
+_DE_NAIVE = r"""
+import json, logging, warnings
+import pandas as pd
+from pydeseq2.dds import DeseqDataSet
+from pydeseq2.ds import DeseqStats
+from pydeseq2.default_inference import DefaultInference
+warnings.simplefilter('ignore')
+meta = json.load(open('meta.json'))
+test, ref = meta['task']['test_condition'], meta['task']['reference_condition']
+X = pd.read_csv('counts.tsv', sep='\t', index_col=0)
+s = pd.read_csv('samples.csv').set_index('sample').loc[X.columns]
+inf = DefaultInference(n_cpus=1)
+dds = DeseqDataSet(counts=X.T, metadata=s, design='~condition', inference=inf, quiet=True)
+dds.deseq2()
+st = DeseqStats(dds, contrast=['condition', test, ref], inference=inf, quiet=True)
+st.summary()
+res = st.results_df
+padj = res['padj'].fillna(1.0)
+de = sorted(res.index[padj < 0.05])
+pd.DataFrame({'gene': res.index, 'log2fc': res['log2FoldChange'].to_numpy(), 'padj': padj.to_numpy()}).to_csv('de.csv', index=False)
+lfc = res['log2FoldChange']
+print(json.dumps({'test_condition': test, 'reference_condition': ref, 'de_genes': de, 'n_de_genes': len(de),
+                  'up_genes': sorted(g for g in de if lfc[g] > 0), 'down_genes': sorted(g for g in de if lfc[g] < 0),
+                  'de_table': 'de.csv', 'median_log2fc': round(float(lfc[res['baseMean'] >= 20].median()), 4),
+                  'method': {'design': '~condition', 'normalization': 'DESeq2 default', 'samples_used': 'all'},
+                  'issues_found': [], 'analysis_usable': True, 'summary': f'{len(de)} DE genes.'}))
+"""
+
+_RANK_ORACLE = r"""
+d = read_world('.')
+X, sheet, meta = d['X'], d['sheet'], d['meta']
+test, ref = meta['task']['test_condition'], meta['task']['reference_condition']
+res = run_deseq(X.T, sheet, '~condition', ['condition', test, ref], shrink=True)
+padj = res['padj'].fillna(1.0)
+r = res.dropna(subset=['log2FoldChange'])
+raw = r.assign(a=r['log2FoldChange'].abs()).sort_values('a', ascending=False).index[:TOP_K].tolist()
+top = r.assign(a=r['shrunk_lfc'].abs()).sort_values('a', ascending=False).index[:TOP_K].tolist()
+print(res.loc[raw, ['baseMean', 'log2FoldChange', 'lfcSE', 'shrunk_lfc']])
+issues = []
+if len(set(raw) - set(top)) >= 5:
+    issues.append(f"{len(set(raw) - set(top))} of the 20 largest MLE fold changes are low-count genes (median baseMean "
+                  f"{res.loc[raw, 'baseMean'].median():.1f}) with noisy, inflated LFCs; ranked on apeGLM-shrunk LFCs instead")
+pd.DataFrame({'gene': r.index, 'log2fc': r['shrunk_lfc'].to_numpy(), 'padj': padj[r.index].to_numpy()}).to_csv('ranking.csv', index=False)
+print(json.dumps({'test_condition': test, 'reference_condition': ref, 'top_genes': top, 'ranking_table': 'ranking.csv',
+                  'n_de_genes': int((padj < 0.05).sum()), 'method': {'fold_change': 'apeGLM-shrunk log2FC (pydeseq2 lfc_shrink)', 'ranking': '|shrunk log2FC|'},
+                  'issues_found': issues, 'analysis_usable': True, 'summary': 'Top 20 by shrunk LFC: ' + ', '.join(top[:5])}))
+"""
+
+_RANK_NAIVE = _DE_NAIVE.split("padj = res['padj']")[0] + r"""
+padj = res['padj'].fillna(1.0)
+r = res.dropna(subset=['log2FoldChange'])
+top = r.assign(a=r['log2FoldChange'].abs()).sort_values('a', ascending=False).index[:20].tolist()
+pd.DataFrame({'gene': r.index, 'log2fc': r['log2FoldChange'].to_numpy(), 'padj': padj[r.index].to_numpy()}).to_csv('ranking.csv', index=False)
+print(json.dumps({'test_condition': test, 'reference_condition': ref, 'top_genes': top, 'ranking_table': 'ranking.csv',
+                  'n_de_genes': int((padj < 0.05).sum()), 'method': {'fold_change': 'DESeq2 log2FoldChange', 'ranking': '|log2FC|'},
+                  'issues_found': [], 'analysis_usable': True, 'summary': 'Top 20: ' + ', '.join(top[:5])}))
+"""
+
+
+@oracle("bulkrna.L2.condition_de", version="1")
+def cde_oracle(ref) -> list[str]:
+    return [_helpers(S.length_slopes, S.run_deseq, S.estimable_design), _DE_COMMON + _CDE_ORACLE]
+
+
+@naive("bulkrna.L2.condition_de", version="1")
+def cde_naive(ref) -> list[str]:
+    return [_DE_NAIVE]
+
+
+@oracle("bulkrna.L2.normalisation", version="1")
+def norm_oracle(ref) -> list[str]:
+    return [_helpers(S.run_deseq, S.spike_decision), _DE_COMMON + _NORM_ORACLE]
+
+
+@naive("bulkrna.L2.normalisation", version="1")
+def norm_naive(ref) -> list[str]:
+    return [_DE_NAIVE]
+
+
+@oracle("bulkrna.L2.lfc_ranking", version="1")
+def rank_oracle(ref) -> list[str]:
+    return [_helpers(S.run_deseq), _RANK_ORACLE]
+
+
+@naive("bulkrna.L2.lfc_ranking", version="1")
+def rank_naive(ref) -> list[str]:
+    return [_RANK_NAIVE]

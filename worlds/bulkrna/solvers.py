@@ -16,7 +16,7 @@ bulkrna.L2.normalisation  size factors from the ERCC spike-ins (median of ratios
                        control_genes) when the spike-in and endogenous size factors disagree between conditions
                        (|difference of mean log2 ratio| > 0.3), else endogenous median of ratios; DE on genes only.
 bulkrna.L2.lfc_ranking  DESeq2 ~condition, apeGLM-shrunk log2 fold changes (pydeseq2 lfc_shrink); the top 20 genes by
-                       |shrunk LFC| among padj < 0.05, and the unshrunk (trap) ranking.
+                       |shrunk LFC| over every tested gene (no p-value filter), and the unshrunk MLE (trap) ranking.
 bulkrna.L3.dossier     key statistics read back from the dossier's tables.
 """
 from __future__ import annotations
@@ -74,13 +74,13 @@ def size_factors(X: np.ndarray) -> np.ndarray:
 
 def length_slopes(X: pd.DataFrame, length: pd.Series) -> pd.Series:
     """Per sample: slope of log2(normalised count / gene-wise geometric mean) on log2(gene length), over genes with
-    a mean of >= 20 counts; ~0 for intact libraries, clearly negative under 3' bias (degradation)."""
+    a mean of >= 20 counts, against the gene-wise median sample; ~0 for intact libraries, clearly negative under 3' bias (degradation)."""
     A = X.to_numpy(float)
     keep = (A.mean(1) >= 20) & (A > 0).all(1)
     L = np.log2(length.reindex(X.index).to_numpy(float))
     keep &= np.isfinite(L)
     lg = np.log2(A[keep] / size_factors(A)[None, :])
-    r = lg - lg.mean(1, keepdims=True)
+    r = lg - np.median(lg, axis=1, keepdims=True)  # the gene-wise median: one degraded sample does not move it
     x = L[keep] - L[keep].mean()
     return pd.Series((x[:, None] * r).sum(0) / (x ** 2).sum(), index=X.columns)
 
@@ -339,7 +339,8 @@ def l2_condition_de(world_dir: Path, world) -> dict:
         "de_log2fc": _table_golden(res, de),
         "naive_de_genes": naive_de, "naive_n_de": len(naive_de),
         "trap_de_genes": naive_de if defect else [],
-        "null_padj": {g: 1.0 for g in null[:200]},
+        "null_padj": {g: 1.0 for g in null[:200]} if defect else {},
+        "median_log2fc": round(float(res.loc[res["baseMean"] >= 20, "log2FoldChange"].median()), 4),
         "n_naive_false": len(null),
         "n_samples": int(X.shape[1]),
         "batch_by_condition": ({c: sorted(s["batch"]) for c, s in sheet.groupby("condition")} if "batch" in sheet else {}),
@@ -398,7 +399,9 @@ def l2_normalisation(world_dir: Path, world) -> dict:
         "n_up": int((lfc[de] > 0).sum()), "n_down": int((lfc[de] < 0).sum()),
         "fraction_up": round(float((lfc[de] > 0).mean()) if de else 0.0, 4),
         "median_log2fc": round(float(lfc[expressed].median()), 4),
-        "lfc_table": {g: round(float(lfc[g]), 4) for g in expressed},
+        "de_log2fc": _table_golden(res, de),
+        "null_padj": ({g: 1.0 for g in sorted(g for g in naive_de if g in padj.index and padj[g] >= 0.05)[:200]}
+                      if defect else {}),
         "naive_de_genes": naive_de, "naive_n_de": len(naive_de),
         "naive_median_log2fc": round(float(nv.loc[expressed, "log2FoldChange"].median()), 4),
         "trap_de_genes": naive_de if defect else [],
@@ -413,13 +416,13 @@ def l2_lfc_ranking(world_dir: Path, world) -> dict:
     test, ref = meta["task"]["test_condition"], meta["task"]["reference_condition"]
     res = run_deseq(X.T, sheet, "~condition", ["condition", test, ref], shrink=True)
     padj = _bool_padj(res)
-    sig = res[padj < 0.05]
+    sig = res.dropna(subset=["log2FoldChange"])  # every tested gene: shrunk LFCs rank without a p-value filter
     top = sig.assign(a=sig["shrunk_lfc"].abs()).sort_values(["a"], ascending=False).index[:TOP_K].tolist()
     raw_top = sig.assign(a=sig["log2FoldChange"].abs()).sort_values(["a"], ascending=False).index[:TOP_K].tolist()
     defect = getattr(world, "defect", None)
     base = res["baseMean"]
     return {
-        "test_condition": test, "reference_condition": ref, "n_de_genes": int(len(sig)),
+        "test_condition": test, "reference_condition": ref, "n_de_genes": int((padj < 0.05).sum()),
         "top_genes": sorted(top), "top_genes_ranked": top,
         "shrunk_table": {g: round(float(res.loc[g, "shrunk_lfc"]), 4) for g in sorted(set(top) | set(raw_top))},
         "naive_top_genes": sorted(raw_top),
