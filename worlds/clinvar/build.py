@@ -44,7 +44,8 @@ L1 integrity (exome)
   duplicate_records(n)                 n records emitted twice in place (scatter-gather shard boundaries)
   move_block(n)                        a block of n consecutive records moved to the end of the file (shards
                                        concatenated out of order): the file is no longer coordinate-sorted
-  truncate(keep)                       the bgzip stream is cut at `keep` x its length (interrupted transfer; no EOF block)
+  truncate(keep)                       the bgzip stream is cut at the BGZF block boundary nearest below `keep` x its
+                                       length (interrupted transfer): no EOF marker, the last record cut mid-line
   drop_header_defs(format_tags, info_tags)  ##FORMAT / ##INFO definitions removed while the tags stay in the records
   stale_counts(drop_samples)           samples removed from the genotype columns WITHOUT recomputing INFO AC/AN/AF
   swap_samples(child, other)           the genotype columns of a declared trio child and an unrelated sample exchange
@@ -740,7 +741,14 @@ def write(data: VcfData, w: CanonicalWriter) -> None:
         return
     raw = bgzf_bytes(vcf_text(data).encode("utf-8"))
     if data.truncate_at is not None:
-        raw = raw[: int(len(raw) * data.truncate_at)]
+        # cut at the BGZF block boundary nearest below `truncate_at` x the length: the stream loses its tail blocks and
+        # the EOF marker (the last kept block ends mid-record, as block boundaries ignore line ends)
+        starts, pos = [], 0
+        while pos < len(raw) - len(BGZF_EOF):
+            starts.append(pos)
+            pos += int.from_bytes(raw[pos + 16:pos + 18], "little") + 1
+        cut = max([s for s in starts if s <= len(raw) * data.truncate_at] or [starts[1]])
+        raw = raw[:max(cut, starts[1])]
     _atomic_write(w.path(VCF), raw)
     for name, df in sorted(data.tables.items()):
         w.table(name, df)
