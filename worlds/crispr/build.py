@@ -416,7 +416,9 @@ def simulate(data: Screen, rng, replicates: int, technical: bool, noise: float, 
         for g, e in d["extra"][line].items():
             base[gene == g] = e
         pc = cat == "positive_control"
-        base[pc] = _boot(rng, cal["strong"], int(pc.sum())) / abs(np.median(cal["strong"])) * d["range"]
+        if "pc_effect" not in d:  # core essentials: one draw, shared by every line of the world
+            d["pc_effect"] = _boot(rng, cal["strong"], int(pc.sum())) / abs(np.median(cal["strong"])) * d["range"]
+        base[pc] = d["pc_effect"]
         cn = data.copy_number
         cnl = dict(zip(cn[cn["cell_line"] == line]["gene"], cn[cn["cell_line"] == line]["copy_number"]))
         cut = np.array([-d["gamma"] * max(cnl.get(g, 2) - 2, 0) if c == "targeting" else 0.0 for g, c in zip(gene, cat)])

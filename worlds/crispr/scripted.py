@@ -189,7 +189,7 @@ for line in lines[:1]:
 if kind == 'selective':
     q, o = task['query_line'], task['comparison_line']
     r = info[q]['scale'] / info[o]['scale']
-    if r > 1.4 or r < 0.7:
+    if r > 1.5 or r < 0.67:
         issues.append(f'the screens differ in dynamic range: positive-control (core-essential) guides deplete '
                       f'{info[q]["scale"]:.2f} log2 in {q} vs {info[o]["scale"]:.2f} in {o} (a longer or stronger screen); '
                       f'raw LFC differences would call shared core essentials {q}-selective, so each line was scaled by '
