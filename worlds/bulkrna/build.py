@@ -210,8 +210,10 @@ def simulate(data: BulkData, rng, n_genes: int, n_per_condition: int, depth: flo
     # sample names: S01..Snn assigned at random (no position or name encodes the condition)
     names = [f"S{i + 1:02d}" for i in rng.permutation(ns)]
     cols["sample"] = np.array(names)
+    # the i7 index (8 nt) each library was sequenced under, as sample sheets record it
+    cols["index"] = np.array(["".join(rng.choice(list("ACGT"), 8)) for _ in range(ns)])
     data.samples = pd.DataFrame({k: v for k, v in cols.items()})
-    data.sheet_columns = sheet or [c for c in ["sample", "condition", "sex", "batch", "donor"] if c in cols]
+    data.sheet_columns = [c for c in (sheet or ["sample", "condition", "sex", "batch", "donor"]) if c in cols] + ["index"]
     data.task = {"test_condition": conditions[1], "reference_condition": conditions[0]}
     return data
 
@@ -306,7 +308,7 @@ META = {
     "origin": "simulated experiment (negative-binomial counts with a DESeq2-style mean-dispersion trend); gene "
               "identifiers and BRG symbols are synthetic placeholders, XIST and the chrY genes keep their names",
 }
-SHEET = {"sample": "sample name, as in the counts.tsv header", "condition": "experimental condition",
+SHEET = {"sample": "sample name, as in the counts.tsv header", "index": "i7 index sequence of the library", "condition": "experimental condition",
          "sex": "donor sex recorded at collection (F / M)", "batch": "library-preparation batch",
          "donor": "donor (cell line or individual) the sample comes from"}
 
