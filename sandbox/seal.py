@@ -65,7 +65,8 @@ def _is_data(name: str) -> bool:
 
 
 def substrate_sources() -> list[Path]:
-    """Files named as substrate sources in `worlds/*/track.yaml` (`substrate.source`: `pkg/...` inside a package)."""
+    """Files named as substrate sources in `worlds/*/track.yaml` (`substrate.source`: `pkg/...` inside a package), and
+    every file `scripts/fetch_data.sh` took from a package registry: no copy of them may be readable in a sandbox."""
     import yaml
 
     found: list[Path] = []
@@ -80,6 +81,11 @@ def substrate_sources() -> list[Path]:
                 p = site / token
                 if p.is_file():
                     found.append(p)
+    from benchmark.package_data import data_root  # real data fetched from package registries (.cache/data)
+
+    root = data_root()
+    if root.is_dir():
+        found += [p for p in root.rglob("*") if p.is_file()]
     return sorted(set(found))
 
 
