@@ -468,21 +468,30 @@ def set_task(data: Screen, rng, kind: str, **task) -> Screen:
 
 # ---------------------------------------------------------------- L3 dossier
 
+@recipe(TRACK, "inject_l3_expression")
+def inject_l3_expression(sub: dict, rng, line: str, genes: list[str], retention: float) -> dict:
+    """L3 injected counterfactual (seed 001 E.3: modify an upstream quantity, re-run the real scorer): the real final
+    read counts of every sgRNA of `genes` in `line` are binomially thinned to `retention` (0 < retention <= 1) with the
+    world's seeded RNG; nothing is invented, counts only go down. The `dossier` step that follows recomputes every
+    table from the edited counts with the reference analysis."""
+    if not 0 < retention <= 1:
+        raise ValueError(f"retention must be in (0, 1], got {retention}")
+    tab = sub["table"].copy()
+    m = tab["Gene"].isin(genes).to_numpy()
+    j = f"{line}.final"
+    tab.loc[m, j] = _thin(rng, tab.loc[m, j].to_numpy(), retention).astype(np.int64)
+    return {**sub, "table": tab}
+
+
 @recipe(TRACK, "dossier")
-def dossier(sub: dict, rng, kind: str, genes: list[str] | None = None, thin_line: str | None = None,
-            retention: float | None = None) -> Screen:
-    """Gene-level evidence tables computed from the real table by the reference analysis (median-ratio size factors,
-    guide LFC final vs initial per line, gene = median guide LFC, one-sided Mann-Whitney vs all other guides, BH).
-    `thin_line`/`retention`/`genes` (injected counterfactual): the final counts of the listed genes' guides in that line
-    are binomially thinned to `retention` before the analysis (depletion injected into real counts; nothing invented)."""
+def dossier(sub: dict, rng, kind: str) -> Screen:
+    """Gene-level evidence tables computed from the (real) table by the reference analysis: median-ratio size factors
+    over the four samples, sgRNA LFC = log2((final + 1) / (initial + 1)) per line, gene = median sgRNA LFC, sgRNAs with
+    LFC < -1, one-sided Mann-Whitney of the gene's sgRNAs against all other sgRNAs of that line, BH over the genes."""
     from scipy.stats import mannwhitneyu
 
-    tab = sub["table"].copy()
+    tab = sub["table"]
     cols = sub["cols"]
-    if thin_line:
-        m = tab["Gene"].isin(genes or []).to_numpy()
-        j = f"{thin_line}.final"
-        tab.loc[m, j] = _thin(rng, tab.loc[m, j].to_numpy(), retention)
     c = tab[cols].to_numpy(np.float64)
     sf = _median_ratio(c)
     norm = c / sf
@@ -502,10 +511,6 @@ def dossier(sub: dict, rng, kind: str, genes: list[str] | None = None, thin_line
             rows.append({"cell_line": line, "gene": g, "n_guides": int(len(x)), "median_lfc": round(float(np.median(x)), 4),
                          "guides_depleted": int((x < -1).sum()), "p_depleted": float(f"{p[g]:.4g}"), "fdr": float(f"{qq:.4g}")})
     genes_tab = pd.DataFrame(rows)
-    for line in LINES:
-        i, f = cols.index(f"{line}.initial"), cols.index(f"{line}.final")
-        for s, g, a, b in zip(tab["sgRNA"], gn, c[:, i], c[:, f]):
-            pass
     lib = pd.DataFrame({"sample": cols, "total_reads": c.sum(0).astype(int), "size_factor": np.round(sf, 4)})
     md = DOSSIER_TEXT[kind]
     data = Screen(guides=pd.DataFrame(), samples=[], counts=np.zeros((0, 0)))
@@ -546,7 +551,7 @@ DOSSIER_TEXT = {
                             *_DOSSIER_COMMON, "",
                             "## Question",
                             "Which gene(s) in this slice is a dependency of one line but not the other, and why?"]),
-    "aars_counterfactual": "\n".join(["# Evidence dossier: line-specific gene dependencies in two leukaemia lines", "",
+    "abl1_hl60": "\n".join(["# Evidence dossier: line-specific gene dependencies in two leukaemia lines", "",
                                       *_DOSSIER_COMMON, "",
                                       "## Question",
                                       "Which gene(s) in this slice is a dependency of one line but not the other, and why?"]),
