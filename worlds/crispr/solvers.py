@@ -219,7 +219,7 @@ def corrected_counts(path: Path, golden: dict, check) -> tuple[float, str]:
 
 # ---------------------------------------------------------------- L2
 
-def _l2_golden(d: dict, kind: str, world) -> dict:
+def _l2_golden(d: dict, kind: str, world, exclude: set | None = None) -> dict:
     fn = {"essential": A.essential_analysis, "selective": A.selective_analysis, "resistance": A.resistance_analysis}[kind]
     direction = "up" if kind == "resistance" else "down"
     t, info = fn(d)
@@ -233,7 +233,8 @@ def _l2_golden(d: dict, kind: str, world) -> dict:
     missed = sorted(set(hits) - set(naive_hits))
     # null genes: the clearest non-hits (reference FDR > 0.5 and |LFC| small), used on clean controls as decoys and
     # in every world as the genes whose LFC the table must get right
-    null = ref[(ref["fdr"] > 0.5) & (ref["lfc"].abs() < 0.3)].sort_values(["fdr", "lfc"], ascending=[False, True])
+    null = ref[(ref["fdr"] > 0.5) & (ref["lfc"].abs() < 0.3) & ~ref.index.isin(sorted(exclude or []))]
+    null = null.sort_values(["fdr", "lfc"], ascending=[False, True])
     nulls = sorted(null.index[:10])
     contrast = sorted(set(hits) | set(promoted) | set(nulls))
     inter = len(set(hits) & set(naive_hits))
@@ -290,9 +291,11 @@ def l2_selective(world_dir: Path, world) -> dict:
 @solver("crispr.L2.resistance", version="1")
 def l2_resistance(world_dir: Path, world) -> dict:
     d = A.read_screen(world_dir)
-    out = _l2_golden(d, "resistance", world)
     line = d["meta"]["task"]["cell_line"]
     veh = A.gene_test(A.guide_lfc(d, line, "vehicle", "initial"), "up")
+    # null genes must be null in the vehicle arm too (a gene depleted in both arms is no drug effect, but it is no
+    # clear non-hit either)
+    out = _l2_golden(d, "resistance", world, exclude=set(veh[veh["lfc"].abs() >= 0.3]["gene"]))
     out["vehicle_enriched"] = A.hits_of(veh, "up")
     g_all = A.guide_lfc(d, line, "drug", "initial", controls_norm=False)
     out["nt_median_lfc_median_norm"] = round(float(g_all.loc[g_all["category"] == "non_targeting", "lfc"].median()), 3)
