@@ -211,8 +211,11 @@ def verify_run(run_dir: Path, verifier: str, on_step=None) -> list[Verification]
             prompt = _prompt(rec, ref.world.rubric.model_dump(exclude_defaults=True), read_golden(ref).values,
                              traj.report_raw, traj.cells, rec.level)
             schema, max_tokens = (VERIFIER_SCHEMA_L1 if rec.level == "L1" else VERIFIER_SCHEMA_L2), 400
+        from benchmark import scripted_plans  # a scripted verifier is handed its answer (the provider knows no protocol)
+
         resp, call = call_model(verifier, [{"role": "user", "content": prompt}], step=0, role="verifier",
-                                metadata={"report_schema": schema, "world_id": rec.world_id, "task": "verify"},
+                                metadata={"report_schema": schema, "world_id": rec.world_id, "task": "verify",
+                                          **scripted_plans.role(verifier, "verify", schema)},
                                 response_format=json_schema_format("verdict", schema), max_tokens=max_tokens)
         text = resp.choices[0].message.content if resp is not None else None
         verdict = parse_verdict(text, rec.level)
