@@ -49,11 +49,26 @@ depleted in drug only, and proliferation suppressors enriched in both arms).
 
 Recipes (registered as "crispr.<name>")
 ---------------------------------------
-L1: real_counts(retention, drop_genes, n_nt) | thin_sample(sample, retention) | skew_sample(sample, sigma, retention)
-    | swap_columns(a, b) | duplicate_rows(n) | normalise_rpm(scale) | mislabel_genes(n) | truncate(keep_fraction)
-L2: choose_lines | extra_dependencies | strong_depletion | amplicon | low_representation | screen_strength | drug_arm
-    | simulate | set_task
-L3: dossier(kind)   gene-level evidence tables computed from the real table by the reference analysis
+L1  real_counts(retention, drop_genes, n_nt)   the real table, per-column binomial thinning, controls added
+    thin_sample(sample, retention)             one sample thinned (a failed, shallow sample)
+    skew_sample(samples, sigma, reads_per_guide)  bottlenecked library: log-normal abundance factors, re-sequenced
+    swap_columns(line)                         that line's initial and final columns exchanged
+    duplicate_rows(n)                          n rows written twice
+    normalise_rpm(scale)                       every column rescaled to sum to `scale` (reads per million)
+    mislabel_genes(n)                          n sgRNAs carry another gene in the count table (library.csv is right)
+    truncate(keep_fraction)                    the sorted table cut after that share of rows, the next row cut in half
+L2  choose_lines(lines, dynamic_range, gains, n_nt, shared_base, clip_positive) | extra_dependencies(n, lines)
+    | strong_depletion(fraction, arm) | amplicon(n_genes, copy_number, gamma, line) | cutting_toxicity(gamma)
+    | low_representation(n_genes, share, guides_low, bottleneck, line) | screen_strength(line, factor)
+    | drug_arm(n_resistance, n_proliferation) | simulate(replicates, technical, noise, reads_per_guide, drop_genes)
+    | set_task(kind, ...)
+L3  inject_l3_expression(line, genes, retention)  injected counterfactual: real final counts of `genes` in `line`
+                                                binomially thinned (counts only go down)
+    dossier(kind)                              gene-level evidence tables computed from the (edited) real table by
+                                                the reference analysis (median-ratio size factors, median sgRNA LFC,
+                                                Mann-Whitney against all other sgRNAs, BH)
+Every written file goes through the canonical writer: counts.txt (MAGeCK count layout), library.csv, meta.json and,
+for essential/selective screens, copy_number.csv; rows sorted by sgRNA ID so no position encodes an edit.
 """
 from __future__ import annotations
 
@@ -86,7 +101,6 @@ class Screen:
     task: dict = field(default_factory=dict)
     dossier: dict | None = None
     model: dict = field(default_factory=dict)  # L2 design (modifiers write, simulate reads)
-    sample_notes: dict = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- substrate
