@@ -71,6 +71,14 @@ class CanonicalWriter:
     def json(self, rel: str, obj: Any) -> Path:
         return self.text(rel, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, default=_json_default))
 
+    def files(self, mapping: dict[str, "pd.DataFrame | str"]) -> None:
+        """A set of named files in name order (an L3 dossier): tables through `table`, text through `text`."""
+        for rel, obj in sorted(mapping.items()):
+            if isinstance(obj, pd.DataFrame):
+                self.table(rel, obj)
+            else:
+                self.text(rel, obj)
+
     def table(self, rel: str, df: pd.DataFrame, sep: str | None = None, header: bool = True, float_format: str = "%.6g") -> Path:
         """CSV/TSV (optionally .gz): no index, '\\n' line ends, fixed float format."""
         if sep is None:

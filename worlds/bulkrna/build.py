@@ -333,11 +333,7 @@ def counts_text(data: BulkData) -> str:
 @writer(TRACK)
 def write(data: BulkData, w: CanonicalWriter) -> None:
     if data.dossier is not None:
-        for name, obj in sorted(data.dossier.items()):
-            if isinstance(obj, pd.DataFrame):
-                w.table(name, obj)
-            else:
-                w.text(name, obj)
+        w.files(data.dossier)
         return
     w.bytes("counts.tsv", counts_text(data).encode())
     sheet = data.samples[data.sheet_columns].sort_values("sample").reset_index(drop=True)

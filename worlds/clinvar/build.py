@@ -733,11 +733,7 @@ def bgzf_bytes(text: bytes, block: int = 0xff00) -> bytes:
 @writer(TRACK)
 def write(data: VcfData, w: CanonicalWriter) -> None:
     if data.dossier is not None:
-        for name, obj in sorted(data.dossier.items()):
-            if isinstance(obj, pd.DataFrame):
-                w.table(name, obj)
-            else:
-                w.text(name, obj)
+        w.files(data.dossier)
         return
     raw = bgzf_bytes(vcf_text(data).encode("utf-8"))
     if data.truncate_at is not None:

@@ -598,8 +598,7 @@ def _table_rows(data: Screen) -> pd.DataFrame:
 @writer(TRACK)
 def write(data: Screen, w: CanonicalWriter) -> None:
     if data.dossier is not None:
-        for name, obj in sorted(data.dossier.items()):
-            w.table(name, obj) if isinstance(obj, pd.DataFrame) else w.text(name, obj)
+        w.files(data.dossier)
         return
     df = _table_rows(data)
     text = df.to_csv(sep="\t", index=False, lineterminator="\n", float_format="%.4f")

@@ -512,11 +512,7 @@ CELL_COLUMNS = {
 @writer(TRACK)
 def write(data: ScData, w: CanonicalWriter) -> None:
     if data.dossier is not None:
-        for name, obj in sorted(data.dossier.items()):
-            if isinstance(obj, pd.DataFrame):
-                w.table(name, obj)
-            else:
-                w.text(name, obj)
+        w.files(data.dossier)
         return
     order = sorted(range(len(data.barcodes)), key=lambda i: (data.barcodes[i], i))
     counts = data.counts[order]
