@@ -425,6 +425,8 @@ def l2_lfc_ranking(world_dir: Path, world) -> dict:
         "test_condition": test, "reference_condition": ref, "n_de_genes": int((padj < 0.05).sum()),
         "top_genes": sorted(top), "top_genes_ranked": top,
         "shrunk_table": {g: round(float(res.loc[g, "shrunk_lfc"]), 4) for g in sorted(set(top) | set(raw_top))},
+        "lfc_table": {g: round(float(res.loc[g, "shrunk_lfc"]), 4)
+                      for g in sorted(set(res.index[res["baseMean"] >= 10]) | set(top) | set(raw_top))},
         "naive_top_genes": sorted(raw_top),
         "trap_top_genes": sorted(raw_top) if defect else [],
         "naive_top_median_basemean": round(float(base[raw_top].median()), 2) if raw_top else 0.0,
