@@ -31,7 +31,7 @@ DATA_SUFFIXES = (".h5ad", ".h5", ".hdf5", ".loom", ".zarr", ".bam", ".cram", ".s
                  ".bedgraph", ".bedgraph.gz", ".narrowpeak", ".broadpeak", ".mtx", ".mtx.gz", ".vcf", ".vcf.gz",
                  ".bcf", ".fa", ".fa.gz", ".fasta", ".fasta.gz", ".fq", ".fq.gz", ".fastq", ".fastq.gz", ".bw",
                  ".bigwig", ".bb", ".bigbed", ".gtf", ".gtf.gz", ".gff", ".gff.gz", ".gff3", ".csv.gz", ".tsv.gz",
-                 ".rds", ".rda", ".bam.bai", ".tbi", ".csi")
+                 ".rds", ".rda", ".rdata", ".bam.bai", ".tbi", ".csi")
 TEST_DATA_DIRS = {"data", "testdata", "test_data", "test-data", "_data", "example_data"}
 TEST_DIRS = {"test", "tests", "testing"}
 GOLD_PACKAGES = ("graders", "worlds", "benchmark", "sandbox", "ledgers", "pricing")

@@ -2,6 +2,7 @@
 # Real data the crispr and clinvar tracks build on, taken from package registries only (never committed):
 #   - mageck2 0.3.0 sdist (PyPI): tests/data/count_table.txt, the MAGeCK demo screen (999 sgRNAs, HL60/KBM7)
 #   - r-bioc-variantannotation 1.44.1-1 (Debian): extdata/*.vcf.gz, real 1000 Genomes / HapMap VCFs
+#   - r-bioc-noiseq 2.42.0-1 (Debian): data/Marioni.RData, real RNA-seq counts of kidney vs liver (Marioni et al. 2008)
 # Files land in .cache/data/<package>/ and are checked against the sha256 the frozen worlds were built from.
 # Idempotent: a file already present with the right hash is kept.
 set -euo pipefail
@@ -48,5 +49,17 @@ if [ "$need" = 1 ]; then
     check "$DATA/variantannotation/$1" "$2" || { echo "[data] $1 has an unexpected sha256" >&2; exit 1; }
   done
   rm -rf "$tmp"
+fi
+mkdir -p "$DATA/noiseq"
+if ! check "$DATA/noiseq/Marioni.RData" 4f478a408681de09302ce00309dd80de920732b7bcf3bc5219f03f1789d16cf1; then
+  echo "[data] fetching r-bioc-noiseq 2.42.0-1 (Debian) for its Marioni kidney/liver counts (unpacked only)"
+  tmp=$(mktemp -d)
+  chmod 777 "$tmp"
+  (cd "$tmp" && apt-get download -q "r-bioc-noiseq=2.42.0-1" >/dev/null 2>&1 || { apt-get update -qq && apt-get download -q "r-bioc-noiseq=2.42.0-1"; })
+  dpkg -x "$tmp"/r-bioc-noiseq_*.deb "$tmp/x"
+  cp "$tmp/x/usr/lib/R/site-library/NOISeq/data/Marioni.RData" "$DATA/noiseq/Marioni.RData"
+  rm -rf "$tmp"
+  check "$DATA/noiseq/Marioni.RData" 4f478a408681de09302ce00309dd80de920732b7bcf3bc5219f03f1789d16cf1 \
+    || { echo "[data] Marioni.RData has an unexpected sha256" >&2; exit 1; }
 fi
 echo "[data] ready: $DATA"
