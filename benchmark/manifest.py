@@ -49,6 +49,18 @@ class SubstrateRef(Strict):
     source: str = Field(description="where the data comes from (package and file) or which generative model simulates it")
 
 
+class DataSource(Strict):
+    """One real file a track builds on, and where in which package registry it comes from."""
+
+    registry: Literal["pypi", "debian"] = Field(description="pypi: the package's sdist; debian: the .deb, unpacked only")
+    package: str = Field(description="the registry's package name (mageck2, r-bioc-noiseq)")
+    folder: str = Field(pattern=r"^[a-z0-9_.-]+$", description="the folder under .cache/data the track reads it from")
+    version: str
+    member: str = Field(description="path inside the archive: sdist 'pkg-1.0/tests/data/x.txt', deb 'usr/lib/...'")
+    name: str = Field(description="file name under .cache/data/<package>/")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
 class TrackManifest(Strict):
     name: str
     title: str
@@ -60,6 +72,8 @@ class TrackManifest(Strict):
     solver_module: str = Field(description="python module that registers this track's reference solvers, product "
                                            "validators and scripted solutions (gold side, never mounted in a sandbox)")
     field: str | None = Field(None, description="the scientific field, in words (pivotal cases name it)")
+    data: list[DataSource] = Field(default_factory=list, description="real files fetched from package registries "
+                                                                     "(`python -m benchmark data fetch`)")
     grounding_module: str | None = Field(None, description="python module registering this track's grounding-item "
                                                            "substrate (`@grounding_substrate`), if the data allow items")
 

