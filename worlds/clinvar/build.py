@@ -9,8 +9,8 @@ into .cache/data/variantannotation/ (benchmark.package_data.package_file):
   chromosome 22, GRCh37 (b37 contig names), 1,011 records with real GT/AD/DP/GQ/PL genotype fields, VQSR FILTER
   tranches and 40 real multi-allelic records. The samples include four complete parent-child trios (CEPH 1463:
   NA12878 with NA12891/NA12892; CEPH 1341: NA07048 with NA07034/NA07055; NA10847 with NA12146/NA12239; Yoruba Y117:
-  NA18914 with NA18912/NA18913): every declared trio has <= 2% Mendelian-inconsistent informative sites in these
-  data, an unrelated "child" about 25-30%. Populations: CEU, YRI, CHB, JPT (HapMap/Coriell catalogue).
+  NA18914 with NA18912/NA18913): every declared trio has <= 3% Mendelian-inconsistent informative sites in these
+  data (about 1-2% on the full file), an unrelated "child" about 23-48%. Populations: CEU, YRI, CHB, JPT (HapMap/Coriell catalogue).
 * `chr22.vcf.gz` ("g1k"): 1000 Genomes Phase 1 genotypes of five GBR samples (HG00096-HG00101) for chr22:50.30-51.00
   Mb (10,376 records), each record carrying the real Phase 1 allele frequencies: AF (global, 1,092 people), AFR_AF,
   AMR_AF, ASN_AF, EUR_AF (two decimals; a population tag absent from a record means the allele was not seen there).
@@ -354,7 +354,9 @@ def frequency_world(data: VcfData, rng, proband: str, threshold: float, n_rare: 
         "task": {"proband": names[0], "max_allele_frequency": threshold,
                  "proband_ancestry": {"GBR": "European (British)", "AFR_AF": "African (Yoruba, Nigeria)",
                                       "ASN_AF": "East Asian (Han Chinese)"}[proband],
-                 "disorder": "a rare, highly penetrant autosomal dominant disorder (prevalence < 1 in 10,000)"},
+                 "disorder": "a rare Mendelian disorder (prevalence < 1 in 10,000)",
+                 "frequency_screen": "max_allele_frequency is the laboratory's lenient first-pass cut-off; "
+                                     "disease-specific BS1 thresholds are applied later"},
         "samples": order_names,
         "records": "the proband's variants that passed the annotation step (candidate variants) and variants of the "
                    "other samples sequenced in the same batch",
