@@ -79,10 +79,31 @@ if 'unsorted_records' in f:
                                   f"of coordinate order (the file cannot be indexed)",
                    'action': 'sorted the records by position', 'output': out})
 if 'missing_header_definitions' in f:
+    def observed(kind, tag):
+        vals = []
+        for r in R:
+            if kind == 'INFO':
+                x = info_dict(r[7]).get(tag)
+                vals += [] if x is None else [x]
+            elif tag in r[8].split(':'):
+                j = r[8].split(':').index(tag)
+                vals += [s.split(':')[j] for s in r[9:] if len(s.split(':')) > j]
+        return [x for x in vals if x not in ('', '.')]
+
+    def numeric(xs, cast):
+        try:
+            [cast(p) for x in xs for p in x.split(',') if p != '.']
+            return True
+        except ValueError:
+            return False
+
     extra = []
     for t in v['undefined_tags']:
         kind, tag = t.split('/')
-        extra.append(f'##{kind}=<ID={tag},Number=.,Type=String,Description="restored definition (was missing)">')
+        vals = observed(kind, tag)          # Number and Type from the values the records hold (no header to copy)
+        typ = 'Integer' if vals and numeric(vals, int) else ('Float' if vals and numeric(vals, float) else 'String')
+        num = '.' if any(',' in x for x in vals) else '1'
+        extra.append(f'##{kind}=<ID={tag},Number={num},Type={typ},Description="restored definition (was missing)">')
     out = write_vcf('calls_header_fixed.vcf', H + extra, S, R)
     issues.append({'category': 'missing header definitions', 'severity': 'warning', 'where': f'{VCF} header',
                    'value': v['n_undefined_tags'],
