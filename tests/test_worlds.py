@@ -21,8 +21,7 @@ SUITE = Suite()
 REFS = sorted(SUITE.worlds.values(), key=lambda r: r.id)
 GRADED = [r for r in REFS if not isinstance(r.world, L3World)]
 LIFE_TRACKS = sorted(SUITE.tracks)  # every track meets the same counts (issue 13)
-L3_GAPS = {"bulkrna": "bulkrna has no L3 dossiers yet (issue 13 closing note): its substrate is simulated, so a real-route "
-                      "dossier needs real counts; the lead is Marioni et al. 2008 kidney/liver in Debian r-bioc-noiseq"}
+L3_GAPS: dict[str, str] = {}
 
 
 def ids(refs):

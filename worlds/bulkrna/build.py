@@ -40,7 +40,24 @@ duplicate_sample()         L1: one sample's column appears a second time under a
 version_ids()              L1: counts.tsv gene IDs carry Ensembl version suffixes (GENCODE style) that genes.tsv lacks
 truncate_file(fraction)    L1: counts.tsv is cut at a byte offset (an interrupted transfer): the last line is partial
                            and every later gene is missing
-dossier(kind)              L3: replaces the files by an evidence dossier computed from the simulated counts
+
+L3 dossiers (real data; the L1/L2 substrate above stays the simulation)
+----------------------------------------------------------------------
+marioni_counts()           L3: the real Marioni et al. (2008, Genome Res 18:1509) RNA-seq counts of one human kidney
+                           and one human liver sample, as Debian r-bioc-noiseq 2.42.0-1 ships them
+                           (NOISeq/data/Marioni.RData, fetched to .cache/data/noiseq/ by `benchmark data fetch`; read
+                           with rdata): 5,088 Ensembl genes of chromosomes 1-4 x 10 lanes (run 1: kidney 3, liver 4;
+                           run 2: kidney 2, liver 1) with biotype, chromosome, length and GC. The lanes of a tissue
+                           are technical replicates of one library: one biological sample per tissue.
+inject_overdispersion(tissue, retention, cv)
+                           L3 injected counterfactual: every count of the tissue's lanes binomially thinned with a
+                           retention p ~ Beta(mean retention, CV cv) drawn per gene and lane (counts only go down; the
+                           added variance is an extra-Poisson dispersion of ~cv^2 between that tissue's lanes)
+dossier(kind)              L3: evidence tables computed from the (real or edited) lane counts: per tissue (all lanes,
+                           and the lanes of each run) the Pearson X2 test of each gene against Poisson lane sampling,
+                           variance / Poisson variance, moment NB dispersion and the log-log variance-mean slope,
+                           summarised overall, by mean-count bin and for the 8 most overdispersed genes; and a
+                           kidney-vs-liver exact Poisson test on the pooled lanes
 """
 from __future__ import annotations
 
@@ -298,6 +315,200 @@ def truncate_file(data: BulkData, rng, fraction: float) -> BulkData:
 def set_task(data: BulkData, rng, **task) -> BulkData:
     data.task.update(task)
     return data
+
+
+# ---------------------------------------------------------------- L3 dossier (real Marioni et al. 2008 counts)
+
+L3_MIN_MEAN = 5.0            # genes tested for lane-to-lane dispersion: mean of >= 5 reads per lane in the group
+L3_BINS = ((5, 20), (20, 100), (100, 1000), (1000, None))
+
+
+@recipe(TRACK, "marioni_counts")
+def marioni_counts(data: BulkData, rng) -> BulkData:
+    """L3: replace the simulated experiment by the real Marioni et al. (2008) kidney / liver counts (Debian
+    r-bioc-noiseq, NOISeq/data/Marioni.RData; read with rdata): 5,088 Ensembl genes of chromosomes 1-4 x 10 lanes.
+    The lanes are technical replicates: one kidney and one liver RNA sample (one library each), sequenced on 7 lanes
+    of run 1 (kidney 3, liver 4) and 3 lanes of run 2 (kidney 2, liver 1)."""
+    import rdata
+
+    from benchmark.package_data import package_file
+
+    r = rdata.read_rda(str(package_file("noiseq", "Marioni.RData")))
+    C = r["mycounts"].astype("int64")
+    lanes = list(C.columns)
+    samples = pd.DataFrame({"lane": [c[:4] for c in lanes], "tissue": [str(r["myfactors"].loc[c, "Tissue"]).lower() for c in lanes],
+                            "run": [int(c[1]) for c in lanes]})
+    C.columns = samples["lane"].tolist()
+    ids = list(C.index)
+    genes = pd.DataFrame({"gene_id": ids, "chrom": [f"chr{x}" for x in r["mychroms"].loc[ids, "Chr"].astype(str)],
+                          "biotype": np.asarray(r["mybiotypes"]).astype(str),
+                          "length": np.asarray(r["mylength"].values, dtype=float), "gc": np.asarray(r["mygc"].values, dtype=float)})
+    data.genes, data.samples, data.counts = genes, samples, C
+    data.truth = {"source": "Marioni.RData"}
+    return data
+
+
+@recipe(TRACK, "inject_overdispersion")
+def inject_overdispersion(data: BulkData, rng, tissue: str, retention: float, cv: float) -> BulkData:
+    """L3 injected counterfactual: every real count of every lane of `tissue` is binomially thinned with its own
+    retention p ~ Beta (mean `retention`, coefficient of variation `cv`), drawn per gene and lane from the world's RNG.
+    Counts only go down; binomial thinning of a Poisson count with a fixed p stays Poisson, so the only new
+    variance is the lane-to-lane spread of p: an extra-Poisson (negative-binomial-like) dispersion of ~cv^2 between
+    that tissue's lanes. The other tissue's lanes are untouched."""
+    if not (0 < retention < 1 and 0 < cv):
+        raise ValueError(f"retention must be in (0, 1) and cv > 0, got {retention}, {cv}")
+    ab = (1 - retention) / (cv ** 2 * retention) - 1.0  # a + b of the Beta with that mean and CV
+    if ab <= 0:
+        raise ValueError(f"no Beta distribution has mean {retention} and cv {cv}; lower cv")
+    a, b = retention * ab, (1 - retention) * ab
+    sel = (data.samples["tissue"] == tissue).to_numpy()
+    if not sel.any():
+        raise ValueError(f"no lanes of tissue {tissue!r}")
+    X = data.counts.to_numpy().copy()
+    p = rng.beta(a, b, (X.shape[0], int(sel.sum())))
+    X[:, sel] = rng.binomial(X[:, sel], p)
+    data.counts = pd.DataFrame(X, index=data.counts.index, columns=data.counts.columns)
+    data.truth["injected"] = {"tissue": tissue, "retention": retention, "cv": cv}
+    return data
+
+
+def lane_dispersion(Y: np.ndarray) -> dict:
+    """Per gene over a group of technical-replicate lanes (genes x lanes counts): lane shares s_l = lane total / group
+    total; Pearson statistic X2 = sum_l (y_l - s_l y)^2 / (s_l y) against Poisson with df = lanes - 1, its upper tail
+    p; the lane-normalised mean m = mean_l(y_l / (L s_l)), its variance v and the moment estimate of the NB dispersion
+    phi = (v - m mean_l(1 / (L s_l))) / m^2 (0 under Poisson)."""
+    from scipy.stats import chi2
+
+    L = Y.shape[1]
+    s = Y.sum(0) / Y.sum()
+    tot = Y.sum(1)
+    E = tot[:, None] * s[None, :]
+    x2 = ((Y - E) ** 2 / np.where(E > 0, E, 1.0)).sum(1)
+    N = Y / (L * s)[None, :]
+    m, v = N.mean(1), N.var(1, ddof=1)
+    pois = m * np.mean(1.0 / (L * s))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        phi = np.where(m > 0, (v - pois) / m ** 2, np.nan)
+        ratio = np.where(pois > 0, v / pois, np.nan)
+    return {"x2": x2, "p": chi2.sf(x2, L - 1), "df": L - 1, "mean": m, "var": v, "phi": phi, "ratio": ratio}
+
+
+def _bh(p: np.ndarray) -> np.ndarray:
+    n = len(p)
+    order = np.argsort(p)
+    q = p[order] * n / np.arange(1, n + 1)
+    q = np.minimum.accumulate(q[::-1])[::-1]
+    out = np.empty(n)
+    out[order] = np.minimum(q, 1.0)
+    return out
+
+
+@recipe(TRACK, "dossier")
+def dossier(data: BulkData, rng, kind: str) -> BulkData:
+    """L3 evidence tables computed from the (real or edited) lane counts by the reference analysis
+    (`lane_dispersion` per tissue, over all its lanes and over its lanes of one run; a kidney-vs-liver exact Poisson
+    test on the pooled lanes)."""
+    from scipy.stats import binom, chi2
+
+    X, S, G = data.counts, data.samples, data.genes.set_index("gene_id")
+    A = X.to_numpy(float)
+    lanes = S.assign(total_counts=A.sum(0).astype(int))
+    lanes["share_of_tissue"] = (lanes["total_counts"] / lanes.groupby("tissue")["total_counts"].transform("sum")).round(4)
+    groups = []
+    for t in ("kidney", "liver"):
+        groups.append((t, "all", S.index[S["tissue"] == t].to_numpy()))
+        for run in (1, 2):
+            idx = S.index[(S["tissue"] == t) & (S["run"] == run)].to_numpy()
+            if len(idx) >= 2:
+                groups.append((t, f"run {run}", idx))
+    summ, bins, top = [], [], []
+    for t, lab, idx in groups:
+        d = lane_dispersion(A[:, idx])
+        k = d["mean"] >= L3_MIN_MEAN
+        hi = k & (d["mean"] >= 100)
+        lg = k & (d["mean"] >= 20) & (d["var"] > 0)
+        slope = float(np.polyfit(np.log10(d["mean"][lg]), np.log10(d["var"][lg]), 1)[0])
+        summ.append({"tissue": t, "lanes_used": lab, "n_lanes": len(idx), "df": d["df"], "n_genes_tested": int(k.sum()),
+                     "frac_p_below_0.05": round(float(np.mean(d["p"][k] < 0.05)), 4),
+                     "frac_p_below_0.01": round(float(np.mean(d["p"][k] < 0.01)), 4),
+                     "median_chi2_per_df": round(float(np.median(d["x2"][k])) / d["df"], 3),
+                     "poisson_median_chi2_per_df": round(float(chi2.median(d["df"])) / d["df"], 3),
+                     "median_var_to_poisson": round(float(np.median(d["ratio"][k])), 3),
+                     "median_dispersion_mean_ge_100": round(float(np.median(d["phi"][hi])), 4),
+                     "loglog_slope_var_on_mean": round(slope, 3)})
+        if lab != "all":
+            continue
+        for lo, up in L3_BINS:
+            b = k & (d["mean"] >= lo) & (d["mean"] < (up or np.inf))
+            bins.append({"tissue": t, "mean_count_bin": f"{lo}-{up}" if up else f">={lo}", "n_genes": int(b.sum()),
+                         "frac_p_below_0.05": round(float(np.mean(d["p"][b] < 0.05)), 4),
+                         "median_var_to_poisson": round(float(np.median(d["ratio"][b])), 3),
+                         "median_dispersion": round(float(np.median(d["phi"][b])), 4),
+                         "q90_dispersion": round(float(np.quantile(d["phi"][b], 0.9)), 4)})
+        order = np.argsort(-np.where(k, d["x2"], -np.inf))[:8]
+        for i in order:
+            gid = X.index[i]
+            top.append({"tissue": t, "gene_id": gid, "chrom": G.loc[gid, "chrom"], "biotype": G.loc[gid, "biotype"],
+                        "mean_count_per_lane": round(float(d["mean"][i]), 1), "chi2_per_df": round(float(d["x2"][i]) / d["df"], 2),
+                        "p_overdispersed": float(f"{d['p'][i]:.3g}"), "dispersion": round(float(d["phi"][i]), 4)})
+    # kidney vs liver: lanes pooled per tissue, exact conditional (binomial) Poisson test given the tissue totals
+    kid, liv = (S["tissue"] == "kidney").to_numpy(), (S["tissue"] == "liver").to_numpy()
+    yk, yl = A[:, kid].sum(1), A[:, liv].sum(1)
+    nk, nl = yk.sum(), yl.sum()
+    ok = (yk / kid.sum() >= L3_MIN_MEAN) | (yl / liv.sum() >= L3_MIN_MEAN)
+    n, q0 = (yk + yl)[ok], nk / (nk + nl)
+    pv = np.minimum(1.0, 2 * np.minimum(binom.cdf(yk[ok], n, q0), binom.sf(yk[ok] - 1, n, q0)))
+    lfc = np.log2((yk[ok] / nk * 1e6 + 1) / (yl[ok] / nl * 1e6 + 1))
+    sig = _bh(pv) < 0.05
+    contrast = pd.DataFrame([
+        {"statistic": "genes_tested (mean >= 5 reads per lane in either tissue)", "value": int(ok.sum())},
+        {"statistic": "genes_abs_log2_ratio_gt_1 (kidney vs liver, per million, pooled lanes)", "value": int((np.abs(lfc) > 1).sum())},
+        {"statistic": "genes_bh_below_0.05 (exact Poisson test, lane-to-lane variance only)", "value": int(sig.sum())},
+        {"statistic": "genes_bh_below_0.05_and_abs_log2_ratio_gt_1", "value": int((sig & (np.abs(lfc) > 1)).sum())},
+        {"statistic": "fraction_of_tested_genes_bh_below_0.05", "value": round(float(sig.mean()), 4)},
+    ])
+    data.dossier = {"dossier.md": L3_TEXT[kind], "lanes.csv": lanes[["lane", "tissue", "run", "total_counts", "share_of_tissue"]],
+                    "lane_dispersion.csv": pd.DataFrame(summ), "dispersion_by_mean.csv": pd.DataFrame(bins),
+                    "top_overdispersed_genes.csv": pd.DataFrame(top), "tissue_contrast.csv": contrast}
+    return data
+
+
+_L3_COMMON = [
+    "## Data",
+    "Marioni et al. (2008, Genome Research 18:1509-1517) extracted RNA from one human kidney sample and one human liver",
+    "sample, made one sequencing library from each and sequenced each library on several lanes of an Illumina Genome",
+    "Analyzer (36-bp reads): 7 lanes in a first run (kidney 3, liver 4) and 3 lanes in a second run (kidney 2, liver 1).",
+    "Reads were mapped and counted per Ensembl gene. This dossier covers the 5,088 genes of chromosomes 1-4 in the",
+    "counts as they are distributed with the NOISeq package. The lanes of one tissue are technical replicates: the same",
+    "library, sequenced again. There is one biological sample per tissue.",
+    "",
+    "## Reference analysis",
+    "For a group of lanes of one tissue (all its lanes, or its lanes of one run), each lane's share s_l of the group's",
+    "reads; for each gene with a mean of >= 5 reads per lane, the Pearson statistic X2 = sum_l (y_l - s_l y)^2 / (s_l y)",
+    "against a Poisson model (df = lanes - 1) and its upper-tail p value (overdispersion), the variance of the",
+    "share-normalised counts relative to the Poisson expectation, and the moment estimate of a negative-binomial",
+    "dispersion phi (variance = mean + phi mean^2; phi = 0 under Poisson). Under Poisson about 5% of genes have",
+    "p < 0.05 and the median X2/df is the chi-square median / df. The log-log slope of variance on mean is 1 under",
+    "Poisson and approaches 2 when a constant coefficient of variation dominates. Kidney vs liver: lanes pooled per",
+    "tissue, exact conditional Poisson (binomial) test of each gene's kidney share against the tissues' read totals,",
+    "Benjamini-Hochberg over the tested genes.",
+    "",
+    "## Tables",
+    "- lanes.csv: lane, tissue, run, total_counts, share_of_tissue",
+    "- lane_dispersion.csv: per tissue and lane group: genes tested, fraction with p < 0.05 / 0.01, median X2/df and its",
+    "  Poisson value, median variance / Poisson variance, median dispersion (genes with mean >= 100), log-log slope",
+    "- dispersion_by_mean.csv: the same per mean-count bin (all lanes of a tissue)",
+    "- top_overdispersed_genes.csv: the 8 genes with the largest X2 per tissue (all lanes)",
+    "- tissue_contrast.csv: the kidney-vs-liver test on the pooled lanes",
+]
+_L3_QUESTION = [
+    "## Question",
+    "How do a gene's read counts vary between lanes of the same tissue here, what does that say about the lanes, and",
+    "what can these data support about differences between kidney and liver?",
+]
+L3_TEXT = {k: "\n".join(["# Evidence dossier: lane-to-lane variation of RNA-seq counts, kidney and liver", "",
+                         *_L3_COMMON, "", *_L3_QUESTION]) + "\n"
+           for k in ("technical_lanes", "liver_lanes")}
 
 
 # ---------------------------------------------------------------- writer

@@ -17,7 +17,8 @@ bulkrna.L2.normalisation  size factors from the ERCC spike-ins (median of ratios
                        (|difference of mean log2 ratio| > 0.3), else endogenous median of ratios; DE on genes only.
 bulkrna.L2.lfc_ranking  DESeq2 ~condition, apeGLM-shrunk log2 fold changes (pydeseq2 lfc_shrink); the top 20 genes by
                        |shrunk LFC| over every tested gene (no p-value filter), and the unshrunk MLE (trap) ranking.
-bulkrna.L3.dossier     key statistics read back from the dossier's tables.
+bulkrna.L3.dossier     the dossier's lane-dispersion statistics read back from its tables (real Marioni et al. 2008
+                       kidney / liver lanes), and the tissues whose technical-replicate lanes are not Poisson.
 """
 from __future__ import annotations
 
@@ -439,10 +440,30 @@ def l2_lfc_ranking(world_dir: Path, world) -> dict:
 
 @solver("bulkrna.L3.dossier", version="1")
 def l3_dossier(world_dir: Path, world) -> dict:
-    tab = pd.read_csv(Path(world_dir) / "de_results.csv")
-    top = tab.sort_values("padj").head(15)
-    return {"genes": {r.gene: {"log2fc": round(float(r.log2fc), 4), "padj": float(r.padj)} for r in top.itertuples()},
-            "n_de": int((tab["padj"] < 0.05).sum())}
+    """Read back the dossier's statistics and decide, per tissue, whether its technical-replicate lanes are
+    Poisson: overdispersed when the fraction of genes with p < 0.05 exceeds 3x the nominal 5% or the median X2/df
+    exceeds 1.5x its Poisson value (all lanes of the tissue)."""
+    wd = Path(world_dir)
+    lanes = pd.read_csv(wd / "lanes.csv")
+    disp = pd.read_csv(wd / "lane_dispersion.csv")
+    bins = pd.read_csv(wd / "dispersion_by_mean.csv")
+    con = pd.read_csv(wd / "tissue_contrast.csv").set_index("statistic")["value"]
+    out: dict = {"lane_totals": {r.lane: int(r.total_counts) for r in lanes.itertuples()}}
+    over = []
+    for r in disp.to_dict("records"):
+        key = f"{r['tissue']}_{r['lanes_used'].replace(' ', '')}"
+        out[key] = {"n_lanes": int(r["n_lanes"]), "n_genes_tested": int(r["n_genes_tested"]),
+                    "frac_p_below_0.05": float(r["frac_p_below_0.05"]), "median_chi2_per_df": float(r["median_chi2_per_df"]),
+                    "poisson_median_chi2_per_df": float(r["poisson_median_chi2_per_df"]),
+                    "median_dispersion_mean_ge_100": float(r["median_dispersion_mean_ge_100"]),
+                    "loglog_slope": float(r["loglog_slope_var_on_mean"])}
+        if r["lanes_used"] == "all" and (r["frac_p_below_0.05"] > 0.15
+                                         or r["median_chi2_per_df"] > 1.5 * r["poisson_median_chi2_per_df"]):
+            over.append(r["tissue"])
+    out["overdispersed_tissues"] = sorted(over)
+    out["median_dispersion_by_bin"] = {f"{r.tissue} {r.mean_count_bin}": float(r.median_dispersion) for r in bins.itertuples()}
+    out["contrast"] = {k.split(" ")[0]: (float(v) if k.startswith("fraction") else int(v)) for k, v in con.items()}
+    return out
 
 
 import worlds.bulkrna.scripted  # noqa: E402,F401
