@@ -293,3 +293,34 @@ def test_reworked_dossiers_credit_every_defensible_answer_and_ask_neutrally():
     biv = s["histone.L3.dossier.bivalent_promoters"].world
     assert "differentiated" in biv.prior.question.lower() and "sufficient" not in biv.prior.question.lower()
     assert "ES-like" not in (Path(__file__).resolve().parents[1] / "worlds/histone/dossier.py").read_text().split('"""', 2)[2]
+
+
+def test_bulkrna_liver_injection_holds_on_the_written_tables():
+    """The real Marioni lanes are near-Poisson (recomputed here from the package file with scipy, independently of the
+    track's code, and agreeing with the real dossier's table); the injected dossier's liver lanes are overdispersed and
+    its kidney rows are the real ones."""
+    import numpy as np
+    import pandas as pd
+    import rdata
+    from scipy.stats import chi2
+
+    from benchmark.freeze import ensure_built
+    from benchmark.loader import load_suite
+    from benchmark.package_data import package_file
+
+    counts = rdata.read_rda(package_file("noiseq", "Marioni.RData"))["mycounts"]
+    liver = counts[[c for c in counts.columns if c.endswith("Liver")]].to_numpy(float)
+    size = liver.sum(axis=0) / liver.sum()
+    keep = liver.mean(axis=1) >= 5
+    exp = liver[keep].sum(axis=1, keepdims=True) * size
+    x2 = ((liver[keep] - exp) ** 2 / exp).sum(axis=1)
+    real_frac = float(np.mean(chi2.sf(x2, liver.shape[1] - 1) < 0.05))
+    assert 0.03 < real_frac < 0.09, real_frac  # Poisson: about 5% of genes at p < 0.05
+
+    suite = load_suite()
+    tab = {w: pd.read_csv(ensure_built(suite.worlds[f"bulkrna.L3.dossier.{w}"]) / "lane_dispersion.csv")
+           .set_index(["tissue", "lanes_used"]) for w in ("technical_lanes", "liver_lanes")}
+    assert tab["technical_lanes"].loc[("liver", "all"), "frac_p_below_0.05"] == pytest.approx(real_frac, abs=0.02)
+    assert tab["liver_lanes"].loc[("liver", "all"), "frac_p_below_0.05"] > 0.4
+    assert tab["liver_lanes"].loc[("liver", "all"), "median_dispersion_mean_ge_100"] > 0.03
+    pd.testing.assert_frame_equal(tab["liver_lanes"].loc["kidney"], tab["technical_lanes"].loc["kidney"])
