@@ -68,7 +68,8 @@ def test_private_campaign_changes_every_file_and_drawn_value_and_stays_solvable(
     same_files, same_goldens = [], []
     for ref in refs:
         mine, pub = read_lock(suite.worlds[ref.id]), read_lock(ref)
-        same_files += [f"{ref.id}:{f}" for f, h in mine.files.items() if pub.files.get(f) == h]
+        same_files += [f"{ref.id}:{f}" for f, h in mine.files.items()  # meta.json describes the layout (no data)
+                       if pub.files.get(f) == h and not f.endswith("meta.json")]
         if _drawn(ref) and read_golden(suite.worlds[ref.id]).values == read_golden(ref).values:
             same_goldens.append(ref.id)
     assert same_files == [] and same_goldens == []
