@@ -120,3 +120,14 @@ GROUNDING_SUBSTRATES = Registry("grounding substrate")
 
 def grounding_substrate(track: str, version: str = "1"):
     return GROUNDING_SUBSTRATES.register(track, version)
+
+
+# Test support, gold side: how a hand-written report's work product is derived from one of the world's own files
+# (worlds/<track>/reports/*.yaml `products_world: {NAME: {from: public file, op: maker name}}`).
+#   @product_maker("histone.sort_index")
+#   def sort_index(src: Path, out: Path) -> None: ...
+PRODUCT_MAKERS = Registry("product maker")
+
+
+def product_maker(name: str, version: str = "1"):
+    return PRODUCT_MAKERS.register(name, version)

@@ -2,7 +2,7 @@
 
 Each file holds a `correct` report and `wrong` ones (trap-following, defect-missing); the products a correct report
 names are declared beside it, so the file stays readable: `products` (literal text), `products_golden` (built from
-a golden key) and `products_world` (a BAM derived from one of the world's own files). Used by the world tests and by
+a golden key) and `products_world` (derived from one of the world's own files by a track's registered `@product_maker`). Used by the world tests and by
 the evaluator stress test of our graders (benchmark.grounding.metrics.grader_stress).
 """
 from __future__ import annotations
@@ -17,35 +17,29 @@ def report_path(ref) -> Path:
     return WORLDS_ROOT / ref.world.track / "reports" / f"{ref.id}.yaml"
 
 
-def _bam_product(src: Path, out: Path, op: str) -> None:
-    """A BAM work product made the way a careful analyst would: `sort_index` (samtools sort + index) or `dedup`
-    (keep the first read of each contig, 5' position and strand)."""
-    import pysam
+def _load_track_of(op: str) -> None:
+    """Import the gold side of the track an op is named after ('histone.sort_index' -> histone's solver_module)."""
+    from benchmark.loader import load_suite
+    from benchmark.registry import load_track_module
 
-    if op == "sort_index":
-        pysam.sort("-o", str(out), str(src))
-        pysam.index(str(out))
-        return
-    if op != "dedup":
-        raise ValueError(f"unknown products_world op {op!r}; use sort_index or dedup")
-    seen = set()
-    with pysam.AlignmentFile(str(src), "rb") as fin, pysam.AlignmentFile(str(out), "wb", header=fin.header) as fout:
-        for r in fin.fetch(until_eof=True):
-            if r.is_unmapped:
-                continue
-            key = (r.reference_id, r.reference_end - 1 if r.is_reverse else r.reference_start, r.is_reverse)
-            if key not in seen:
-                seen.add(key)
-                fout.write(r)
+    tracks = load_suite().tracks
+    track = op.split(".", 1)[0]
+    if track in tracks:
+        load_track_module(tracks[track].manifest.solver_module)
 
 
 def write_products(spec: dict | None, golden: dict, dest: Path, world_dir: Path | None = None) -> Path:
     """Work products a hand-written report names: `products` gives literal file contents; `products_golden` builds
     a file from a golden key (a list: one item per line; a mapping: a CSV with the given `header`);
-    `products_world` derives a BAM from one of the world's files ({from: public file, op: sort_index | dedup})."""
+    `products_world` derives a file from one of the world's files ({from: public file, op: a registered
+    `@product_maker`, e.g. histone.sort_index}: the track's own code, loaded with its solver module)."""
+    from benchmark.registry import PRODUCT_MAKERS
+
     dest.mkdir(parents=True, exist_ok=True)
     for name, src in ((spec or {}).get("products_world") or {}).items():
-        _bam_product(Path(world_dir) / src["from"], dest / name, src["op"])
+        if src["op"] not in PRODUCT_MAKERS:
+            _load_track_of(src["op"])
+        PRODUCT_MAKERS.get(src["op"]).fn(Path(world_dir) / src["from"], dest / name)
     for name, text in ((spec or {}).get("products") or {}).items():
         (dest / name).write_text(text)
     for name, src in ((spec or {}).get("products_golden") or {}).items():

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.registry import product_validator, solver
+from benchmark.registry import product_maker, product_validator, solver
 
 VCF = "calls.vcf.gz"
 BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
@@ -375,9 +375,66 @@ def header_complete(path: Path, golden: dict, check) -> tuple[float, str]:
     restored = {t for t in golden.get("undefined_tags", [])
                 if t.split("/")[1] in (info_def if t.startswith("INFO/") else fmt_def)}
     ok, why = _keys_match(v, golden)
-    good = ok and not missing and len(restored) == len(golden.get("undefined_tags", []))
+    # the data must survive the fix: same samples and genotypes, and a numeric tag typed as a number (a filter on
+    # FMT/GQ>=20 must still work), not a header pasted over an emptied file
+    same_samples = len(v["samples"]) == golden["n_samples"]
+    nonref = sum(1 for r in v["rows"] for i in range(len(v["samples"])) if dosage(r, i) > 0)
+    mistyped = [t for t in restored if _numeric_values(v, *t.split("/")) and _declared_type(v["header"], *t.split("/")) == "String"]
+    good = (ok and not missing and len(restored) == len(golden.get("undefined_tags", [])) and same_samples
+            and nonref == golden["n_nonref_genotypes"] and not mistyped)
     return float(good), (f"undefined tags {sorted(missing)}; {len(restored)} of {len(golden.get('undefined_tags', []))} "
-                         f"missing definitions restored; {why}")
+                         f"missing definitions restored; numeric tags typed String: {sorted(mistyped)}; "
+                         f"{len(v['samples'])} samples, {nonref} non-reference genotypes (world: {golden['n_samples']}, "
+                         f"{golden['n_nonref_genotypes']}); {why}")
+
+
+def _tag_values(v: dict, kind: str, tag: str) -> list[str]:
+    vals = []
+    for r in v["rows"]:
+        if kind == "INFO":
+            x = info_dict(r[7]).get(tag)
+            vals += [] if x is None else [x]
+        elif len(r) > 8 and tag in r[8].split(":"):
+            j = r[8].split(":").index(tag)
+            vals += [s.split(":")[j] for s in r[9:] if len(s.split(":")) > j]
+    return [x for x in vals if x not in ("", ".")]
+
+
+def _numeric_values(v: dict, kind: str, tag: str, cast=float) -> bool:
+    vals = _tag_values(v, kind, tag)
+    try:
+        [cast(p) for x in vals for p in x.split(",") if p != "."]
+    except ValueError:
+        return False
+    return bool(vals)
+
+
+def _declared_type(header: list, kind: str, tag: str) -> str | None:
+    import re
+
+    for h in header:
+        if h.startswith(f"##{kind}=<ID={tag},"):
+            m = re.search(r"Type=(\w+)", h)
+            return m.group(1) if m else None
+    return None
+
+
+@product_maker("clinvar.restore_header")
+def make_restored_header(src: Path, out: Path) -> None:
+    """Test support: the VCF with a definition for every INFO/FORMAT tag its records use, typed from the values."""
+    v = read_vcf(src)
+    used = set()
+    for r in v["rows"]:
+        used |= {("INFO", t) for t in info_dict(r[7])}
+        used |= {("FORMAT", t) for t in (r[8].split(":") if len(r) > 8 else [])}
+    defined = {("INFO", t) for t in header_ids(v["header"], "INFO")} | {("FORMAT", t) for t in header_ids(v["header"], "FORMAT")}
+    extra = []
+    for kind, tag in sorted(used - defined):
+        typ = "Integer" if _numeric_values(v, kind, tag, int) else "Float" if _numeric_values(v, kind, tag) else "String"
+        num = "." if any("," in x for x in _tag_values(v, kind, tag)) else "1"
+        extra.append(f'##{kind}=<ID={tag},Number={num},Type={typ},Description="restored definition">')
+    cols = ["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *v["samples"]]
+    out.write_text("\n".join(v["header"] + extra + ["\t".join(cols)] + ["\t".join(r) for r in v["rows"]]) + "\n")
 
 
 @product_validator("clinvar.recounted")

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from benchmark.registry import naive, oracle, product_validator, solver
+from benchmark.registry import naive, oracle, product_maker, product_validator, solver
 
 SPIKE_PREFIX = "dm6_"
 BROAD_MARKS = {"H3K27me3", "H3K9me3", "H3K36me3", "H3K79me2"}
@@ -819,6 +819,33 @@ def input_gain_regions(inp: Lib, binsize: int = 100_000, min_ratio: float = 1.5)
         for i, j in true_runs(b >= min_ratio * med, 2):
             out.append({"chrom": c, "start": i * binsize, "end": j * binsize, "ratio": round(float(b[i:j].mean() / med), 2)})
     return out
+
+
+# ------------------------------------------------------------------ hand-written reports' BAM products (test support)
+
+@product_maker("histone.sort_index")
+def make_sorted_bam(src: Path, out: Path) -> None:
+    """samtools sort + index, as a careful analyst fixes an unsorted BAM."""
+    import pysam
+
+    pysam.sort("-o", str(out), str(src))
+    pysam.index(str(out))
+
+
+@product_maker("histone.dedup")
+def make_dedup_bam(src: Path, out: Path) -> None:
+    """Keep the first read of each contig, 5' position and strand (PCR duplicates removed)."""
+    import pysam
+
+    seen = set()
+    with pysam.AlignmentFile(str(src), "rb") as fin, pysam.AlignmentFile(str(out), "wb", header=fin.header) as fout:
+        for r in fin.fetch(until_eof=True):
+            if r.is_unmapped:
+                continue
+            key = (r.reference_id, r.reference_end - 1 if r.is_reverse else r.reference_start, r.is_reverse)
+            if key not in seen:
+                seen.add(key)
+                fout.write(r)
 
 
 # The scripted agents' cells (oracle / naive) live beside the solvers; importing them registers them.
