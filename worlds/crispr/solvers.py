@@ -231,16 +231,20 @@ def _l2_golden(d: dict, kind: str, world, exclude: set | None = None) -> dict:
     nv = nt.set_index("gene")
     promoted = sorted(set(naive_hits) - set(hits))
     missed = sorted(set(hits) - set(naive_hits))
+    # genes the reference tested (>= MIN_GUIDES guides left after the initial-count filter): a gene left untested has
+    # no reference effect size, and the prompt asks for one row per TESTED gene, so only tested genes are value-checked
+    tested = set(ref.index[ref["n_guides"] >= A.MIN_GUIDES])
     # null genes: the clearest non-hits (reference FDR > 0.5 and |LFC| small), used on clean controls as decoys and
     # in every world as the genes whose LFC the table must get right
-    null = ref[(ref["fdr"] > 0.5) & (ref["lfc"].abs() < 0.3) & ~ref.index.isin(sorted(exclude or []))]
+    null = ref[(ref["fdr"] > 0.5) & (ref["lfc"].abs() < 0.3) & ~ref.index.isin(sorted(exclude or []))
+               & ref.index.isin(sorted(tested))]
     null = null.sort_values(["fdr", "lfc"], ascending=[False, True])
     nulls = sorted(null.index[:10])
-    contrast = sorted(set(hits) | set(promoted) | set(nulls))
+    contrast = sorted((set(hits) | set(promoted) | set(nulls)) & tested)
     inter = len(set(hits) & set(naive_hits))
     f1 = 2 * inter / (len(hits) + len(naive_hits)) if hits or naive_hits else 1.0
     out = {
-        "hits": hits, "n_hits": len(hits),
+        "hits": hits, "n_hits": len(hits), "direction": direction,
         "gene_lfc": {g: round(float(ref.loc[g, "lfc"]), 4) for g in contrast if g in ref.index},
         "gene_fdr": {g: float(f"{ref.loc[g, 'fdr']:.4g}") for g in sorted(ref.index)},
         "trap_hits": naive_hits if defect else [],
@@ -256,7 +260,7 @@ def _l2_golden(d: dict, kind: str, world, exclude: set | None = None) -> dict:
     return out
 
 
-@solver("crispr.L2.essential", version="1")
+@solver("crispr.L2.essential", version="2")
 def l2_essential(world_dir: Path, world) -> dict:
     d = A.read_screen(world_dir)
     out = _l2_golden(d, "essential", world)
@@ -272,7 +276,7 @@ def l2_essential(world_dir: Path, world) -> dict:
     return out
 
 
-@solver("crispr.L2.selective", version="1")
+@solver("crispr.L2.selective", version="2")
 def l2_selective(world_dir: Path, world) -> dict:
     d = A.read_screen(world_dir)
     out = _l2_golden(d, "selective", world)
@@ -288,7 +292,7 @@ def l2_selective(world_dir: Path, world) -> dict:
     return out
 
 
-@solver("crispr.L2.resistance", version="1")
+@solver("crispr.L2.resistance", version="2")
 def l2_resistance(world_dir: Path, world) -> dict:
     d = A.read_screen(world_dir)
     line = d["meta"]["task"]["cell_line"]
@@ -306,22 +310,35 @@ def l2_resistance(world_dir: Path, world) -> dict:
 
 @product_validator("crispr.hit_calls")
 def hit_calls(path: Path, golden: dict, check) -> tuple[float, str]:
-    """The significance calls of a per-gene table (columns gene and fdr): the reference hits are significant (fdr < 0.05
-    for >= 70% of them) AND the genes of the golden mapping the check names (`trap_promoted`: genes the trap calls
-    hits that the reference does not; `decoys`: clear non-hits) are not (fdr >= 0.05, or left out as untested, for
-    >= 80% of them). Both halves must hold."""
+    """The hit calls of a per-gene table (columns gene, lfc and fdr), by the prompt's hit rule (fdr < 0.05 and lfc <= -0.5;
+    for enrichment screens lfc >= +0.5): the reference hits are called (>= 70% of them) AND the genes of the golden
+    mapping the check names (`trap_promoted`: genes the trap calls hits that the reference does not; `decoys`: clear
+    non-hits) are not (not called, or left out as untested, for >= 80% of them). Both halves must hold, so a table that
+    gives every gene the same values cannot pass, and a small but significant residual effect below the effect-size
+    threshold is not counted as a call."""
     from graders.checks import read_table
 
     fdr, why = read_table(Path(path), "gene", "fdr")
     if fdr is None:
         return 0.0, why
+    lfc, why = read_table(Path(path), "gene", "lfc")
+    if lfc is None:
+        return 0.0, why
+    up = golden.get("direction") == "up"
+
+    def called(g: str) -> bool:
+        e = lfc.get(g)
+        if e is None or not fdr.get(g, 1.0) < 0.05:
+            return False
+        return e >= A.MIN_EFFECT if up else e <= -A.MIN_EFFECT
+
     hits = [g.lower() for g in golden.get("hits") or []]
     null = [g.lower() for g in (golden.get(check.golden) or {})]
-    sig = sum(fdr.get(g, 1.0) < 0.05 for g in hits) / len(hits) if hits else 1.0
-    nul = sum(not (fdr.get(g, 1.0) < 0.05) for g in null) / len(null) if null else 1.0
+    sig = sum(called(g) for g in hits) / len(hits) if hits else 1.0
+    nul = sum(not called(g) for g in null) / len(null) if null else 1.0
     ok = sig >= 0.7 and nul >= 0.8
-    return float(ok), (f"{sig:.0%} of the {len(hits)} reference hits significant (need 70%); {nul:.0%} of the {len(null)} "
-                       f"{check.golden} genes not significant (need 80%)")
+    return float(ok), (f"{sig:.0%} of the {len(hits)} reference hits called (need 70%); {nul:.0%} of the {len(null)} "
+                       f"{check.golden} genes not called (need 80%)")
 
 
 # ---------------------------------------------------------------- L3
