@@ -5,20 +5,21 @@ Substrate (seeded simulation, real=false)
 -----------------------------------------
 `bulk_gene_universe` draws a fixed universe of genes once (seed 0): 3,000 protein-coding-like genes with synthetic
 Ensembl-style identifiers (ENSG + 11 digits, never real IDs) and symbols (BRG00001 ...), a chromosome (1-22) and an
-exonic length (log-normal, median 2.5 kb, sdlog 0.7 in natural log units, clipped to 0.3-15 kb: the spread of
-GENCODE union-exon lengths); a baseline mean count at a library of 20 M assigned reads that is log-normal
-(meanlog ln 60, sdlog 1.7: median ~60, 10% of genes below ~7 and 5% above ~1,000 counts, the shape of a typical
-human cell-line gene-count distribution after dropping unexpressed genes); and a gene-wise NB dispersion
-alpha_g = (a0 + a1 / mu_g) * exp(0.45 z_g), z ~ N(0, 1), the DESeq2 parametric mean-dispersion trend with
-log-normal scatter around it. The trend coefficients are drawn per world by `simulate` within the ranges of
-published DESeq2 fits to human cell-line and tissue RNA-seq: asymptotic dispersion a0 in 0.01-0.05 (biological CV
-10-22%; Love et al. 2014 Genome Biol 15:550, Fig. 1 and the `pasilla`/`airway` fits: a0 ~ 0.01-0.03 for cell lines)
-and extra-Poisson term a1 in 0.5-2.0 (the same fits: ~0.5-1.5), with the scatter sd of log dispersion 0.45
-(DESeq2's estimated prior variance of log dispersion around the trend is ~0.2-0.6 in these data sets).
+exonic length (log-normal, median 2.5 kb, sdlog 0.7 in natural log units, clipped to 0.3-15 kb: chosen to resemble the
+spread of human union-exon gene lengths); a baseline mean count at a library of 20 M assigned reads that is log-normal
+(meanlog ln 60, sdlog 1.7: median ~60, 10% of genes below ~7 and 5% above ~1,000 counts, chosen to resemble
+a human cell-line gene-count distribution after dropping unexpressed genes, not fitted); and a gene-wise NB dispersion
+alpha_g = (a0 + a1 / mu_g) * exp(0.45 z_g), z ~ N(0, 1): the parametric mean-dispersion trend of DESeq2 (Love, Huber,
+Anders 2014 Genome Biol 15:550, Methods) with log-normal scatter around it.
+The trend coefficients are drawn per world by `simulate`: asymptotic dispersion a0 in 0.01-0.05, a biological
+coefficient of variation of 10-22% (the edgeR User's Guide gives typical BCVs of ~0.1 for genetically identical
+model organisms and ~0.4 for unrelated human individuals, so these worlds stand for well-controlled cell-line or
+inbred experiments); the extra-Poisson term a1 in 0.5-2.0 and the scatter sd of log dispersion 0.45 are judgement
+values, chosen so that the trend rises at low counts as DESeq2 dispersion plots do, not values fitted to a data set.
 Sex-linked genes: XIST (chrX, expressed in female samples, mean ~400 at 20 M reads; ~0.1 in male samples) and seven
 chrY genes (RPS4Y1, DDX3Y, KDM5D, UTY, EIF1AY, USP9Y, ZFY; means 60-500 in male samples, ~0.05 in female samples).
-92 ERCC spike-in transcripts (ERCC-00002 ...; concentrations log2-uniform over 2^-4..2^14 attomoles/ul as in the
-ERCC Mix 1 design) are used by the normalisation family only.
+92 ERCC spike-in transcripts (IDs drawn in the ERCC-00nnn style; concentrations log2-uniform over 2^-4..2^14, about
+the 10^6-fold span of ERCC Mix 1, ~0.01-15,000 attomol/ul) are used by the normalisation family only.
 
 Counts: per sample j a depth D_j (library size in assigned reads, drawn log-normal around the world's depth), per
 gene a log2 effect matrix M (condition, batch, donor, global shift, degradation), and reads distributed in proportion

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.registry import product_validator, solver
+from benchmark.registry import product_maker, product_validator, solver
 
 SEX_Y = ("RPS4Y1", "DDX3Y", "KDM5D", "UTY", "EIF1AY", "USP9Y", "ZFY")
 SLOPE_FINDING = 0.2          # |length-trend slope| (log2 ratio per log2 length) that marks a degraded sample
@@ -198,8 +198,9 @@ def _read_any(path: Path) -> pd.DataFrame:
 
 @product_validator("bulkrna.recovered_counts")
 def recovered_counts(path: Path, golden: dict, check) -> tuple[float, str]:
-    """A recovered count matrix (gene_id then one column per sample, integers): per-sample totals within 2% of the
-    reference recovery for every sample."""
+    """A recovered count matrix (gene_id then one column per sample, integers): one row per gene of the original
+    (>= 99% of its rows, so a totals-only table is no matrix) and per-sample totals within 2% of the reference
+    recovery for every sample."""
     want = golden.get("recovered_library_sizes") or {}
     try:
         tab = _read_any(path)
@@ -209,25 +210,35 @@ def recovered_counts(path: Path, golden: dict, check) -> tuple[float, str]:
     miss = [s for s in want if s not in num.columns]
     if miss:
         return 0.0, f"sample columns missing: {miss[:5]}"
+    n_ok = len(tab) >= 0.99 * int(golden.get("n_gene_rows", 0))
     vals = num[list(want)].to_numpy(float)
     integer = float(np.nanmean(np.abs(vals - np.rint(vals)) < 1e-6))
     share = float(np.mean([abs(np.nansum(num[s]) - t) <= 0.02 * t for s, t in want.items()]))
-    return float(integer >= 0.99 and share >= 0.999), f"{integer:.1%} integer values; {share:.0%} of samples with totals within 2%"
+    return float(integer >= 0.99 and share >= 0.999 and n_ok), (
+        f"{len(tab)} rows (need 99% of {golden.get('n_gene_rows')}); {integer:.1%} integer values; "
+        f"{share:.0%} of samples with totals within 2%")
 
 
 @product_validator("bulkrna.matched_ids")
 def matched_ids(path: Path, golden: dict, check) -> tuple[float, str]:
-    """A corrected count table whose first column holds gene IDs found in genes.tsv (>= 99% of rows, and as many
-    rows as the original)."""
+    """A corrected count table: first column gene IDs found in genes.tsv (>= 99% of rows, and as many rows as the
+    original) AND every sample's count column kept (per-sample totals within 0.5% of the original library sizes), so
+    a copy of genes.tsv or an ID list alone is no corrected matrix."""
     ann = set(golden.get("annotation_ids") or [])
+    libs = golden.get("library_sizes") or {}
     try:
         tab = _read_any(path)
+        num = tab.iloc[:, 1:].apply(pd.to_numeric, errors="coerce")
     except Exception as exc:  # noqa: BLE001
         return 0.0, f"unreadable table ({exc})"
     ids = tab.iloc[:, 0].astype(str).tolist()
     share = float(np.mean([g in ann for g in ids])) if ids else 0.0
     n_ok = len(ids) >= 0.99 * int(golden.get("n_gene_rows", 0))
-    return float(share >= 0.99 and n_ok), f"{share:.1%} of {len(ids)} row IDs in the annotation (need 99% of {golden.get('n_gene_rows')})"
+    miss = [s for s in libs if s not in num.columns]
+    tot_ok = not miss and all(abs(float(np.nansum(num[s])) - t) <= 0.005 * t for s, t in libs.items())
+    why = (f"{share:.1%} of {len(ids)} row IDs in the annotation (need 99% of {golden.get('n_gene_rows')}); "
+           + (f"sample columns missing: {miss[:5]}" if miss else f"sample totals {'match' if tot_ok else 'differ from'} the original counts"))
+    return float(share >= 0.99 and n_ok and tot_ok), why
 
 
 @product_validator("bulkrna.corrected_sheet")
@@ -351,7 +362,9 @@ def l2_condition_de(world_dir: Path, world) -> dict:
 @product_validator("bulkrna.de_calls")
 def de_calls(path: Path, golden: dict, check) -> tuple[float, str]:
     """The calls of a per-gene table (gene, padj): >= 70% of the reference DE genes significant AND >= 80% of the
-    genes in the check's golden mapping (genes the trap calls DE that the reference finds null) not significant."""
+    genes in the check's golden mapping (genes the trap calls DE that the reference finds null) not significant AND
+    >= 70% of the table's significant genes reference DE genes (precision: a table calling every gene significant
+    earns nothing where the trap's own list is empty, as on a clean control or when ~condition finds nothing)."""
     from graders.checks import read_table
 
     padj, why = read_table(Path(path), "gene", "padj")
@@ -361,8 +374,11 @@ def de_calls(path: Path, golden: dict, check) -> tuple[float, str]:
     null = [g.lower() for g in (golden.get(check.golden) or {})]
     sig = sum(padj.get(g, 1.0) < 0.05 for g in de) / len(de) if de else 1.0
     nul = sum(g in padj and padj[g] >= 0.05 for g in null) / len(null) if null else 1.0
-    return float(sig >= 0.7 and nul >= 0.8), (f"{sig:.0%} of {len(de)} reference DE genes significant (need 70%); "
-                                              f"{nul:.0%} of {len(null)} {check.golden} genes not (need 80%)")
+    called = [g for g, p in padj.items() if p < 0.05]
+    prec = len(set(called) & set(de)) / len(called) if called else (1.0 if not de else 0.0)
+    return float(sig >= 0.7 and nul >= 0.8 and prec >= 0.7), (
+        f"{sig:.0%} of {len(de)} reference DE genes significant (need 70%); {nul:.0%} of {len(null)} {check.golden} "
+        f"genes not (need 80%); {prec:.0%} of the table's {len(called)} significant genes are reference DE genes (need 70%)")
 
 
 # ---------------------------------------------------------------- L2 normalisation
@@ -464,6 +480,26 @@ def l3_dossier(world_dir: Path, world) -> dict:
     out["median_dispersion_by_bin"] = {f"{r.tissue} {r.mean_count_bin}": float(r.median_dispersion) for r in bins.itertuples()}
     out["contrast"] = {k.split(" ")[0]: (float(v) if k.startswith("fraction") else int(v)) for k, v in con.items()}
     return out
+
+
+
+# ---------------------------------------------------------------- product makers (hand-written reports' products)
+
+@product_maker("bulkrna.strip_versions")
+def make_stripped(src: Path, dest: Path) -> None:
+    """counts.tsv with Ensembl version suffixes removed from the gene IDs (the gene_id_mismatch correction)."""
+    lines = Path(src).read_text().splitlines(keepends=True)
+    Path(dest).write_text(lines[0] + "".join(strip_version(ln.split("\t", 1)[0]) + "\t" + ln.split("\t", 1)[1] for ln in lines[1:]))
+
+
+@product_maker("bulkrna.recover_counts")
+def make_recovered(src: Path, dest: Path) -> None:
+    """Integer counts recovered from normalised values: value / smallest non-zero value of the sample, rounded."""
+    X = pd.read_csv(src, sep="\t", index_col=0)
+    A = X.to_numpy(float)
+    mn = np.where(A > 0, A, np.inf).min(0)
+    pd.DataFrame(np.rint(A / mn[None, :]).astype(int), index=X.index, columns=X.columns).rename_axis("gene_id") \
+        .reset_index().to_csv(dest, sep="\t", index=False)
 
 
 import worlds.bulkrna.scripted  # noqa: E402,F401
