@@ -65,8 +65,7 @@ def _is_data(name: str) -> bool:
 
 
 def substrate_sources() -> list[Path]:
-    """Files named as substrate sources in `worlds/*/track.yaml` (`substrate.source`: `pkg/...` inside a package), and
-    every file `python -m benchmark data fetch` took from a package registry: no copy of them may be readable in a sandbox."""
+    """Files named as substrate sources in `worlds/*/track.yaml` (`substrate.source`: `pkg/...` inside a package)."""
     import yaml
 
     found: list[Path] = []
@@ -81,12 +80,17 @@ def substrate_sources() -> list[Path]:
                 p = site / token
                 if p.is_file():
                     found.append(p)
-    from benchmark.package_data import data_root  # real data fetched from package registries (.cache/data)
+    return sorted(set(found))
+
+
+def fetched_sources() -> list[Path]:
+    """Every file `python -m benchmark data fetch` took from a package registry (.cache/data). They live beside the
+    checkout, which no sandbox binds, so they are not masked (a mask would create their host path inside the
+    sandbox); the seal probe only checks that no copy of them is readable there."""
+    from benchmark.package_data import data_root
 
     root = data_root()
-    if root.is_dir():
-        found += [p for p in root.rglob("*") if p.is_file()]
-    return sorted(set(found))
+    return sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
 
 
 def _walk(top: Path, masked: set[Path]) -> None:
@@ -199,7 +203,7 @@ def seal_problems(limits=None) -> list[str]:
     from sandbox.bwrap import Limits, Sandbox
 
     sources: dict[int, list[str]] = {}
-    for p in substrate_sources():
+    for p in substrate_sources() + fetched_sources():
         sources.setdefault(p.stat().st_size, []).append(_sha256(p))
     want = {"suffixes": list(DATA_SUFFIXES), "sources": sources, "gold": ["graders", "worlds", "benchmark"],
             "tops": ["/"]}
