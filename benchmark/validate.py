@@ -44,6 +44,7 @@ def validate_suite(suite: Suite) -> list[str]:
             worlds = [r for r in suite.worlds.values() if r.world.family == fid]
             if fam.level == Level.L2 and worlds and not any(r.world.world_class == "clean" for r in worlds):
                 problems.append(f"{fpath}: family '{fid}' has no clean control; add a world with class: clean")
+    problems += conclusion_problems(suite.worlds.values())
     for ref in suite.worlds.values():
         w = ref.world
         for i, step in enumerate(w.recipe):
@@ -108,6 +109,32 @@ def track_folder_problems(bundle) -> list[str]:
                 if fid not in reg:
                     out.append(f"{bundle.family_paths[fid]}: no {reg.kind} is registered for family '{fid}'; add one "
                                f"in {tm.solver_module}")
+    return out
+
+
+def conclusion_problems(refs) -> list[str]:
+    """An `equals` check outside I that accepts the same answer in every world of its family ("usable": true) is a
+    conclusion a report pasted from a sibling world also gets right; it must `require` a check of this world's own
+    values, or a pasted report keeps its credit (graders/README.md section 3)."""
+    out: list[str] = []
+    by_family: dict[str, list] = {}
+    for ref in refs:  # WorldRef-like: .path, .world, .family
+        if isinstance(ref.world, L2World):
+            by_family.setdefault(ref.family.id, []).append(ref)
+    for refs in by_family.values():
+        if len(refs) < 2:
+            continue
+        answers: dict[str, set] = {}
+        for ref in refs:
+            for c in ref.world.rubric.checks:
+                if c.kind == "equals" and c.component != "I":
+                    answers.setdefault(c.id, set()).add(repr(sorted(map(str, c.values))))
+        for ref in refs:
+            for c in ref.world.rubric.checks:
+                if c.id in answers and len(answers[c.id]) == 1 and not c.requires:
+                    out.append(f"{ref.path}: field 'rubric.checks' check '{c.id}': accepts {c.values} in every world of "
+                               f"family '{ref.family.id}', so a sibling's pasted report earns it; add `requires:` naming a "
+                               "value or product check of this world")
     return out
 
 

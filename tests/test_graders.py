@@ -9,7 +9,7 @@ import os
 import pytest
 
 from benchmark.manifest import Check
-from benchmark.validate import contract_problems
+from benchmark.validate import conclusion_problems, contract_problems
 from graders.checks import f1_score, run_check, run_checks
 from graders.l1 import STATE_SCORES, fabrication_share, grade_l1
 from graders.l2 import grade_l2
@@ -257,3 +257,22 @@ def test_contract_lint_refuses_words_outside_recognition(tmp_path):
     assert any("check 'm'" in p and "component I" in p for p in problems)
     assert any("zero_if" in p and "check 'z'" in p for p in problems)
     assert contract_problems(tmp_path / "w.yaml", l2_world(), l2_family()) == []
+
+
+def test_contract_lint_refuses_a_conclusion_every_sibling_shares(tmp_path):
+    """`analysis_usable: true` is right in every world of a family: a sibling's pasted report would earn it, so the
+    lint asks for `requires:` on a check of the world's own values (the pasted-report bound of issue 10)."""
+    from types import SimpleNamespace
+
+    base = [{"id": "a", "kind": "value", "component": "A", "field": "total_mb", "golden": "total_mb", "rel_tol": 0.3},
+            {"id": "i", "kind": "mentions", "component": "I", "fields": ["issues_found"], "patterns": ["narrow"]},
+            {"id": "m", "kind": "value", "component": "M", "field": "total_mb", "golden": "total_mb", "rel_tol": 0.3}]
+    usable = {"id": "usable", "kind": "equals", "component": "C", "field": "analysis_usable", "values": [True]}
+
+    def refs(check):
+        return [SimpleNamespace(path=tmp_path / f"{n}.yaml", world=l2_world(checks=base + [check]), family=l2_family())
+                for n in ("clean", "trap")]
+
+    problems = conclusion_problems(refs(usable))
+    assert len(problems) == 2 and all("check 'usable'" in p and "requires" in p for p in problems)
+    assert conclusion_problems(refs({**usable, "requires": ["a"]})) == []

@@ -45,14 +45,6 @@ def _oracle(out, world_id):
     return traj.report_raw, store.artifacts / result_key(world_id, 0), [c.code + "\n" + c.stdout for c in traj.cells]
 
 
-# Families of the three new tracks (issue 13) where one world's oracle report, pasted onto its siblings, still
-# averages 37-44 (> 35): their checks share credit a pasted report keeps (see the closing note). Named, not hidden:
-# the test fails for any other family, and once a family here holds the bound it must be removed.
-PASTE_GAPS = {"bulkrna.L2.condition_de", "bulkrna.L2.lfc_ranking", "bulkrna.L2.normalisation",
-              "clinvar.L2.frequency_filter", "clinvar.L2.reportable_findings",
-              "crispr.L2.essential", "crispr.L2.resistance", "crispr.L2.selective"}
-
-
 @pytest.mark.slow
 def test_one_worlds_report_pasted_onto_its_family_scores_at_most_35(agents):
     out, _, _ = agents
@@ -67,12 +59,7 @@ def test_one_worlds_report_pasted_onto_its_family_scores_at_most_35(agents):
             pasted = [grade(dst, read_golden(dst).values, report, products=products).score for dst in refs]
             worst[(fid, src.id)] = statistics.fmean(pasted)
     over = {k: round(v, 1) for k, v in worst.items() if v > 35}
-    known = {k: v for k, v in over.items() if k[0] in PASTE_GAPS}
-    assert {k: v for k, v in over.items() if k not in known} == {}
-    closed = PASTE_GAPS - {fid for fid, _ in over}
-    assert not closed, f"these families now hold the bound: remove them from PASTE_GAPS: {sorted(closed)}"
-    if known:
-        pytest.xfail(f"known gap (issue 13 closing note): pasted reports average 37-44 on {sorted(PASTE_GAPS)}: {known}")
+    assert over == {}, over
 
 
 @pytest.mark.slow
