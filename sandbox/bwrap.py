@@ -630,6 +630,9 @@ class Sandbox:
         env = {
             "PATH": f"{py_home}/bin:/usr/local/bin:/usr/bin:/bin",
             "HOME": "/workspace", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+            # tool caches (fontconfig, matplotlib, numba) go to /tmp, not $HOME: a cache written in /workspace would be
+            # collected as the agent's work product and fill its artifacts with files it never wrote
+            "XDG_CACHE_HOME": "/tmp/.cache", "MPLCONFIGDIR": "/tmp/.cache/matplotlib",
             "MPLBACKEND": "Agg", "NUMBA_CACHE_DIR": "/tmp/numba", "PYTHONDONTWRITEBYTECODE": "1",
             "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
             "KERNEL_SCRATCH": "/tmp", "USER": "agent",

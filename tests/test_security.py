@@ -112,6 +112,15 @@ def test_collect_skips_hardlinks_fifos_sockets_devices_and_caps(world, tmp_path)
         assert not any(p.is_file() and p.stat().st_size == 3 << 20 for p in (tmp_path / "a1").rglob("*"))
 
 
+def test_tool_caches_are_not_collected_as_work_products(world, tmp_path):
+    """matplotlib and fontconfig write caches under $XDG_CACHE_HOME/$MPLCONFIGDIR; were they in /workspace, every
+    plotting run would hand binary caches in as the agent's products (and gaming agents could not replay them)."""
+    with Sandbox(world) as sb:
+        r = sb.run_python("import matplotlib.pyplot as plt\nplt.plot([1, 2]); plt.savefig('fig.png'); print('ok')")
+        assert "ok" in r.stdout, r.stderr
+        assert sb.collect(tmp_path / "a") == ["fig.png"], sb.collect_log
+
+
 # ---------------------------------------------------------------- no host path inside
 
 @needs_root
