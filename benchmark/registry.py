@@ -111,15 +111,15 @@ def product_validator(name: str, version: str = "1"):
     return PRODUCT_VALIDATORS.register(name, version)
 
 
-# A track's substrate for evidence-grounding items (track.yaml `grounding_module`, items in worlds/<track>/grounding.yaml):
-#   @grounding_substrate("scrna")
-#   def cells() -> tuple[np.ndarray, list[str], list[str], pd.DataFrame]: ...   # counts (cells x genes), genes,
-#                                                                                # barcodes, obs with cell_type
-GROUNDING_SUBSTRATES = Registry("grounding substrate")
+# A track's host of evidence-grounding items (track.yaml `grounding_module`, items in worlds/<track>/grounding.yaml):
+# a subclass of benchmark.grounding.host.GroundingHost, instantiated once by the protocol.
+#   @grounding_host("histone")
+#   class HistoneHost(GroundingHost): ...
+GROUNDING_HOSTS = Registry("grounding host")
 
 
-def grounding_substrate(track: str, version: str = "1"):
-    return GROUNDING_SUBSTRATES.register(track, version)
+def grounding_host(track: str, version: str = "1"):
+    return GROUNDING_HOSTS.register(track, version)
 
 
 # Test support, gold side: how a hand-written report's work product is derived from one of the world's own files

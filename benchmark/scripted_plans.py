@@ -204,7 +204,7 @@ def grounding(model: str, shown, insufficient_letter: str | None) -> dict[str, A
         return _meta(refuse(f"scripted/{name} has no behaviour for grounding items"))
     from graders.grounding import oracle_cells
 
-    return _meta(run_cells(oracle_cells(shown.statistic, shown.options, insufficient_letter)))
+    return _meta(run_cells(oracle_cells(shown.host.stat_source, shown.statistic, shown.options, insufficient_letter)))
 
 
 @_guarded

@@ -1,119 +1,28 @@
-"""Evidence grounding, gold side (seed 000 Sec. 4, SPEC R13): the pre-registered reference statistics, the answer
-they support on a data version, the verification of every built version from the files on disk, and the oracle's
-code cells.
+"""Evidence grounding, gold side (seed 000 Sec. 4, SPEC R13): the generic parts of the reference statistics, the
+verification of every built version from the files on disk, the oracle's code cells and the official score.
 
-The statistic code is ONE source text (`STAT_SOURCE`). The verifier exec's it here, and the scripted oracle sends the
-very same text into the sandbox, so the oracle answers exactly what the reference statistic says on the files it
-can see, and "insufficient data" where the statistic is undefined.
-
-Statistic kinds (options are the item's option texts; x = log1p(CP10k) computed from the UMI counts in the file):
-  marker        options genes; mean x in `population` minus mean x in all other cells; highest wins
-  de            options genes; mean x in `group1` minus mean x in `group2`; highest wins
-  localisation  options populations; mean x of `gene` in each population; highest wins
-  abundance     options populations; number of cells; highest (direction max) or lowest (min) wins
-  composition   options populations; share of all cells in `column`==`after` minus share in `column`==`before`
-The answer is undefined (None) when a gene or group the statistic reads is absent, or when the best option leads
-the runner-up by less than the item's `margin`.
+A hosting track's statistic code is ONE source text (its host's `stat_source`, benchmark/grounding/host.py), run after
+`COMMON_SOURCE` here. The verifier exec's it on the host, and the scripted oracle sends the very same text into the
+sandbox, so the oracle answers exactly what the reference statistic says on the files it can see, and "insufficient
+data" where the statistic is undefined. The answer is undefined (None) when anything the statistic reads is absent,
+or when the best option leads the runner-up by less than the item's `margin` (`decide`).
 """
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-STAT_SOURCE = r'''
-import gzip, json, os
-import numpy as np
-import pandas as pd
-import scipy.io, scipy.sparse
-
-MTX_DIR = "filtered_feature_bc_matrix"
+COMMON_SOURCE = r'''
+import json
 
 
-def load_10x(root="."):
-    """cells x genes UMI counts (CSR float64), gene symbols, and cells.csv rows aligned with the matrix columns."""
-    mdir = os.path.join(root, MTX_DIR)
-    m = scipy.io.mmread(os.path.join(mdir, "matrix.mtx.gz"))
-    counts = scipy.sparse.csr_matrix(scipy.sparse.coo_matrix(m).T).astype(np.float64)
-    with gzip.open(os.path.join(mdir, "features.tsv.gz"), "rt") as fh:
-        genes = [ln.rstrip("\n").split("\t")[1] for ln in fh if ln.strip()]
-    with gzip.open(os.path.join(mdir, "barcodes.tsv.gz"), "rt") as fh:
-        barcodes = [ln.strip() for ln in fh if ln.strip()]
-    cells = pd.read_csv(os.path.join(root, "cells.csv"), dtype=str, keep_default_na=False)
-    cells = cells.set_index("barcode").loc[barcodes].reset_index()
-    if counts.shape != (len(barcodes), len(genes)):
-        raise ValueError(f"matrix {counts.shape} does not match {len(barcodes)} barcodes x {len(genes)} features")
-    return counts, genes, cells
-
-
-def lognorm(counts):
-    tot = np.asarray(counts.sum(1)).ravel()
-    x = scipy.sparse.csr_matrix(counts.multiply((1e4 / np.maximum(tot, 1))[:, None]))
-    x.data = np.log1p(x.data)
-    return x
-
-
-def _col_mean(x, rows, j):
-    return float(x[np.flatnonzero(rows)][:, j].mean())
-
-
-def reference_statistic(spec, options, counts, genes, cells):
-    """{"answer": letter or None, "values": {letter: value or None}, "reason": str} for one data version."""
-    kind, margin = spec["kind"], float(spec["margin"])
-    direction = spec.get("direction", "max")
-    pos = {g: i for i, g in enumerate(genes)}
-    ct = cells["cell_type"].to_numpy() if "cell_type" in cells else np.array([], dtype=object)
-    values, missing = {}, []
-    if kind in ("marker", "de", "localisation"):
-        x = lognorm(counts)
-    if kind == "marker" or kind == "de":
-        if kind == "marker":
-            a = ct == spec["population"]
-            b = ~a
-            names = (spec["population"], "all other cells")
-        else:
-            a, b = ct == spec["group1"], ct == spec["group2"]
-            names = (spec["group1"], spec["group2"])
-        for name, m in zip(names, (a, b)):
-            if not m.any():
-                missing.append(f"no cells of {name}")
-        for letter, gene in options.items():
-            if gene not in pos:
-                missing.append(f"gene {gene} is absent")
-                values[letter] = None
-            elif a.any() and b.any():
-                values[letter] = _col_mean(x, a, pos[gene]) - _col_mean(x, b, pos[gene])
-    elif kind == "localisation":
-        gene = spec["gene"]
-        if gene not in pos:
-            missing.append(f"gene {gene} is absent")
-        for letter, pop in options.items():
-            m = ct == pop
-            if not m.any():
-                missing.append(f"no cells of {pop}")
-                values[letter] = None
-            elif gene in pos:
-                values[letter] = _col_mean(x, m, pos[gene])
-            else:
-                values[letter] = None
-    elif kind == "abundance":
-        for letter, pop in options.items():
-            values[letter] = float((ct == pop).sum())
-    elif kind == "composition":
-        grp = cells[spec["column"]].to_numpy() if spec["column"] in cells else np.array([], dtype=object)
-        before, after = grp == spec["before"], grp == spec["after"]
-        for name, m in ((spec["before"], before), (spec["after"], after)):
-            if not m.any():
-                missing.append(f"no cells in {spec['column']} {name}")
-        for letter, pop in options.items():
-            if before.any() and after.any():
-                values[letter] = float((ct[after] == pop).mean() - (ct[before] == pop).mean())
-            else:
-                values[letter] = None
-    else:
-        raise ValueError(f"unknown statistic kind {kind!r}")
+def decide(values, missing, margin, direction="max"):
+    """The answer a statistic's option values support: None when `missing` names anything absent, or when the best
+    option (highest for direction max, lowest for min) leads the runner-up by less than `margin`."""
     if missing:
         return {"answer": None, "values": values, "reason": "; ".join(missing)}
     order = sorted(values, key=lambda k: values[k], reverse=(direction == "max"))
@@ -136,33 +45,40 @@ def oracle_report(res, options, insufficient_letter=None):
             "evidence": f"the data cannot decide: {res['reason']}" + (f"; computed: {vals}" if vals else "")}
 '''
 
-_NS: dict[str, Any] = {}
+_NS: dict[str, dict[str, Any]] = {}
 
 
-def _ns() -> dict[str, Any]:
-    if not _NS:
-        exec(compile(STAT_SOURCE, "graders/grounding.py:STAT_SOURCE", "exec"), _NS)  # noqa: S102 - our own code
-    return _NS
+def namespace(stat_source: str) -> dict[str, Any]:
+    """COMMON_SOURCE + a host's stat_source, exec'd once per source text."""
+    key = hashlib.sha256(stat_source.encode()).hexdigest()
+    if key not in _NS:
+        ns: dict[str, Any] = {}
+        exec(compile(COMMON_SOURCE + stat_source, "<grounding stat_source>", "exec"), ns)  # noqa: S102 - our own code
+        for name in ("load", "reference_statistic"):
+            if not callable(ns.get(name)):
+                raise ValueError(f"a grounding host's stat_source must define {name}()")
+        _NS[key] = ns
+    return _NS[key]
 
 
-def load_version(root: Path):
-    """(counts, genes, cells) read back from a version's files on disk."""
-    return _ns()["load_10x"](str(root))
+def load_version(stat_source: str, root: Path):
+    """A version's data read back from its files on disk (the host's `load`)."""
+    return namespace(stat_source)["load"](str(root))
 
 
-def statistic(spec: dict, options: dict[str, str], root: Path | None = None, data=None) -> dict:
-    """The reference statistic on a version folder (or on already-loaded (counts, genes, cells))."""
-    counts, genes, cells = data if data is not None else load_version(Path(root))
-    return _ns()["reference_statistic"](spec, options, counts, genes, cells)
+def statistic(stat_source: str, spec: dict, options: dict[str, str], root: Path | None = None, data=None) -> dict:
+    """The reference statistic on a version folder (or on data `load` already returned)."""
+    data = data if data is not None else load_version(stat_source, Path(root))
+    return namespace(stat_source)["reference_statistic"](spec, options, data)
 
 
-def oracle_cells(spec: dict, options: dict[str, str], insufficient_letter: str | None) -> list[str]:
+def oracle_cells(stat_source: str, spec: dict, options: dict[str, str], insufficient_letter: str | None) -> list[str]:
     """One code cell: the reference statistic on the workspace's files; prints the report as its last line.
     Without data (the no-data condition) it reports that the data cannot decide."""
-    code = (STAT_SOURCE
+    code = (COMMON_SOURCE + stat_source
             + f"\nspec = json.loads({json.dumps(json.dumps(spec, sort_keys=True))})"
             + f"\noptions = json.loads({json.dumps(json.dumps(options, sort_keys=True))})"
-            + "\ntry:\n    res = reference_statistic(spec, options, *load_10x('.'))"
+            + "\ntry:\n    res = reference_statistic(spec, options, load('.'))"
             + "\nexcept Exception as exc:\n    res = {'answer': None, 'values': {}, 'reason': f'no readable data ({type(exc).__name__})'}"
             + f"\nprint(json.dumps(oracle_report(res, options, {insufficient_letter!r})))\n")
     return [code]
@@ -174,7 +90,7 @@ def expected_answer(cls: str, key: str, flip_answer: str) -> str | None:
     return {"original": key, "null": key, "withdrawal": None, "flip": flip_answer}[cls]
 
 
-def _file_texts(root: Path) -> dict[str, str]:
+def file_texts(root: Path) -> dict[str, str]:
     """Every file's text (gzip decompressed)."""
     out = {}
     for p in sorted(Path(root).rglob("*")):
@@ -184,7 +100,7 @@ def _file_texts(root: Path) -> dict[str, str]:
     return out
 
 
-def _gzip_header_problems(root: Path) -> list[str]:
+def gzip_header_problems(root: Path) -> list[str]:
     """Canonical gzip headers: FNAME = the file's own uncompressed name, MTIME = 0 (seed 000 App. D)."""
     probs = []
     for p in sorted(Path(root).rglob("*.gz")):
@@ -197,35 +113,30 @@ def _gzip_header_problems(root: Path) -> list[str]:
     return probs
 
 
-def verify_version(spec: dict, options: dict[str, str], cls: str, root: Path, expect: str | None,
-                   deleted_gene: str | None = None, original_barcodes: set[str] | None = None) -> list[str]:
-    """Problems with one built version (empty list: verified). Reads every file back from disk:
-    the statistic recomputed on the raw UMI counts must give `expect` (None: undefined); the matrix, features,
-    barcodes and cells.csv must agree; a deleted gene may appear in no file at all; a null version may keep no
-    original barcode; gzip headers must be canonical."""
+def files_mentioning(root: Path, name: str) -> list[str]:
+    """The files of a version (gzip decompressed) in which `name` appears as a whole word."""
+    pat = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])")
+    return [f for f, t in file_texts(root).items() if pat.search(t)]
+
+
+def verify_version(stat_source: str, spec: dict, options: dict[str, str], cls: str, root: Path, expect: str | None,
+                   extra: Callable[[Any], list[str]] | None = None) -> list[str]:
+    """Problems with one built version (empty list: verified). Reads every file back from disk: gzip headers must
+    be canonical; the files must load together (the host's `load`); the statistic recomputed on them must give
+    `expect` (None: undefined); then `extra(data)`, the host's own checks on the loaded data."""
     root = Path(root)
-    problems = _gzip_header_problems(root)
+    problems = gzip_header_problems(root)
     try:
-        counts, genes, cells = load_version(root)
+        data = load_version(stat_source, root)
     except Exception as exc:  # noqa: BLE001
         return problems + [f"files do not load together: {type(exc).__name__}: {exc}"]
-    res = statistic(spec, options, data=(counts, genes, cells))
+    res = statistic(stat_source, spec, options, data=data)
     if res["answer"] != expect:
         want = "undefined" if expect is None else expect
         got = "undefined" if res["answer"] is None else res["answer"]
         problems.append(f"{cls}: the reference statistic supports {got} ({res['reason']}), the class requires {want}")
-    if len(set(cells["barcode"])) != len(cells):
-        problems.append("cells.csv repeats a barcode")
-    if deleted_gene is not None:
-        texts = _file_texts(root)
-        pat = re.compile(rf"(?<![\w.-]){re.escape(deleted_gene)}(?![\w.-])")
-        hits = [f for f, t in texts.items() if pat.search(t)]
-        if hits:
-            problems.append(f"{cls}: deleted gene {deleted_gene} still appears in {', '.join(hits)}")
-    if original_barcodes is not None:
-        kept = original_barcodes & set(cells["barcode"])
-        if kept:
-            problems.append(f"{cls}: {len(kept)} original barcodes survive (e.g. {sorted(kept)[0]})")
+    if extra is not None:
+        problems += extra(data)
     return problems
 
 

@@ -15,9 +15,9 @@ def cmd_items(args) -> int:
     from benchmark.grounding.build import ensure_built, read_build, version_dir
     from benchmark.grounding.items import CONDITIONS, select
 
-    items = select(args.items)
+    items = select(args.items, args.tracks)
     if args.anonymise:
-        items = [i for i in items if i.gene_named]
+        items = [i for i in items if i.anonymisable]
     if args.build:
         from benchmark.progress import progress
 
@@ -32,7 +32,7 @@ def cmd_items(args) -> int:
             files = sorted(str(p) for p in d.rglob("*") if p.is_file()) if c != "nodata" and d.exists() else []
             versions[c] = {"dir": str(d), "files": files, "supported": i.supported(c),
                            "verified": bool(rec and c in rec.get("versions", {}))}
-        rows.append({"id": i.id, "family": i.family, "question": i.question, "options": i.options, "key": i.key,
+        rows.append({"id": i.id, "track": i.track, "family": i.family, "question": i.question, "options": i.options, "key": i.key,
                      "flip_answer": i.flip_answer, "statistic": i.statistic, "withdrawal": i.withdrawal,
                      "flip": i.flip, "dataset": i.dataset, "anonymised": args.anonymise, "built": rec is not None,
                      "versions": versions})
@@ -43,10 +43,10 @@ def cmd_items(args) -> int:
     from rich.table import Table
 
     t = Table(title=f"{len(rows)} grounding items")
-    for col in ("id", "family", "key", "flip", "withdrawal", "flip op", "built"):
+    for col in ("id", "track", "family", "key", "flip", "withdrawal", "flip op", "built"):
         t.add_column(col)
     for r in rows:
-        t.add_row(r["id"], r["family"], r["key"], r["flip_answer"], r["withdrawal"]["op"], r["flip"]["op"],
+        t.add_row(r["id"], r["track"], r["family"], r["key"], r["flip_answer"], r["withdrawal"]["op"], r["flip"]["op"],
                   "yes" if r["built"] else "no")
     Console().print(t)
     return 0
@@ -57,9 +57,9 @@ def cmd_build(args) -> int:
     from benchmark.grounding.items import select
     from benchmark.progress import progress
 
-    items = select(args.items)
+    items = select(args.items, args.tracks)
     if args.anonymise:
-        items = [i for i in items if i.gene_named]
+        items = [i for i in items if i.anonymisable]
     with progress("building and verifying versions", len(items)) as step:
         if args.force:
             for i in items:
@@ -77,7 +77,7 @@ def cmd_run(args) -> int:
     from benchmark.grounding.run import GroundingConfig, execute
 
     out = Path(args.out) if args.out else Path("runs") / ("grounding_" + args.model.replace("/", "_"))
-    cfg = GroundingConfig(model=args.model, out=out, items=args.items, conditions=args.conditions or list(CONDITIONS),
+    cfg = GroundingConfig(model=args.model, out=out, items=args.items, tracks=args.tracks, conditions=args.conditions or list(CONDITIONS),
                           replicates=args.replicates, concurrency=args.concurrency, resume=args.resume, seed=args.seed,
                           anonymise=args.anonymise, insufficient_option=args.insufficient_option, budget=args.budget)
     records = execute(cfg)
@@ -96,7 +96,8 @@ def cmd_judge(args) -> int:
     n = 0
     for d in args.run_dirs:
         with progress(f"judging {d} with {args.judge}", 0) as step:
-            n += len(judge_run(Path(d), args.judge, tuple(args.prompts), args.conditions, on_step=step, items=args.items))
+            n += len(judge_run(Path(d), args.judge, tuple(args.prompts), args.conditions, on_step=step, items=args.items,
+                                   tracks=args.tracks))
     print(f"{n} new judgements by {args.judge}; see `python -m benchmark grounding metrics {' '.join(args.run_dirs)}`")
     return 0
 
@@ -123,13 +124,15 @@ def add_grounding_parser(sub) -> None:
 
     sp = gs.add_parser("items", help="list items with their versions' file paths, key and the flip's supported answer")
     sp.add_argument("--items", nargs="+", help="item ids or glob patterns")
-    sp.add_argument("--anonymise", action="store_true", help="the gene-anonymised variants (gene-named items)")
+    sp.add_argument("--tracks", nargs="+", help="only the items of these hosting tracks")
+    sp.add_argument("--anonymise", action="store_true", help="the anonymised variants (items of the hosts' anon_families)")
     sp.add_argument("--build", action="store_true", help="build and verify missing versions first")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_items)
 
     sp = gs.add_parser("build", help="build every version and verify it from disk (refuses failing versions)")
-    sp.add_argument("--items", nargs="+")
+    sp.add_argument("--items", nargs="+", help="item ids or glob patterns")
+    sp.add_argument("--tracks", nargs="+", help="only the items of these hosting tracks")
     sp.add_argument("--anonymise", action="store_true")
     sp.add_argument("--force", action="store_true", help="rebuild even when the cache is current")
     sp.set_defaults(fn=cmd_build)
@@ -138,12 +141,13 @@ def add_grounding_parser(sub) -> None:
     sp.add_argument("--model", default="local/smollm2",
                     help="litellm model string; offline: local/smollm2, scripted/oracle|recall|first")
     sp.add_argument("--items", nargs="+", help="item ids or glob patterns")
+    sp.add_argument("--tracks", nargs="+", help="only the items of these hosting tracks")
     sp.add_argument("--conditions", nargs="+", choices=["original", "null", "withdrawal", "flip", "nodata"])
     sp.add_argument("--replicates", type=int, default=1)
     sp.add_argument("--concurrency", type=int, default=1)
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--budget", type=int, default=12, help="agent steps per run (default 12)")
-    sp.add_argument("--anonymise", action="store_true", help="replace gene symbols by opaque ids (seed 000 App. G)")
+    sp.add_argument("--anonymise", action="store_true", help="replace names (e.g. gene symbols) by opaque ids (seed 000 App. G)")
     sp.add_argument("--insufficient-option", action="store_true",
                     help="add the option 'The provided data are insufficient to determine the answer' (App. H)")
     sp.add_argument("--bootstrap", type=int, default=1000)
@@ -157,6 +161,7 @@ def add_grounding_parser(sub) -> None:
     sp.add_argument("--prompts", nargs="+", default=["standard", "grounding"], choices=["standard", "grounding"])
     sp.add_argument("--conditions", nargs="+", choices=["original", "null", "withdrawal", "flip"])
     sp.add_argument("--items", nargs="+", help="only these item ids or glob patterns")
+    sp.add_argument("--tracks", nargs="+", help="only the items of these hosting tracks")
     sp.set_defaults(fn=cmd_judge)
 
     sp = gs.add_parser("metrics", help="agent metrics and the evaluator stress test over run folders")

@@ -1,66 +1,47 @@
-"""Item manifests (`worlds/<track>/grounding.yaml`, for the track whose track.yaml names a `grounding_module`): question, options, key, background, the pre-registered reference
-statistic (its kind and parameters; the code is in graders/grounding.py), and the withdrawal and flip operations.
+"""Item manifests: `worlds/<track>/grounding.yaml` of every track whose track.yaml names a `grounding_module`.
 
-Gene-name anonymisation (seed 000 App. G): every gene symbol maps to an opaque identifier by a fixed random
-permutation, consistently in the data (features), in marker-style population labels ("CD4+ ..."), and in the
-question, options, background and statistic parameters.
+An item: question, options, key, background, the pre-registered reference statistic (its kind and parameters; the
+code is the host's `stat_source`), the withdrawal and flip operations (the host's `ops`) and optionally a dataset
+(the file's `datasets`, in the host's `dataset_model`). An item knows its track (the folder it was loaded from);
+ids are unique across tracks.
+
+Anonymisation (seed 000 App. G): every name the host lists (`anon_names`, e.g. gene symbols) maps to an opaque
+identifier by a fixed random permutation, consistently in the data (the host's `anonymise_data`) and in the
+question, options, background and statistic and operation parameters.
 """
 from __future__ import annotations
 
+import fnmatch
 import functools
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from benchmark.errors import BenchmarkError
+from benchmark.grounding.host import GroundingHost, hosting_tracks, load_host
 from benchmark.loader import WORLDS_ROOT
 
-
-def grounding_track(root: Path = WORLDS_ROOT) -> tuple[str, str]:
-    """(track, grounding_module) of the one track that hosts the grounding items; errors name the fix."""
-    hosts = []
-    for tpath in sorted(root.glob("*/track.yaml")):
-        doc = yaml.safe_load(tpath.read_text(encoding="utf-8")) or {}
-        if doc.get("grounding_module"):
-            hosts.append((tpath.parent.name, doc["grounding_module"]))
-    if len(hosts) != 1:
-        raise BenchmarkError(f"the grounding protocol reads one item set, but {len(hosts)} tracks under {root} name a "
-                             f"grounding_module ({', '.join(t for t, _ in hosts) or 'none'}); keep it on one track.yaml")
-    return hosts[0]
-
-
-ITEMS_PATH = WORLDS_ROOT / grounding_track()[0] / "grounding.yaml"
-Family = Literal["marker", "abundance", "composition", "localisation", "de"]
 CONDITIONS = ("original", "null", "withdrawal", "flip", "nodata")
 VERSIONS = ("original", "null", "withdrawal", "flip")
 INSUFFICIENT_TEXT = "The provided data are insufficient to determine the answer"
 ANON_SEED = 20260901
-
-
-class Split(BaseModel):
-    """A documented split of the real cells into two samples: each cell goes to `names[1]` with probability
-    p_after[its population] (default p_after['default']), by a seeded draw."""
-
-    model_config = ConfigDict(extra="forbid")
-    column: str = "sample"
-    names: list[str]
-    seed: int
-    p_after: dict[str, float]
-    description: str
+ITEMS_FILE = "grounding.yaml"
 
 
 class Item(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str
-    family: Family
+    track: str = ""  # set by the loader from the folder the file lies in
+    family: str
     question: str
     options: dict[str, str]
     key: str
     background: str
-    dataset: str = "pbmc"
+    dataset: str | None = None  # None: the host's whole substrate
     statistic: dict[str, Any]
     withdrawal: dict[str, Any]
     flip: dict[str, Any]
@@ -77,6 +58,9 @@ class Item(BaseModel):
             raise ValueError(f"{self.id}: flip.answer must be an option other than the key")
         if "kind" not in self.statistic or "margin" not in self.statistic:
             raise ValueError(f"{self.id}: statistic needs kind and margin")
+        for name in ("withdrawal", "flip"):
+            if "op" not in getattr(self, name):
+                raise ValueError(f"{self.id}: {name} needs an op")
         return self
 
     @property
@@ -84,58 +68,149 @@ class Item(BaseModel):
         return self.flip["answer"]
 
     @property
-    def gene_named(self) -> bool:
-        return self.family in ("marker", "de", "localisation")
+    def host(self) -> GroundingHost:
+        return load_host(self.track)
+
+    @property
+    def anonymisable(self) -> bool:
+        """Whether the item names entities its host anonymises (seed 000 App. G: the gene-named families)."""
+        return self.family in self.host.anon_families
 
     def supported(self, condition: str) -> str | None:
         """s*(version): the answer the data of each condition support (None: undefined / no data)."""
         return {"original": self.key, "null": self.key, "flip": self.flip_answer}.get(condition)
 
 
-class ItemSet(BaseModel):
+class ItemFile(BaseModel):
+    """One track's grounding.yaml."""
+
     model_config = ConfigDict(extra="forbid")
-    datasets: dict[str, Split] = {}
+    datasets: dict[str, dict[str, Any]] = {}
     items: list[Item]
 
 
-@functools.lru_cache(maxsize=4)
-def load_items(path: Path = ITEMS_PATH) -> ItemSet:
+@dataclass(frozen=True)
+class Catalogue:
+    """Every hosting track's items, in track order then file order."""
+
+    items: list[Item]
+    datasets: dict[str, dict[str, BaseModel]]  # track -> dataset name -> the host's dataset model
+    paths: dict[str, Path]                     # track -> its grounding.yaml
+
+
+def _first_line(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        e = exc.errors()[0]
+        return f"field '{'.'.join(map(str, e['loc']))}': {e['msg']}"
+    return str(exc).splitlines()[0]
+
+
+def load_file(path: Path, track: str, host: GroundingHost) -> tuple[list[Item], dict[str, BaseModel]]:
+    """One track's items and datasets, checked against its host; errors name the file, the field and the fix."""
     try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-        s = ItemSet.model_validate(doc)
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        for raw in doc.get("items") or []:
+            if isinstance(raw, dict):
+                if raw.get("track", track) != track:
+                    raise ValueError(f"item {raw.get('id')}: field 'track' is {raw['track']!r} but the file lies in "
+                                     f"worlds/{track}/; drop the field (the folder names the track)")
+                raw["track"] = track
+        f = ItemFile.model_validate(doc)
     except (OSError, yaml.YAMLError, ValueError) as exc:
-        raise BenchmarkError(f"{path}: not a valid grounding item file: {str(exc).splitlines()[0]}") from exc
-    ids = [i.id for i in s.items]
-    dup = {i for i in ids if ids.count(i) > 1}
+        raise BenchmarkError(f"{path}: not a valid grounding item file: {_first_line(exc)}") from exc
+    datasets: dict[str, BaseModel] = {}
+    if f.datasets and host.dataset_model is None:
+        raise BenchmarkError(f"{path}: field 'datasets': the {track} grounding host declares no dataset_model; "
+                             "remove the field or give the host one")
+    for name, raw in f.datasets.items():
+        try:
+            datasets[name] = host.dataset_model.model_validate(raw)
+        except ValidationError as exc:
+            raise BenchmarkError(f"{path}: dataset {name}: {_first_line(exc)}") from exc
+    ids = [i.id for i in f.items]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
-        raise BenchmarkError(f"{path}: duplicate item ids {sorted(dup)}")
-    for i in s.items:
-        if i.dataset != "pbmc" and i.dataset not in s.datasets:
-            raise BenchmarkError(f"{path}: item {i.id} names unknown dataset {i.dataset!r}")
-    return s
+        raise BenchmarkError(f"{path}: duplicate item ids {dup}; rename them")
+    for i in f.items:
+        if i.family not in host.families:
+            raise BenchmarkError(f"{path}: item {i.id}: field 'family': {i.family!r} is not a family of the {track} "
+                                 f"host (known: {', '.join(host.families)}); use one of them")
+        if i.dataset is not None and i.dataset not in datasets:
+            raise BenchmarkError(f"{path}: item {i.id}: field 'dataset': unknown dataset {i.dataset!r}; declare it "
+                                 "under `datasets` or drop the field")
+        for name in ("withdrawal", "flip"):
+            op = getattr(i, name)["op"]
+            if op not in host.ops:
+                raise BenchmarkError(f"{path}: item {i.id}: field '{name}.op': unknown operation {op!r} "
+                                     f"(the {track} host knows {', '.join(sorted(host.ops))})")
+    return f.items, datasets
 
 
-def select(ids: list[str] | None = None, path: Path = ITEMS_PATH) -> list[Item]:
-    import fnmatch
+_DATASETS: dict[str, dict[str, BaseModel]] = {}  # track -> its datasets, as last loaded
 
-    items = load_items(path).items
-    if not ids:
-        return list(items)
-    out = [i for i in items if any(fnmatch.fnmatch(i.id, p) for p in ids)]
-    if not out:
-        raise BenchmarkError(f"no grounding item matches {' '.join(ids)}; see `python -m benchmark grounding items`")
+
+def datasets_of(track: str) -> dict[str, BaseModel]:
+    """A hosting track's datasets (its grounding.yaml `datasets`, in the host's dataset_model)."""
+    if track not in _DATASETS:
+        load_items()
+    return _DATASETS.get(track, {})
+
+
+@functools.lru_cache(maxsize=4)
+def load_items(root: Path | None = None) -> Catalogue:
+    """The items of every hosting track under `root` (default: WORLDS_ROOT)."""
+    root = Path(root or WORLDS_ROOT)
+    items: list[Item] = []
+    datasets: dict[str, dict[str, BaseModel]] = {}
+    paths: dict[str, Path] = {}
+    seen: dict[str, Path] = {}
+    for track, module in hosting_tracks(root).items():
+        path = root / track / ITEMS_FILE
+        if not path.exists():
+            raise BenchmarkError(f"{root / track / 'track.yaml'}: field 'grounding_module' is set but {path} does not "
+                                 "exist; add the items or drop the field")
+        its, datasets[track] = load_file(path, track, load_host(track, module))
+        for i in its:
+            if i.id in seen:
+                raise BenchmarkError(f"grounding item id {i.id!r} is used in {seen[i.id]} and in {path}; ids must be "
+                                     "unique across tracks, rename one")
+            seen[i.id] = path
+        items += its
+        paths[track] = path
+    _DATASETS.update(datasets)
+    return Catalogue(items, datasets, paths)
+
+
+def select(ids: list[str] | None = None, tracks: list[str] | None = None, root: Path | None = None) -> list[Item]:
+    """Items whose id matches any of `ids` (glob patterns) on any of `tracks` (default: all)."""
+    cat = load_items(root)
+    if tracks:
+        unknown = sorted(set(tracks) - set(cat.paths))
+        if unknown:
+            raise BenchmarkError(f"track(s) {', '.join(unknown)} host no grounding items (hosting tracks: "
+                                 f"{', '.join(cat.paths) or 'none'})")
+    out = [i for i in cat.items if (not tracks or i.track in tracks)
+           and (not ids or any(fnmatch.fnmatch(i.id, p) for p in ids))]
+    if (ids or tracks) and not out:
+        where = f" on {', '.join(tracks)}" if tracks else ""
+        raise BenchmarkError(f"no grounding item matches {' '.join(ids or [])}{where}; see `python -m benchmark grounding items`")
     return out
 
 
 # ---------------------------------------------------------------- anonymisation
 
-@functools.lru_cache(maxsize=2)
-def gene_map(genes: tuple[str, ...]) -> dict[str, str]:
+@functools.lru_cache(maxsize=8)
+def name_map(names: tuple[str, ...], prefix: str = "G") -> dict[str, str]:
+    """A fixed random permutation of the names onto opaque identifiers (prefix + 5 digits)."""
     import numpy as np
 
     rng = np.random.default_rng(ANON_SEED)
-    ids = rng.choice(np.arange(10000, 100000), size=len(genes), replace=False)
-    return {g: f"G{int(i)}" for g, i in zip(sorted(genes), ids)}
+    ids = rng.choice(np.arange(10000, 100000), size=len(names), replace=False)
+    return {g: f"{prefix}{int(i)}" for g, i in zip(sorted(names), ids)}
+
+
+def anon_map(host: GroundingHost) -> dict[str, str]:
+    return name_map(tuple(host.anon_names()), host.anon_prefix)
 
 
 def _pattern(mapping: dict[str, str]) -> re.Pattern:
@@ -157,9 +232,10 @@ def anonymise_value(v: Any, mapping: dict[str, str]) -> Any:
     return v
 
 
-def anonymised(item: Item, genes: tuple[str, ...]) -> Item:
-    """The item with every gene symbol replaced by its opaque identifier (text, options, statistic, operations)."""
-    m = gene_map(genes)
+def anonymised(item: Item) -> Item:
+    """The item with every name its host anonymises replaced by the opaque identifier (text, options, statistic,
+    operations)."""
+    m = anon_map(item.host)
     d = item.model_dump()
     for k in ("question", "background", "options", "statistic", "withdrawal", "flip"):
         d[k] = anonymise_value(d[k], m)

@@ -113,7 +113,7 @@ def load_judgements(run_dir: Path) -> list[JudgeRecord]:
 
 
 def judge_run(run_dir: Path, judge: str, prompts: tuple[str, ...] = PROMPTS, conditions: list[str] | None = None,
-              on_step=None, items: list[str] | None = None) -> list[JudgeRecord]:
+              on_step=None, items: list[str] | None = None, tracks: list[str] | None = None) -> list[JudgeRecord]:
     run_dir = Path(run_dir)
     store = GroundingStore(run_dir)
     if not (run_dir / "config.json").exists():
@@ -126,8 +126,8 @@ def judge_run(run_dir: Path, judge: str, prompts: tuple[str, ...] = PROMPTS, con
     new = []
     recs = sorted(store.results(), key=lambda r: r.key)
     recs = [r for r in recs if r.condition != "nodata" and (not conditions or r.condition in conditions)]
-    if items:
-        wanted = {i.id for i in select(items)}
+    if items or tracks:
+        wanted = {i.id for i in select(items, tracks)}
         recs = [r for r in recs if r.item in wanted]
     for rec in recs:
         traj = store.load_trajectory(rec.trajectory) if rec.trajectory else None

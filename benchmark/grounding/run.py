@@ -39,14 +39,14 @@ SUPPORT_LABELS = ("supports", "partially supports", "does not support", "cannot 
 FLAG_LABELS = ("does not support", "cannot determine")
 DEFAULT_BUDGET = 12
 
-PROMPT = """Answer a multiple-choice question about the single-cell RNA-seq data in your working directory.
+PROMPT = """Answer a multiple-choice question about the {assay} in your working directory.
 
 Background: {background}
 
 Question: {question}
 {options}
 
-Files: filtered_feature_bc_matrix/ (matrix.mtx.gz: UMI counts, genes x cells, Matrix Market; features.tsv.gz: gene_id, gene_symbol, feature_type; barcodes.tsv.gz), cells.csv (barcode, cell_type and, where present, sample) and meta.json.
+Files: {files}
 
 Decide from the data. Then reply with ONLY a JSON object:
 {{"answer": "<one option letter>", "confidence": <0-100>, "data_support": "supports" | "partially supports" | "does not support" | "cannot determine", "evidence": "<one or two sentences: what in the data decides the answer>"}}
@@ -83,7 +83,11 @@ def shown_options(item: Item, insufficient_option: bool) -> tuple[dict[str, str]
 
 def render_prompt(item: Item, options: dict[str, str], nodata: bool) -> str:
     text = "\n".join(f"{k}) {v}" for k, v in sorted(options.items()))
-    return (NODATA_PROMPT if nodata else PROMPT).format(background=item.background, question=item.question, options=text)
+    if nodata:
+        return NODATA_PROMPT.format(background=item.background, question=item.question, options=text)
+    host = item.host
+    return PROMPT.format(assay=host.assay, files=host.files, background=item.background, question=item.question,
+                         options=text)
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,7 @@ class GroundingRecord(BaseModel):
     key: str
     item: str
     family: str
+    track: str = ""
     condition: str
     anonymised: bool
     insufficient_option: bool
@@ -171,6 +176,7 @@ class GroundingConfig:
     model: str
     out: Path
     items: list[str] | None = None
+    tracks: list[str] | None = None
     conditions: list[str] = field(default_factory=lambda: list(CONDITIONS))
     replicates: int = 1
     concurrency: int = 1
@@ -251,7 +257,7 @@ def run_one(item: Item, condition: str, replicate: int, cfg: GroundingConfig, st
     support = fields.get("data_support")
     ok = [c for c in calls if c.ok]
     rec = GroundingRecord(
-        key=key, item=item.id, family=item.family, condition=condition, anonymised=cfg.anonymise,
+        key=key, item=item.id, family=item.family, track=item.track, condition=condition, anonymised=cfg.anonymise,
         insufficient_option=cfg.insufficient_option, model=cfg.model, replicate=replicate, seed=seed, status=status,
         answer=answer, answer_text=options.get(answer) if answer else None, abstained=abstained,
         confidence=fields.get("confidence"), data_support=support, evidence=fields.get("evidence"),
@@ -276,12 +282,13 @@ def execute(cfg: GroundingConfig) -> list[GroundingRecord]:
     bad = [c for c in cfg.conditions if c not in CONDITIONS]
     if bad:
         raise BenchmarkError(f"unknown condition(s) {', '.join(bad)}; known: {', '.join(CONDITIONS)}")
-    items = select(cfg.items)
+    items = select(cfg.items, cfg.tracks)
     if cfg.anonymise:
-        skipped = [i.id for i in items if not i.gene_named]
-        items = [i for i in items if i.gene_named]
+        skipped = [i.id for i in items if not i.anonymisable]
+        items = [i for i in items if i.anonymisable]
         if not items:
-            raise BenchmarkError(f"--anonymise applies to gene-named items only (marker, localisation, de); none selected ({', '.join(skipped)})")
+            raise BenchmarkError("--anonymise applies to items that name anonymisable entities only (the host's "
+                                 f"anon_families, e.g. gene-named items); none selected ({', '.join(skipped)})")
     with progress("building and verifying versions", len(items)) as step:
         ensure_built(items, cfg.anonymise, on_step=step)
     store = GroundingStore(cfg.out)
