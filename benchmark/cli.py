@@ -96,7 +96,7 @@ def cmd_worlds_validate(args) -> int:
 
 
 def cmd_worlds_freeze(args) -> int:
-    from benchmark.freeze import freeze_world
+    from benchmark.freeze import freeze_worlds
     from benchmark.progress import progress
 
     if not args.ids and not args.all and not args.tracks and not args.levels:
@@ -109,9 +109,7 @@ def cmd_worlds_freeze(args) -> int:
 
         refs = start_campaign(Path(args.out), args.seed, refs)
     with progress("freezing", len(refs)) as step:
-        for ref in refs:
-            step(ref.id)
-            freeze_world(ref)
+        freeze_worlds(refs, args.jobs, on_step=step)
     if args.out:
         print(f"froze {len(refs)} worlds into the private campaign {args.out}; run it with `run --suite {args.out}`")
     else:
@@ -120,18 +118,12 @@ def cmd_worlds_freeze(args) -> int:
 
 
 def cmd_worlds_check(args) -> int:
-    from benchmark.freeze import check_world, scratch_dir
+    from benchmark.freeze import check_worlds, scratch_dir
     from benchmark.progress import progress
 
     _, refs = _select(args)
-    problems: list[str] = []
     with scratch_dir() as tmp, progress("checking", len(refs)) as step:
-        for ref in refs:
-            step(ref.id)
-            try:
-                problems += check_world(ref, Path(tmp))
-            except BenchmarkError as exc:
-                problems.append(f"{ref.id}: {exc}")
+        problems = check_worlds(refs, Path(tmp), args.jobs, on_step=step)
     for p in problems:
         print(p, file=sys.stderr)
     if problems:
@@ -319,6 +311,12 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--levels", nargs="+", choices=["L1", "L2", "L3"], help="only these levels")
         sp.add_argument("--root", help=argparse.SUPPRESS)
 
+    def jobs(sp):
+        from benchmark.freeze import default_jobs
+
+        sp.add_argument("--jobs", type=int, default=default_jobs(),
+                        help="worlds built at once, one process each (default: one per core, at most 4)")
+
     sp = wsub.add_parser("list", help="list worlds (id, track, level, family, class)")
     selectors(sp)
     sp.add_argument("--json", action="store_true")
@@ -333,11 +331,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--all", action="store_true", help="freeze every world")
     sp.add_argument("--seed", type=int, help="with --out: a private campaign seed (every drawn value changes)")
     sp.add_argument("--out", help="with --seed: the private campaign folder (goldens, locks and data go there)")
+    jobs(sp)
     sp.set_defaults(fn=cmd_worlds_freeze)
 
     sp = wsub.add_parser("check", help="rebuild worlds in a temporary folder and compare with their locks")
     selectors(sp)
     sp.add_argument("--agents", action="store_true", help="also run scripted/oracle and scripted/naive in the sandbox")
+    jobs(sp)
     sp.add_argument("--concurrency", type=int, default=2)
     sp.add_argument("--suite", help="check a private campaign folder instead of the committed goldens and locks")
     sp.add_argument("--agents-out", help="keep the agents' run folders here (default: a temporary folder); pass them "

@@ -287,3 +287,59 @@ def ensure_built(ref: WorldRef, cache_root: Path | None = None) -> Path:
 def scratch_dir() -> tempfile.TemporaryDirectory:
     return tempfile.TemporaryDirectory(prefix="benchmark-check-")
 
+
+
+def default_jobs() -> int:
+    """Worker processes for building worlds: one per core, at most 4 (a world's build holds up to ~1 GiB)."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def _freeze_one(ref: WorldRef) -> tuple[str, list[str]]:
+    freeze_world(ref)
+    return ref.id, []
+
+
+def _check_one(args: tuple[WorldRef, str]) -> tuple[str, list[str]]:
+    ref, scratch = args
+    try:
+        return ref.id, check_world(ref, Path(scratch))
+    except BenchmarkError as exc:
+        return ref.id, [f"{ref.id}: {exc}"]
+    finally:
+        shutil.rmtree(Path(scratch) / ref.id, ignore_errors=True)
+
+
+def _map_worlds(fn, items: list, ids: list[str], jobs: int, on_step) -> list[list[str]]:
+    """fn over items in `jobs` spawned processes (building is CPU-bound, one world per process at a time); results
+    in input order, so what is printed does not depend on scheduling. on_step(world id) as each one finishes."""
+    if jobs <= 1 or len(items) <= 1:
+        out = []
+        for item, wid in zip(items, ids):
+            if on_step:
+                on_step(wid)
+            out.append(fn(item)[1])
+        return out
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    results: dict[str, list[str]] = {}
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as ex:
+        futures = [ex.submit(fn, item) for item in items]
+        for fut in as_completed(futures):
+            wid, problems = fut.result()
+            results[wid] = problems
+            if on_step:
+                on_step(wid)
+    return [results[wid] for wid in ids]
+
+
+def freeze_worlds(refs: list[WorldRef], jobs: int = 1, on_step=None) -> None:
+    """Freeze every world (build, solve, write golden and lock), `jobs` at a time; each world's files are written
+    atomically by its own process, so a failure leaves the other worlds' locks whole."""
+    _map_worlds(_freeze_one, list(refs), [r.id for r in refs], jobs, on_step)
+
+
+def check_worlds(refs: list[WorldRef], scratch: Path, jobs: int = 1, on_step=None) -> list[str]:
+    """Rebuild every world in `scratch` and compare with its lock, `jobs` at a time; the problems, in world order."""
+    per = _map_worlds(_check_one, [(r, str(scratch)) for r in refs], [r.id for r in refs], jobs, on_step)
+    return [p for ps in per for p in ps]

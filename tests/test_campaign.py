@@ -6,7 +6,7 @@ import pytest
 
 from benchmark.campaign import campaign_suite, load_campaign, start_campaign
 from benchmark.errors import BenchmarkError
-from benchmark.freeze import freeze_world, read_golden, read_lock, resolve_params
+from benchmark.freeze import freeze_worlds, read_golden, read_lock, resolve_params
 from benchmark.loader import load_suite
 
 PARAMS = {"n": {"draw": "integer", "low": 20, "high": 60}, "rho": {"draw": "uniform", "low": 0.05, "high": 0.3, "digits": 3},
@@ -62,8 +62,7 @@ def test_private_campaign_changes_every_file_and_drawn_value_and_stays_solvable(
 
     refs = [r for r in load_suite().select(levels=["L1", "L2"])]
     bound = start_campaign(tmp_path / "camp", 424242, refs)
-    for ref in bound:
-        freeze_world(ref)
+    freeze_worlds(bound, jobs=2)
     suite = campaign_suite(load_suite(), tmp_path / "camp")
     same_files, same_goldens = [], []
     for ref in refs:
