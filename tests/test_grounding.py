@@ -42,6 +42,11 @@ def test_item_set():
     ops = {i.flip["op"] for i in scrna} | {i.withdrawal["op"] for i in scrna}
     assert {"swap_genes", "move_expression", "downsample", "delete_gene", "remove_group", "remove_population",
             "equalise"} <= ops
+    crispr = [i for i in ITEMS if i.track == "crispr"]
+    assert len(crispr) >= 8 and all(i.id.startswith("crispr_") for i in crispr)
+    assert set(Counter(i.family for i in crispr)) == {"depletion", "selectivity", "guide_consistency", "screen_strength"}
+    assert {"swap_genes", "exchange_samples", "delete_gene", "drop_sample"} <= (
+        {i.flip["op"] for i in crispr} | {i.withdrawal["op"] for i in crispr})
 
 
 def test_every_shipped_version_verifies_from_disk(built):
