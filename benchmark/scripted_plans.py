@@ -41,36 +41,38 @@ def _meta(script: Script | None) -> dict[str, Any]:
     return {} if script is None else {"script": script.dump()}
 
 
-def _guarded(fn):
-    """A plan that cannot be built (a track module that fails to import, a world whose siblings cannot be built)
-    becomes a script that refuses with the reason: the call is recorded as a model error, as any provider fault."""
+def _plan(generic: tuple[str, ...] = GENERIC):
+    """Make `fn(name, ...) -> Script` a protocol's plan taking the model string: `{}` for a real model and for the
+    agents in `generic` (they answer from the call's report_schema and messages), a refusal for an unknown scripted
+    agent, else the Script in the call's metadata. A plan that cannot be built (a track module that fails to
+    import, a world whose siblings cannot be built) becomes a script that refuses with the reason: the call is
+    recorded as a model error, as any provider fault."""
     import functools
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - see docstring
-            return _meta(refuse(f"the scripted agent's plan could not be built: {type(exc).__name__}: {exc}"))
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(model: str, *args, **kwargs) -> dict[str, Any]:
+            name = agent(model)
+            if name is None or name in generic:
+                return {}
+            if name not in AGENTS:
+                return _meta(refuse(f"unknown scripted agent 'scripted/{name}'; known: {', '.join(AGENTS)}"))
+            try:
+                return _meta(fn(name, *args, **kwargs))
+            except Exception as exc:  # noqa: BLE001 - see docstring
+                return _meta(refuse(f"the scripted agent's plan could not be built: {type(exc).__name__}: {exc}"))
 
-    return wrapper
+        return wrapper
 
-
-def _unknown(name: str) -> Script | None:
-    if name not in AGENTS:
-        return refuse(f"unknown scripted agent 'scripted/{name}'; known: {', '.join(AGENTS)}")
-    return None
+    return deco
 
 
 # ---------------------------------------------------------------- L1/L2 worlds and the L3 dossier episode
 
-@_guarded
-def world(model: str, ref) -> dict[str, Any]:
+@_plan()
+def world(name: str, ref) -> Script:
     """The agent's episode on a world (run path, L1/L2; the L3 dossier steps)."""
-    name = agent(model)
-    if name is None or name in GENERIC:
-        return {}
-    return _meta(_unknown(name) or world_script(name, ref))
+    return world_script(name, ref)
 
 
 def world_script(name: str, ref) -> Script:
@@ -140,82 +142,58 @@ def _l3_report(name: str, ref) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- L3 roles and grading roles
 
-@_guarded
-def role(model: str, kind: str, schema: dict, ref=None) -> dict[str, Any]:
+@_plan()
+def role(name: str, kind: str, schema: dict, ref=None) -> Script:
     """One answer in an L3 role (prior, rebuttal, eligibility, review, judge) or as the run verifier (verify)."""
-    name = agent(model)
-    if name is None or name in GENERIC:
-        return {}
-    bad = _unknown(name)
-    if bad is not None:
-        return _meta(bad)
     if name == "recall":
-        return _meta(refuse("scripted/recall answers grounding items only"))
+        return refuse("scripted/recall answers grounding items only")
     if kind in GRADING_ROLES:
-        return _meta(reply_json(first_option_value(schema)))
+        return reply_json(first_option_value(schema))
     if ref is None:
-        return _meta(refuse(f"scripted/{name} has no {kind} answer without a world"))
+        return refuse(f"scripted/{name} has no {kind} answer without a world")
     w = ref.world
     if kind == "prior":  # every scripted agent holds the textbook expectation the dossier tests
-        return _meta(reply_json({"expectation": w.prior.expected, "confidence": 80, "reasoning": "the textbook expectation"}))
+        return reply_json({"expectation": w.prior.expected, "confidence": 80, "reasoning": "the textbook expectation"})
     if kind == "rebuttal":
-        return _meta(reply_json({"response": "The critique does not change what the dossier's evidence shows.",
-                                 "concessions": [], "revised_hypothesis": None}))
-    return _meta(refuse(f"scripted/{name} has no behaviour for the L3 role {kind!r}"))
+        return reply_json({"response": "The critique does not change what the dossier's evidence shows.",
+                           "concessions": [], "revised_hypothesis": None})
+    return refuse(f"scripted/{name} has no behaviour for the L3 role {kind!r}")
 
 
 # ---------------------------------------------------------------- pivotal choices
 
-@_guarded
-def pivotal(model: str, corrected: str, original: str, proceed: str | None) -> dict[str, Any]:
+@_plan(generic=())
+def pivotal(name: str, corrected: str, original: str, proceed: str | None) -> Script:
     """oracle: the human-corrected plan; naive: the plan that proceeds without checking (the agent's own plan when
     the case does not say); first: option A. Labels are the letters the plans carry in this option order."""
-    name = agent(model)
-    if name is None:
-        return {}
-    bad = _unknown(name)
-    if bad is not None:
-        return _meta(bad)
     if name == "first":
-        return _meta(reply_json({"choice": "A", "reason": "the first option"}))
+        return reply_json({"choice": "A", "reason": "the first option"})
     label = corrected if name == "oracle" else proceed or (original if name == "naive" else None)
     if label not in ("A", "B"):
         key = "corrected" if name == "oracle" else "proceed"
-        return _meta(refuse(f"scripted/{name} has no pivotal choice: the case names no {key} plan"))
+        return refuse(f"scripted/{name} has no pivotal choice: the case names no {key} plan")
     why = "the corrected plan" if name == "oracle" else "proceed on the output without checking"
-    return _meta(reply_json({"choice": label, "reason": why}))
+    return reply_json({"choice": label, "reason": why})
 
 
 # ---------------------------------------------------------------- grounding
 
-@_guarded
-def grounding(model: str, shown, insufficient_letter: str | None) -> dict[str, Any]:
+@_plan()
+def grounding(name: str, shown, insufficient_letter: str | None) -> Script:
     """A grounding item as the agent sees it (`shown`, after anonymisation)."""
-    name = agent(model)
-    if name is None or name in GENERIC:
-        return {}
-    bad = _unknown(name)
-    if bad is not None:
-        return _meta(bad)
     if name == "recall":
-        return _meta(reply_json({"answer": shown.key, "confidence": 95, "data_support": "supports",
-                                 "evidence": "Recalled from prior knowledge of the question; the data were not inspected."}))
+        return reply_json({"answer": shown.key, "confidence": 95, "data_support": "supports",
+                           "evidence": "Recalled from prior knowledge of the question; the data were not inspected."})
     if name != "oracle":
-        return _meta(refuse(f"scripted/{name} has no behaviour for grounding items"))
+        return refuse(f"scripted/{name} has no behaviour for grounding items")
     from graders.grounding import oracle_cells
 
-    return _meta(run_cells(oracle_cells(shown.host.stat_source, shown.statistic, shown.options, insufficient_letter)))
+    return run_cells(oracle_cells(shown.host.stat_source, shown.statistic, shown.options, insufficient_letter))
 
 
-@_guarded
-def grounding_judge(model: str, prompt: str, kind: str) -> dict[str, Any]:
+@_plan()
+def grounding_judge(name: str, prompt: str, kind: str) -> Script:
     """A scripted evaluator grades like the one it stands in for (benchmark.grounding.judge.scripted_verdict)."""
-    name = agent(model)
-    if name is None or name in GENERIC:
-        return {}
-    bad = _unknown(name)
-    if bad is not None:
-        return _meta(bad)
     from benchmark.grounding.judge import scripted_verdict
 
-    return _meta(reply(json.dumps(scripted_verdict(prompt, kind))))
+    return reply(json.dumps(scripted_verdict(prompt, kind)))
