@@ -48,8 +48,9 @@ L1 integrity (exome)
                                        length (interrupted transfer): no EOF marker, the last record cut mid-line
   drop_header_defs(format_tags, info_tags)  ##FORMAT / ##INFO definitions removed while the tags stay in the records
   stale_counts(drop_samples)           samples removed from the genotype columns WITHOUT recomputing INFO AC/AN/AF
-  swap_samples(child, other)           the genotype columns of a declared trio child and an unrelated sample exchange
-                                       names
+  swap_samples(size, unrelated)        the names of `size` sample columns rotate (2: a pair swap; 3: a three-way
+                                       rotation): declared trio children of different trios and `unrelated` non-trio
+                                       samples (each right after a child), drawn per world
 L2
   frequency_world(...)                 g1k: a 5-sample call set (proband + 4 batch-mates) restricted to the proband's
                                        annotated candidate variants plus batch-mates' variants; see the docstring
@@ -274,9 +275,27 @@ def stale_counts(data: VcfData, rng, drop_samples: int) -> VcfData:
 
 
 @recipe(TRACK, "swap_samples")
-def swap_samples(data: VcfData, rng, child: str, other: str) -> VcfData:
-    i, j = data.samples.index(child), data.samples.index(other)
-    data.samples[i], data.samples[j] = data.samples[j], data.samples[i]
+def swap_samples(data: VcfData, rng, size: int, unrelated: int) -> VcfData:
+    """The names of `size` sample columns rotate (size 2: a pair swap; 3: a three-way rotation, as when tubes are
+    placed one well off): `size - unrelated` declared trio children of different trios and `unrelated` non-trio
+    samples, all drawn from the columns present. Every unrelated sample directly follows a child in the cycle, so
+    each mislabelled column is found from the genotypes: a child's label then holds another person's genotypes
+    (Mendelian errors against its declared parents) and the column holding that child's genotypes carries the next
+    name of the cycle."""
+    if not 2 <= size or not 0 <= unrelated <= size // 2:
+        raise ValueError(f"size must be >= 2 and unrelated at most size // 2, got {size}, {unrelated}")
+    kids = [c for c, _ in TRIOS if c in data.samples]
+    free = [s for s in data.samples if s not in TRIO_MEMBERS]
+    children = [str(x) for x in rng.choice(kids, size - unrelated, replace=False)]
+    others = [str(x) for x in rng.choice(free, unrelated, replace=False)] if unrelated else []
+    cycle = []
+    for k, c in enumerate(children):          # each unrelated sample right after a child
+        cycle.append(c)
+        if k < len(others):
+            cycle.append(others[k])
+    idx = [data.samples.index(s) for s in cycle]
+    for k, i in enumerate(idx):               # the column of cycle[k] is now labelled cycle[k + 1]
+        data.samples[i] = cycle[(k + 1) % len(cycle)]
     return data
 
 

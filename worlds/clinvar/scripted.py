@@ -129,10 +129,11 @@ if 'sample_swap' in f:
     out = write_lines('swapped_samples.txt', v['swapped_samples'])
     issues.append({'category': 'sample swap', 'severity': 'blocking', 'where': f'{VCF} sample columns',
                    'value': v['n_swapped_samples'],
-                   'description': f"declared trio Mendelian error rate {v['mendelian_error_rate']:.1%} "
-                                  f"(others {v['trio_error_rates']}); the column labelled {v['swapped_samples']} fit "
-                                  f"the trio instead: the sample labels are swapped",
-                   'action': 'listed the swapped samples; exchange their labels before any analysis', 'output': out})
+                   'description': f"Mendelian error rates of the declared trios {v['trio_error_rates']} (worst "
+                                  f"{v['mendelian_error_rate']:.1%}); for each inconsistent trio another column fits its "
+                                  f"parents instead: {v['n_swapped_samples']} labels ({', '.join(v['swapped_samples'])}) "
+                                  f"are exchanged",
+                   'action': 'listed the mislabelled samples; restore their labels before any analysis', 'output': out})
 blocking = any(i['severity'] == 'blocking' for i in issues)
 report = {'assessment': 'unusable' if 'truncated_file' in f else ('usable_with_caveats' if issues else 'usable'),
           'issues': issues,
