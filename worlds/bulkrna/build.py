@@ -34,10 +34,12 @@ simulate(...)              the experiment: genes kept (n_genes drawn), samples a
                            transcriptional shift (fraction of genes, log2 size) and spike-ins, low-count genes; and
                            one degraded sample (3' bias: mean x (length / 2.5 kb)^-beta, library x retention)
 draw_counts()              NB counts from the means (deterministic in the world's RNG)
-swap_sheet_rows()          L1: two samples of different condition and sex exchange their sample-sheet rows
+sort_genes()               L1: genes.tsv / counts.tsv rows in gene-ID order (no row position tells a gene's role)
+swap_sheet_rows(size)      L1: sample-sheet rows move between samples: size 2, two samples of different condition
+                           and sex exchange rows; size 3, three samples of different (condition, sex) rotate rows
 as_normalised()            L1: the matrix holds DESeq2-normalised values (count / size factor) posing as counts
-duplicate_sample()         L1: one sample's column appears a second time under a new name (same library processed
-                           twice), with its own sample-sheet row
+duplicate_sample(n)        L1: n samples' columns each appear a second time under a new name (same library processed
+                           twice), with their own sample-sheet rows
 version_ids()              L1: counts.tsv gene IDs carry Ensembl version suffixes (GENCODE style) that genes.tsv lacks
 truncate_file(fraction)    L1: counts.tsv is cut at a byte offset (an interrupted transfer): the last line is partial
                            and every later gene is missing
@@ -250,18 +252,29 @@ def draw_counts(data: BulkData, rng) -> BulkData:
 # ---------------------------------------------------------------- L1 defects
 
 @recipe(TRACK, "swap_sheet_rows")
-def swap_sheet_rows(data: BulkData, rng) -> BulkData:
-    """Two samples of different condition and different sex exchange their sample-sheet rows (all columns but the
-    sample name), as when a sheet is typed from tube labels in the wrong order."""
+def swap_sheet_rows(data: BulkData, rng, size: int = 2) -> BulkData:
+    """Sample-sheet rows (all columns but the sample name) move between samples, as when a sheet is typed from tube
+    labels in the wrong order. size 2: two samples of different condition and different sex exchange their rows;
+    size 3: three samples of three different (condition, sex) combinations pass their rows round a cycle (sample k
+    gets the row of sample k - 1), so each of them carries a wrong sex, a wrong condition or both."""
     s = data.samples
-    c0, c1 = data.task["reference_condition"], data.task["test_condition"]
-    pairs = [(i, j) for i in np.flatnonzero(s["condition"] == c0) for j in np.flatnonzero(s["condition"] == c1)
-             if s["sex"].iloc[i] != s["sex"].iloc[j]]
-    i, j = pairs[int(rng.integers(len(pairs)))]
     cols = [c for c in s.columns if c != "sample"]
-    a, b = s.loc[i, cols].copy(), s.loc[j, cols].copy()
-    s.loc[i, cols], s.loc[j, cols] = b.to_numpy(), a.to_numpy()
-    data.truth["swapped"] = sorted([s["sample"].iloc[i], s["sample"].iloc[j]])
+    if size == 2:
+        c0, c1 = data.task["reference_condition"], data.task["test_condition"]
+        pairs = [(i, j) for i in np.flatnonzero(s["condition"] == c0) for j in np.flatnonzero(s["condition"] == c1)
+                 if s["sex"].iloc[i] != s["sex"].iloc[j]]
+        cycle = list(pairs[int(rng.integers(len(pairs)))])
+    elif size == 3:
+        combo = (s["condition"] + "/" + s["sex"]).to_numpy()
+        kinds = sorted(set(combo))
+        pick = [str(k) for k in rng.choice(kinds, 3, replace=False)]
+        cycle = [int(rng.choice(np.flatnonzero(combo == k))) for k in pick]
+    else:
+        raise ValueError(f"size must be 2 or 3, got {size}")
+    rows = [s.loc[i, cols].to_numpy().copy() for i in cycle]
+    for k, i in enumerate(cycle):
+        s.loc[i, cols] = rows[k - 1]
+    data.truth["swapped"] = sorted(s["sample"].iloc[i] for i in cycle)
     return data
 
 
@@ -278,23 +291,27 @@ def as_normalised(data: BulkData, rng) -> BulkData:
 
 
 @recipe(TRACK, "duplicate_sample")
-def duplicate_sample(data: BulkData, rng) -> BulkData:
-    """One library's column appears twice under two names (the same FASTQ quantified twice): a new sheet row with
-    the source's annotations; all names re-drawn so neither copy is recognisable by its name."""
+def duplicate_sample(data: BulkData, rng, n: int = 1) -> BulkData:
+    """n libraries' columns each appear twice under two names (the same FASTQ quantified twice): a new sheet row with
+    the source's annotations per copy; all names re-drawn so no copy is recognisable by its name."""
     s = data.samples
-    j = int(rng.integers(len(s)))
-    src = s["sample"].iloc[j]
+    src_idx = [int(j) for j in rng.choice(len(s), n, replace=False)]
     X = data.counts.copy()
-    X["__dup__"] = X[src].to_numpy()
-    row = s.iloc[[j]].copy()
-    row["sample"] = "__dup__"
-    s = pd.concat([s, row]).reset_index(drop=True)
+    rows, pairs = [], []
+    for k, j in enumerate(src_idx):
+        src, tag = s["sample"].iloc[j], f"__dup{k}__"
+        X[tag] = X[src].to_numpy()
+        row = s.iloc[[j]].copy()
+        row["sample"] = tag
+        rows.append(row)
+        pairs.append((src, tag))
+    s = pd.concat([s, *rows]).reset_index(drop=True)
     names = [f"S{i + 1:02d}" for i in rng.permutation(len(s))]
     ren = dict(zip(s["sample"], names))
     s["sample"] = names
     X.columns = [ren[c] for c in X.columns]
     data.samples, data.counts = s, X
-    data.truth["duplicates"] = sorted([ren[src], ren["__dup__"]])
+    data.truth["duplicates"] = sorted(sorted([ren[a], ren[b]]) for a, b in pairs)
     return data
 
 
@@ -303,6 +320,21 @@ def version_ids(data: BulkData, rng) -> BulkData:
     """counts.tsv names genes with Ensembl version suffixes (ENSG....N, GENCODE quantification); genes.tsv does not."""
     v = rng.integers(1, 20, len(data.counts))
     data.count_ids = [f"{g}.{k}" if g.startswith("ENSG") else g for g, k in zip(data.counts.index, v)]
+    return data
+
+
+@recipe(TRACK, "sort_genes")
+def sort_genes(data: BulkData, rng) -> BulkData:
+    """genes.tsv and counts.tsv rows in gene-ID order (as many pipelines write them): no gene's row position says
+    what it is (the simulation appends the sex-linked genes last). L1 worlds only; L2 keeps the simulation's order."""
+    order = np.argsort(data.genes["gene_id"].to_numpy(), kind="stable")
+    data.genes = data.genes.iloc[order].reset_index(drop=True)
+    if data.counts is not None:
+        data.counts = data.counts.loc[data.genes["gene_id"].to_numpy()]
+    if data.alpha is not None:
+        data.alpha = data.alpha[order]
+    if data.M is not None and len(data.M) == len(order):
+        data.M = data.M[order]
     return data
 
 

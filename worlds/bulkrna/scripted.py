@@ -10,7 +10,7 @@ import inspect
 from benchmark.registry import naive, oracle
 from worlds.bulkrna import solvers as S
 
-_CONSTS = ("SEX_Y", "SLOPE_FINDING", "SHIFT_FINDING", "TOP_K")
+_CONSTS = ("SEX_Y", "SLOPE_FINDING", "SHIFT_FINDING", "TOP_K", "CONDITION_GENES")
 
 
 def _helpers(*fns) -> str:
@@ -58,22 +58,22 @@ if 'truncated_matrix' in f:
                    'description': f"the last line stops mid-row and {v['n_missing_genes']} annotation genes are missing from the matrix",
                    'action': 'listed the missing genes; the complete file must be re-obtained', 'output': lines('missing_genes.txt', v['missing_genes'])})
 if 'duplicate_sample' in f:
+    groups = '; '.join(' = '.join(g) for g in v['duplicate_groups'])
     issues.append({'category': 'duplicated sample (identical columns)', 'severity': 'warning', 'where': 'counts.tsv columns ' + ', '.join(v['duplicated_samples']),
                    'value': v['n_duplicate_extra'],
-                   'description': f"sample columns {' and '.join(v['duplicated_samples'])} are identical in every gene: one library twice",
-                   'action': 'kept one copy', 'output': lines('duplicated_samples.txt', v['duplicated_samples'])})
+                   'description': f"identical count columns in every gene ({groups}): {v['n_duplicate_extra']} extra "
+                                  'copies of libraries already in the matrix',
+                   'action': 'keep one copy of each library', 'output': lines('duplicated_samples.txt', v['duplicated_samples'])})
 if 'swapped_samples' in f:
-    a, b = v['swapped_samples']
-    sheet = d['sheet'].copy()
-    i, j = sheet.index[sheet['sample'] == a][0], sheet.index[sheet['sample'] == b][0]
-    c = [k for k in sheet.columns if k != 'sample']
-    ra, rb = sheet.loc[i, c].copy(), sheet.loc[j, c].copy()
-    sheet.loc[i, c], sheet.loc[j, c] = rb.to_numpy(), ra.to_numpy()
-    sheet.to_csv('samples_corrected.csv', index=False)
-    issues.append({'category': 'swapped sample-sheet rows', 'severity': 'warning', 'where': f'samples.csv rows {a}, {b}',
-                   'value': v['n_sex_discordant'],
-                   'description': f"XIST / chrY expression contradicts the recorded sex of {a} and {b} (opposite sexes): their rows are swapped",
-                   'action': 'exchanged the two rows back', 'output': 'samples_corrected.csv'})
+    sw = v['swapped_samples']
+    fixed = restore_sheet(d['sheet'], sw, {s: (v['expressed_condition'][s], v['inferred_sex'][s]) for s in sw})
+    fixed.to_csv('samples_corrected.csv', index=False)
+    issues.append({'category': 'swapped sample-sheet rows', 'severity': 'warning', 'where': 'samples.csv rows ' + ', '.join(sw),
+                   'value': v['n_swapped_samples'],
+                   'description': f"XIST / chrY expression contradicts the recorded sex of {v['sex_discordant_samples']} and the "
+                                  f"expression profile the recorded condition of {v['condition_discordant_samples']}; the rows of "
+                                  f"these {len(sw)} samples are each other's: they were moved between them",
+                   'action': 'gave each sample back the row its expression shows', 'output': 'samples_corrected.csv'})
 if 'degraded_sample' in f:
     issues.append({'category': 'degraded sample (3-prime bias)', 'severity': 'warning', 'where': ', '.join(v['degraded_samples']),
                    'value': v['n_degraded'],
@@ -97,7 +97,7 @@ print(json.dumps({'assessment': 'usable', 'issues': [], 'summary': f'Loaded {X.s
 
 @oracle("bulkrna.L1.integrity", version="1")
 def l1_oracle(ref) -> list[str]:
-    return [_helpers(S.length_slopes, S.infer_sex, S.detect), _L1_ORACLE]
+    return [_helpers(S.length_slopes, S.infer_sex, S.expressed_condition, S.restore_sheet, S.detect), _L1_ORACLE]
 
 
 @naive("bulkrna.L1.integrity", version="1")

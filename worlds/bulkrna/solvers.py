@@ -3,8 +3,10 @@
 bulkrna.L1.integrity   every integrity detector on the files: values are integer counts (else recover counts as
                        value / smallest non-zero value of the sample), gene IDs of counts.tsv match genes.tsv (else
                        strip Ensembl version suffixes), counts.tsv is complete (rows with missing fields, annotation
-                       genes absent), no two sample columns are identical, recorded sex agrees with XIST / chrY
-                       expression (two discordant samples of opposite sex = swapped sheet rows), and no sample shows
+                       genes absent), no two sample columns are identical (groups of identical columns: the copies
+                       beyond one per library), recorded sex agrees with XIST / chrY expression and recorded condition
+                       with the expression profile (leave-one-out nearest centroid); samples whose rows disagree and
+                       whose rows are each other's (a swap or a rotation) = swapped sheet rows; and no sample shows
                        a 3'-bias length trend (slope of its log ratio to the gene-wise geometric mean on log2 gene
                        length). It reports the findings, their sizes and the products a careful analyst writes.
 bulkrna.L2.condition_de  DESeq2 (pydeseq2, Wald, BH) with every recorded covariate that is estimable (batch when it
@@ -35,6 +37,7 @@ SEX_Y = ("RPS4Y1", "DDX3Y", "KDM5D", "UTY", "EIF1AY", "USP9Y", "ZFY")
 SLOPE_FINDING = 0.2          # |length-trend slope| (log2 ratio per log2 length) that marks a degraded sample
 SHIFT_FINDING = 0.3          # spike-in vs endogenous size-factor disagreement between conditions (log2)
 TOP_K = 20
+CONDITION_GENES = 200     # genes that best separate the recorded conditions, for the expressed-condition check
 
 
 # ---------------------------------------------------------------- reading
@@ -87,12 +90,53 @@ def length_slopes(X: pd.DataFrame, length: pd.Series) -> pd.Series:
 
 
 def infer_sex(X: pd.DataFrame, genes: pd.DataFrame) -> pd.Series:
-    """F / M from XIST and the chrY genes (counts per million over the matrix)."""
+    """F / M from XIST and the chrY genes (counts per million over the matrix); '?' for every sample when XIST or all
+    of the chrY genes are absent from the matrix (a cut file: absent genes are no evidence)."""
     sym = genes.set_index("gene_id")["symbol"].reindex(X.index)
+    is_x, is_y = sym.to_numpy() == "XIST", sym.isin(SEX_Y).to_numpy()
+    if not is_x.any() or not is_y.any():
+        return pd.Series("?", index=X.columns)
     cpm = X / X.sum(0) * 1e6
-    xist = cpm[sym.to_numpy() == "XIST"].sum(0)
-    y = cpm[sym.isin(SEX_Y).to_numpy()].sum(0)
+    xist = cpm[is_x].sum(0)
+    y = cpm[is_y].sum(0)
     return pd.Series(np.where(xist > y, "F", "M"), index=X.columns)
+
+
+def expressed_condition(X: pd.DataFrame, sheet: pd.DataFrame, genes: pd.DataFrame) -> pd.Series | None:
+    """Per sample, the recorded condition its expression resembles: leave-one-out nearest centroid. For each sample,
+    the other samples' current labels give two centroids (log2 size-factor-normalised counts of autosomal genes with
+    a mean of >= 20, centred per gene) over the CONDITION_GENES genes that best separate them; the sample takes the
+    label of the centroid it correlates with better. Starts from the sheet and repeats until no label changes, so a
+    few mislabelled samples do not carry their group along. None when the sheet has no two conditions."""
+    if "condition" not in sheet:
+        return None
+    rec = sheet.set_index("sample")["condition"].reindex(X.columns)
+    conds = sorted(rec.dropna().unique())
+    if len(conds) != 2 or rec.isna().any():
+        return None
+    sym = genes.set_index("gene_id")["symbol"].reindex(X.index)
+    auto = ~sym.isin(("XIST", *SEX_Y)).to_numpy()
+    A = X.to_numpy(float)[auto]
+    A = A[(A.mean(1) >= 20) & (A > 0).all(1)]
+    L = np.log2(A / size_factors(A)[None, :] + 1)
+    L = L - L.mean(1, keepdims=True)
+    lab = rec.to_numpy().copy()
+    for _ in range(20):
+        new = lab.copy()
+        for j in range(L.shape[1]):
+            oth = np.arange(L.shape[1]) != j
+            g0, g1 = oth & (lab == conds[0]), oth & (lab == conds[1])
+            if g0.sum() < 1 or g1.sum() < 1:
+                continue
+            m0, m1 = L[:, g0].mean(1), L[:, g1].mean(1)
+            top = np.argsort(-np.abs(m1 - m0))[:CONDITION_GENES]
+            r0 = np.corrcoef(L[top, j], m0[top])[0, 1]
+            r1 = np.corrcoef(L[top, j], m1[top])[0, 1]
+            new[j] = conds[0] if r0 > r1 else conds[1]
+        if (new == lab).all():
+            break
+        lab = new
+    return pd.Series(lab, index=X.columns)
 
 
 # ---------------------------------------------------------------- L1
@@ -138,35 +182,49 @@ def detect(d: dict) -> dict:
     if missing or d["partial_rows"] or not d["ends_with_newline"]:
         findings.append("truncated_matrix")
 
-    # 4. duplicated sample columns
+    # 4. duplicated sample columns (identical count vectors: one library quantified twice)
     cols = list(X.columns)
     dup_pairs = [(a, b) for i, a in enumerate(cols) for b in cols[i + 1:] if np.array_equal(X[a].to_numpy(), X[b].to_numpy())]
+    groups: list[set] = []
+    for a, b in dup_pairs:
+        hit = [g for g in groups if a in g or b in g]
+        merged = set().union(*hit) | {a, b}
+        groups = [g for g in groups if g not in hit] + [merged]
     v["duplicate_pairs"] = [list(p) for p in dup_pairs]
-    v["duplicated_samples"] = sorted({s for p in dup_pairs for s in p})
-    v["n_duplicate_extra"] = len(dup_pairs)
-    v["n_in_pairs"] = len(v["duplicated_samples"])
-    if dup_pairs:
+    v["duplicate_groups"] = sorted(sorted(g) for g in groups)
+    v["duplicated_samples"] = sorted({s for g in groups for s in g})
+    v["n_duplicate_extra"] = sum(len(g) - 1 for g in groups)     # columns to drop (one copy of each library kept)
+    v["n_in_pairs"] = len(v["duplicated_samples"])               # columns that are copies of another
+    if groups:
         findings.append("duplicate_sample")
 
-    # 5. recorded sex vs expression
+    # 5. recorded sex and condition vs expression: sheet rows moved between samples (a swap or a rotation)
     inferred = infer_sex(X, genes)
     rec_sex = sheet.set_index("sample")["sex"].reindex(X.columns) if "sex" in sheet else inferred
-    bad = sorted(s for s in X.columns if rec_sex[s] != inferred[s])
+    bad = sorted(s for s in X.columns if inferred[s] != "?" and rec_sex[s] != inferred[s])
     v["inferred_sex"] = {s: str(inferred[s]) for s in X.columns}
     v["sex_discordant_samples"] = bad
     v["n_sex_discordant"] = len(bad)
+    expressed = expressed_condition(X, sheet, genes)
+    rec_cond = sheet.set_index("sample")["condition"].reindex(X.columns) if "condition" in sheet else expressed
+    cbad = sorted(s for s in X.columns if expressed is not None and rec_cond[s] != expressed[s])
+    v["expressed_condition"] = {s: str(expressed[s]) for s in X.columns} if expressed is not None else {}
+    v["condition_discordant_samples"] = cbad
+    v["n_condition_discordant"] = len(cbad)
+    wrong = sorted(set(bad) | set(cbad))
     swapped: list[str] = []
-    if len(bad) == 2 and rec_sex[bad[0]] != rec_sex[bad[1]]:
-        swapped = bad
-        findings.append("swapped_samples")
+    if len(wrong) >= 2 and expressed is not None and "sex" in sheet and all(inferred[s] != "?" for s in wrong):
+        got = sorted((str(rec_cond[s]), str(rec_sex[s])) for s in wrong)
+        shown = sorted((str(expressed[s]), str(inferred[s])) for s in wrong)
+        if got == shown:        # the wrong rows are each other's: they moved between these samples
+            swapped = wrong
+            findings.append("swapped_samples")
     v["swapped_samples"] = swapped
-    corrected = sheet.copy()
+    v["n_swapped_samples"] = len(swapped)
     if swapped:
-        i, j = (corrected.index[corrected["sample"] == s][0] for s in swapped)
-        c = [k for k in corrected.columns if k != "sample"]
-        a, b = corrected.loc[i, c].copy(), corrected.loc[j, c].copy()
-        corrected.loc[i, c], corrected.loc[j, c] = b.to_numpy(), a.to_numpy()
+        corrected = restore_sheet(sheet, swapped, {s: (str(expressed[s]), str(inferred[s])) for s in swapped})
         v["corrected_condition"] = dict(zip(corrected["sample"], corrected["condition"]))
+        v["corrected_sex"] = dict(zip(corrected["sample"], corrected["sex"]))
 
     # 6. degradation (3' bias): length trend of one sample's ratios
     slopes = length_slopes(X, genes.set_index("gene_id")["length"])
@@ -181,11 +239,26 @@ def detect(d: dict) -> dict:
     v["library_sizes"] = {s: int(t) for s, t in lib.items()}
     v["min_library_ratio"] = round(float(lib.min() / lib.median()), 4)
     v["median_library_size"] = int(lib.median())
-    v["n_samples_kept"] = int(X.shape[1]) - len(deg) - len(dup_pairs)
+    v["n_samples_kept"] = int(X.shape[1]) - len(deg) - v["n_duplicate_extra"]
     return {"findings": sorted(findings), **v}
 
 
-@solver("bulkrna.L1.integrity", version="1")
+def restore_sheet(sheet: pd.DataFrame, swapped: list, shown: dict) -> pd.DataFrame:
+    """The sheet with the rows of the swapped samples given back: each takes the row (of those the swapped samples
+    carry) whose condition and sex its expression shows."""
+    out = sheet.copy()
+    c = [k for k in out.columns if k != "sample"]
+    idx = {s: out.index[out["sample"] == s][0] for s in swapped}
+    rows = {s: out.loc[idx[s], c].to_numpy().copy() for s in swapped}
+    free = list(swapped)
+    for s in swapped:
+        src = next(t for t in free if (str(rows[t][c.index("condition")]), str(rows[t][c.index("sex")])) == shown[s])
+        free.remove(src)
+        out.loc[idx[s], c] = rows[src]
+    return out
+
+
+@solver("bulkrna.L1.integrity", version="2")
 def l1_integrity(world_dir: Path, world) -> dict:
     return detect(read_world(world_dir))
 
@@ -244,7 +317,7 @@ def matched_ids(path: Path, golden: dict, check) -> tuple[float, str]:
 @product_validator("bulkrna.corrected_sheet")
 def corrected_sheet(path: Path, golden: dict, check) -> tuple[float, str]:
     """Either a corrected sample sheet (sample and condition columns: every sample carries the condition its
-    expression shows) or the list of the swapped samples, one a line (both, nothing else)."""
+    expression shows) or the list of the swapped samples, one a line (all of them, nothing else)."""
     want = golden.get("corrected_condition") or {}
     swapped = set(golden.get("swapped_samples") or [])
     try:
