@@ -75,6 +75,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.stats import false_discovery_control
 import pandas as pd
 
 from benchmark.canonical import CanonicalWriter
@@ -519,7 +520,7 @@ def dossier(sub: dict, rng, kind: str) -> Screen:
             x, y = L[gn == g], L[gn != g]
             p[g] = float(mannwhitneyu(x, y, alternative="less").pvalue)
         genes_sorted = sorted(p)
-        q = _bh(np.array([p[g] for g in genes_sorted]))
+        q = false_discovery_control(np.array([p[g] for g in genes_sorted]))
         for g, qq in zip(genes_sorted, q):
             x = L[gn == g]
             rows.append({"cell_line": line, "gene": g, "n_guides": int(len(x)), "median_lfc": round(float(np.median(x)), 4),
@@ -530,16 +531,6 @@ def dossier(sub: dict, rng, kind: str) -> Screen:
     data = Screen(guides=pd.DataFrame(), samples=[], counts=np.zeros((0, 0)))
     data.dossier = {"dossier.md": md, "gene_summary.csv": genes_tab, "samples.csv": lib}
     return data
-
-
-def _bh(p: np.ndarray) -> np.ndarray:
-    n = len(p)
-    order = np.argsort(p)
-    q = p[order] * n / np.arange(1, n + 1)
-    q = np.minimum.accumulate(q[::-1])[::-1]
-    out = np.empty(n)
-    out[order] = np.minimum(q, 1.0)
-    return out
 
 
 _DOSSIER_COMMON = [

@@ -462,13 +462,10 @@ def naive_significant(X: np.ndarray, genes: list[str], labels: np.ndarray, targe
 
 
 def _bh(p: np.ndarray) -> np.ndarray:
-    n = len(p)
-    order = np.argsort(p)
-    q = p[order] * n / np.arange(1, n + 1)
-    q = np.minimum.accumulate(q[::-1])[::-1]
-    out = np.empty(n)
-    out[order] = np.minimum(q, 1.0)
-    return out
+    """Benjamini-Hochberg adjusted p-values (scipy's); a function of its own so the oracle's helper cell ships it."""
+    from scipy.stats import false_discovery_control
+
+    return false_discovery_control(p)
 
 
 @solver("scrna.L2.markers", version="1")
