@@ -47,6 +47,11 @@ def test_item_set():
     assert set(Counter(i.family for i in crispr)) == {"depletion", "selectivity", "guide_consistency", "screen_strength"}
     assert {"swap_genes", "exchange_samples", "delete_gene", "drop_sample"} <= (
         {i.flip["op"] for i in crispr} | {i.withdrawal["op"] for i in crispr})
+    clinvar = [i for i in ITEMS if i.track == "clinvar"]
+    assert len(clinvar) >= 8 and all(i.id.startswith("clinvar_") for i in clinvar)
+    assert set(Counter(i.family for i in clinvar)) == {"trio", "relatedness", "ancestry", "diversity"}
+    assert {"exchange_samples", "duplicate_sample", "swap_info_tags", "drop_sample", "mask_sample",
+            "remove_info_tag"} <= ({i.flip["op"] for i in clinvar} | {i.withdrawal["op"] for i in clinvar})
 
 
 def test_every_shipped_version_verifies_from_disk(built):
