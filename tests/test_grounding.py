@@ -52,6 +52,12 @@ def test_item_set():
     assert set(Counter(i.family for i in clinvar)) == {"trio", "relatedness", "ancestry", "diversity"}
     assert {"exchange_samples", "duplicate_sample", "swap_info_tags", "drop_sample", "mask_sample",
             "remove_info_tag"} <= ({i.flip["op"] for i in clinvar} | {i.withdrawal["op"] for i in clinvar})
+    bulkrna = [i for i in ITEMS if i.track == "bulkrna"]
+    assert len(bulkrna) >= 8 and all(i.id.startswith("bulkrna_") for i in bulkrna)
+    assert set(Counter(i.family for i in bulkrna)) == {"tissue_specificity", "abundance", "lane_identity",
+                                                       "detection_breadth"}
+    assert {"swap_genes", "exchange_lanes", "delete_gene", "drop_lanes", "drop_tissue"} <= (
+        {i.flip["op"] for i in bulkrna} | {i.withdrawal["op"] for i in bulkrna})
 
 
 def test_every_shipped_version_verifies_from_disk(built):
