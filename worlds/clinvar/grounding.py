@@ -56,6 +56,7 @@ from benchmark.grounding.host import GroundingHost
 from benchmark.package_data import package_file
 from benchmark.registry import grounding_host
 from graders.grounding import file_texts, files_mentioning
+from worlds.clinvar.build import recount
 
 VCF = "calls.vcf"
 SOURCES = {"exome": "hapmap_exome_chr22.vcf.gz", "g1k": "chr22.vcf.gz"}
@@ -128,33 +129,10 @@ def _info_str(items: list[tuple[str, str | None]]) -> str:
     return ";".join(k if v is None else f"{k}={v}" for k, v in items) or "."
 
 
-def _gt(row: list[str], i: int) -> str:
-    keys = row[8].split(":")
-    vals = row[9 + i].split(":")
-    return vals[keys.index("GT")] if "GT" in keys and keys.index("GT") < len(vals) else "./."
-
-
-def _fmt_af(x: float) -> str:
-    s = f"{x:.3f}".rstrip("0").rstrip(".")
-    return s or "0"
-
-
 def _recount(d: VData) -> None:
-    """INFO AC (per ALT), AN and AF from the genotype columns, in place (bcftools +fill-tags semantics)."""
+    """INFO AC (per ALT), AN and AF from the genotype columns, in place (the build's recount, every record)."""
     for row in d.rows:
-        n_alt = len(row[4].split(","))
-        ac, an = [0] * n_alt, 0
-        for i in range(len(d.samples)):
-            for a in _gt(row, i).replace("|", "/").split("/"):
-                if a == ".":
-                    continue
-                an += 1
-                if a != "0":
-                    ac[int(a) - 1] += 1
-        new = {"AC": ",".join(map(str, ac)), "AN": str(an),
-               "AF": ",".join(_fmt_af(c / an) if an else "0" for c in ac)}
-        items = [(k, new.pop(k) if k in new else v) for k, v in _info(row[7])]
-        row[7] = _info_str(items + list(new.items()))
+        recount(row, len(d.samples))
 
 
 def _col(d: VData, name: str) -> int:
