@@ -45,6 +45,12 @@ class CanonicalWriter:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.written: list[str] = []
+        self.truth_values: dict[str, Any] = {}
+
+    def truth(self, **values: Any) -> None:
+        """Record the world's generative truth (gold side, never a public file): the freeze puts it in the golden
+        under `truth`, so a rubric can score per-entity products against what was simulated or injected."""
+        self.truth_values.update(values)
 
     def path(self, rel: str) -> Path:
         p = self.root / rel

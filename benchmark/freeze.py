@@ -3,9 +3,17 @@
 Built data is bulky, so it lives in a cache folder (`.cache/worlds/<id>/`, rebuilt on demand); goldens and
 locks are small and committed beside each manifest. `check` rebuilds into a temporary folder and compares
 every hash with the lock, naming the world and file on any difference.
+
+Goldens must be the same on any x86-64 machine, so reference solvers run with pinned numerics (`PINNED_ENV`): one
+thread, OpenBLAS's generic Prescott kernel and numpy's baseline SIMD, in a spawned process whose environment is
+set before numpy loads (a kernel cannot be changed once loaded). A re-solved golden is compared with the committed
+one exactly for every discrete value (strings, booleans, integers, lists, keys) and within `GOLDEN_REL_TOL` /
+`GOLDEN_ABS_TOL` for floats, a tenth of the tightest tolerance a rubric applies, so a libm that rounds the last
+bit differently cannot fail a world while a changed answer always does.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import hashlib
@@ -27,6 +35,18 @@ from benchmark.registry import RECIPES, SOLVERS, SUBSTRATES, WRITERS, load_track
 
 CACHE_ROOT = Path(os.environ.get("BENCHMARK_CACHE", REPO_ROOT / ".cache" / "worlds"))
 VERSIONED_TOOLS = ("numpy", "pandas", "scipy", "pysam", "macs3", "scanpy", "anndata", "pydeseq2")
+
+# What a reference solver's numerics depend on, pinned for every solve: thread counts, the BLAS kernel (OpenBLAS
+# picks one per CPU at load time: SkylakeX, Haswell, Zen... give different last bits, and pydeseq2's optimisers
+# amplify them to the 4th decimal) and numpy's runtime SIMD dispatch (baseline x86-64-v2 only).
+# BENCHMARK_SOLVER_CORETYPE swaps the pinned kernel for another, to prove that goldens hold without the pin too
+# (tests/test_worlds.py re-solves the floating-point-heavy worlds under Haswell).
+PINNED_ENV = {
+    "OPENBLAS_CORETYPE": os.environ.get("BENCHMARK_SOLVER_CORETYPE", "Prescott"), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR", "BENCHMARK_PINNED_NUMERICS": "1",
+}
+GOLDEN_REL_TOL = 1e-3
+GOLDEN_ABS_TOL = 1e-3
 
 
 def sha256_file(path: Path) -> str:
@@ -112,8 +132,9 @@ def resolve_params(params: dict[str, Any], rng: np.random.Generator, path: str, 
     return {k: walk(params[k], f"{field}.{k}") for k in sorted(params)}
 
 
-def build_files(ref: WorldRef, out_dir: Path) -> list[str]:
-    """Apply the recipe to the substrate and write the public files; return the relative paths written."""
+def build_files(ref: WorldRef, out_dir: Path, truth: dict[str, Any] | None = None) -> list[str]:
+    """Apply the recipe to the substrate and write the public files; return the relative paths written. The
+    generative truth the writer records (`CanonicalWriter.truth`) goes into `truth` when given, never to a file."""
     w = ref.world
     data = build_substrate(ref)
     rng = np.random.default_rng(ref.world_seed)
@@ -127,6 +148,8 @@ def build_files(ref: WorldRef, out_dir: Path) -> list[str]:
         shutil.rmtree(out_dir)
     cw = CanonicalWriter(out_dir)
     WRITERS.get(w.track).fn(data, cw)
+    if truth is not None:
+        truth.update(json.loads(json.dumps(cw.truth_values, sort_keys=True, default=_jsonable)))
     written = sorted(str(p.relative_to(out_dir)) for p in out_dir.rglob("*") if p.is_file())
     declared = sorted(w.public_files)
     if written != declared:
@@ -138,12 +161,83 @@ def build_files(ref: WorldRef, out_dir: Path) -> list[str]:
     return written
 
 
-def solve(ref: WorldRef, world_dir: Path) -> Golden:
+def numerics_pinned() -> bool:
+    """True in a process started with PINNED_ENV (set before numpy loaded, so the kernel really is the pinned one)."""
+    return all(os.environ.get(k) == v for k, v in PINNED_ENV.items())
+
+
+@contextlib.contextmanager
+def pinned_environment():
+    """PINNED_ENV in os.environ while processes are spawned (they inherit it before importing numpy)."""
+    old = {k: os.environ.get(k) for k in PINNED_ENV}
+    os.environ.update(PINNED_ENV)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def pinned_pool(jobs: int):
+    """A pool of `jobs` spawned processes with pinned numerics (started at once, inside the pinned environment)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with pinned_environment():
+        ex = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+        for f in [ex.submit(os.getpid) for _ in range(jobs)]:
+            f.result()
+    return ex
+
+
+_SOLVER_POOL = None
+
+
+def solve(ref: WorldRef, world_dir: Path, truth: dict[str, Any] | None = None) -> Golden:
+    """The reference solver's golden, computed with pinned numerics (in a helper process when this one is not
+    pinned); the writer's generative truth, when there is one, is kept under the golden's `truth` key."""
+    global _SOLVER_POOL
+    if not numerics_pinned():
+        if _SOLVER_POOL is None:
+            _SOLVER_POOL = pinned_pool(1)
+        return _SOLVER_POOL.submit(solve, ref, Path(world_dir), truth).result()
     load_track_module(ref.track.solver_module)
     entry = SOLVERS.get(ref.family.solver)
     values = entry.fn(world_dir, ref.world)
     values = json.loads(json.dumps(values, sort_keys=True, default=_jsonable))
+    if truth:
+        if "truth" in values:
+            raise BenchmarkError(f"solver {entry.name} returns a 'truth' key; that key holds the writer's generative "
+                                 "truth (CanonicalWriter.truth): rename the solver's key")
+        values["truth"] = truth
     return Golden(world_id=ref.id, solver=entry.name, solver_version=entry.version, values=values)
+
+
+def golden_differences(stored: Any, fresh: Any, at: str = "") -> list[str]:
+    """Where a re-solved golden departs from the committed one: any discrete difference, or a float outside
+    GOLDEN_REL_TOL / GOLDEN_ABS_TOL (the last bits a different libm may round otherwise)."""
+    where = at or "values"
+    if isinstance(stored, dict) and isinstance(fresh, dict):
+        out = []
+        for k in sorted(set(stored) | set(fresh), key=str):
+            if k not in stored or k not in fresh:
+                out.append(f"{where}.{k} {'added' if k in fresh else 'missing'}")
+            else:
+                out += golden_differences(stored[k], fresh[k], f"{where}.{k}")
+        return out
+    if isinstance(stored, list) and isinstance(fresh, list):
+        if len(stored) != len(fresh):
+            return [f"{where}: {len(fresh)} items, committed {len(stored)}"]
+        return [d for i, (a, b) in enumerate(zip(stored, fresh)) for d in golden_differences(a, b, f"{where}.{i}")]
+    if isinstance(stored, float) and isinstance(fresh, (int, float)) and not isinstance(fresh, bool) \
+            or isinstance(fresh, float) and isinstance(stored, (int, float)) and not isinstance(stored, bool):
+        if abs(fresh - stored) <= max(GOLDEN_ABS_TOL, GOLDEN_REL_TOL * abs(stored)):
+            return []
+        return [f"{where}: {fresh!r}, committed {stored!r}"]
+    return [] if stored == fresh and type(stored) is type(fresh) else [f"{where}: {fresh!r}, committed {stored!r}"]
 
 
 def _jsonable(o: Any) -> Any:
@@ -208,8 +302,9 @@ def freeze_world(ref: WorldRef, cache_root: Path | None = None) -> Lock:
     out = world_cache(ref, cache_root)
     tmp = out.with_name(f".{ref.id}.building")
     tmp.parent.mkdir(parents=True, exist_ok=True)
-    files = build_files(ref, tmp)
-    g = solve(ref, tmp)
+    truth: dict[str, Any] = {}
+    files = build_files(ref, tmp, truth)
+    g = solve(ref, tmp, truth)
     if out.exists():
         shutil.rmtree(out)
     os.replace(tmp, out)
@@ -246,11 +341,16 @@ def compare(ref: WorldRef, lock: Lock, world_dir: Path, golden: Golden | None = 
             problems.append(f"{ref.id}: file {f} is missing")
         elif sha256_file(world_dir / f) != lock.files[f]:
             problems.append(f"{ref.id}: file {f} differs from its lock (sha256)")
-    if golden is not None and sha256_bytes(golden_bytes(golden)) != lock.golden_sha256:
-        problems.append(f"{ref.id}: golden differs from its lock (the solver's answer changed)")
     stored = read_golden(ref) if ref.golden_path.exists() else None
-    if stored is not None and sha256_bytes(golden_bytes(stored)) != lock.golden_sha256:
+    stored_ok = stored is not None and sha256_bytes(golden_bytes(stored)) == lock.golden_sha256
+    if stored is not None and not stored_ok:
         problems.append(f"{ref.id}: committed golden {ref.golden_path.name} does not match its lock")
+    if golden is not None and sha256_bytes(golden_bytes(golden)) != lock.golden_sha256:
+        diffs = (golden_differences(stored.model_dump(), golden.model_dump(), "golden") if stored_ok
+                 else ["(no committed golden)"])
+        if diffs:
+            more = f" (+{len(diffs) - 3} more)" if len(diffs) > 3 else ""
+            problems.append(f"{ref.id}: golden differs from its lock (the solver's answer changed: {'; '.join(diffs[:3])}{more})")
     return problems
 
 
@@ -258,8 +358,9 @@ def check_world(ref: WorldRef, scratch: Path) -> list[str]:
     """Rebuild from scratch in `scratch` and compare with the committed lock."""
     lock = read_lock(ref)
     d = scratch / ref.id
-    build_files(ref, d)
-    g = solve(ref, d)
+    truth: dict[str, Any] = {}
+    build_files(ref, d, truth)
+    g = solve(ref, d, truth)
     problems = compare(ref, lock, d, g)
     if problems and lock.tool_versions != tool_versions():
         diff = {k: (lock.tool_versions.get(k), v) for k, v in tool_versions().items() if lock.tool_versions.get(k) != v}
@@ -319,11 +420,10 @@ def _map_worlds(fn, items: list, ids: list[str], jobs: int, on_step) -> list[lis
                 on_step(wid)
             out.append(fn(item)[1])
         return out
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import as_completed
 
     results: dict[str, list[str]] = {}
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as ex:
+    with pinned_pool(jobs) as ex:
         futures = [ex.submit(fn, item) for item in items]
         for fut in as_completed(futures):
             wid, problems = fut.result()

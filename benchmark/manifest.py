@@ -103,6 +103,9 @@ class FamilyManifest(Strict):
         description="defect (L1) or trap (L2) code -> regex patterns that name it in a report (gold side, never shown)",
     )
     goal: str | None = Field(None, description="the project goal a pivotal case states before its record (one sentence)")
+    alternatives: list[str] = Field(default_factory=list, description=(
+        "L2: the sound analyses other than the reference solver's that the rubric accepts, in words (tool and "
+        "statistic); each is run for real by tests/test_alternative_analyses.py (tests/alternatives/<track>.py)"))
 
     @field_validator("report_schema")
     @classmethod
@@ -156,6 +159,13 @@ class Check(Strict):
     min_spearman: float | None = Field(None, ge=-1, le=1, description="product_table: Spearman over shared keys")
     min_share: float | None = Field(None, ge=0, le=1, description="product_table: share of keys within rel_tol/abs_tol")
     validator: str | None = Field(None, description="product: registered product validator name")
+    reference: str | None = Field(None, description=(
+        "overlap/product_items/product_table scored against generative truth (`golden: truth.<key>`): the golden key "
+        "holding the reference solver's own answer. The full-credit bar becomes the lower of min_f1 (min_spearman, "
+        "min_coverage) and the reference's own score against the truth less bar_slack, so any analysis as good as "
+        "the reference earns full marks"))
+    bar_slack: float = Field(0.05, ge=0, le=0.5, description="reference: how far below the reference's own score "
+                             "against the truth a sound analysis may fall and keep full credit")
     requires: list[str] = Field(default_factory=list, description="ids of checks that must earn full credit, else half")
     negate: bool = False
     weight: float = 1.0
@@ -176,6 +186,10 @@ class Check(Strict):
             raise ValueError(f"check '{self.id}' of kind mentions needs 'patterns' and 'fields'")
         if k in ("overlap", "sign", "product_items", "product_table") and self.golden is None:
             raise ValueError(f"check '{self.id}' of kind {k} needs 'golden'")
+        if self.reference is not None and (k not in ("overlap", "product_items", "product_table")
+                                           or not (self.golden or "").startswith("truth.")):
+            raise ValueError(f"check '{self.id}': 'reference' applies to overlap, product_items and product_table "
+                             "checks whose golden is generative truth (golden: truth.<key>); remove it or fix golden")
         if k == "product_table":
             if not (self.key and self.column):
                 raise ValueError(f"check '{self.id}' of kind product_table needs 'key' and 'column' (CSV column names)")

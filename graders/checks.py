@@ -133,12 +133,33 @@ def f1_score(reported: list[str], target: list[str]) -> tuple[float, float, floa
     return prec, rec, f1
 
 
-def _f1_credit(c: Check, reported: list[str], target: list[str]) -> tuple[float, str]:
+def reference_bar(c: Check, floor: float, reference_score: float | None) -> float:
+    """The full-credit bar of a check scored against generative truth: the rubric's own floor, lowered to the
+    reference solver's score against the same truth less `bar_slack` when the reference does worse than the floor
+    (a world where even the reference misses part of the truth must not fail an analysis as good as it)."""
+    if reference_score is None:
+        return floor
+    return min(floor, reference_score - c.bar_slack)
+
+
+def _reference_answer(c: Check, golden: dict[str, Any] | None) -> Any:
+    if c.reference is None or golden is None:
+        return _MISSING
+    return get_path(golden, c.reference)
+
+
+def _f1_credit(c: Check, reported: list[str], target: list[str], golden: dict[str, Any] | None = None) -> tuple[float, str]:
     prec, rec, f1 = f1_score(reported, target)
-    detail = f"precision {prec:.2f}, recall {rec:.2f}, F1 {f1:.2f} (need {c.min_f1:.2f}) over {len(set(map(str, target)))} golden items"
-    if f1 >= c.min_f1 - 1e-12:
+    ref = _reference_answer(c, golden)
+    ref_f1 = f1_score([str(x) for x in ref], target)[2] if isinstance(ref, list) else None
+    need = reference_bar(c, c.min_f1, ref_f1)
+    part = None if c.partial_f1 is None else min(c.partial_f1, need - c.bar_slack) if ref_f1 is not None else c.partial_f1
+    detail = f"precision {prec:.2f}, recall {rec:.2f}, F1 {f1:.2f} (need {need:.2f}) over {len(set(map(str, target)))} golden items"
+    if ref_f1 is not None:
+        detail += f" of the truth (the reference solver's F1 {ref_f1:.2f})"
+    if f1 >= need - 1e-12:
         return 1.0, detail
-    if c.partial_f1 is not None and f1 >= c.partial_f1 - 1e-12:
+    if part is not None and f1 >= part - 1e-12:
         return 0.5, detail + " (partial)"
     return 0.0, detail
 
@@ -243,7 +264,7 @@ def _evaluate(c: Check, report: Any, golden: dict[str, Any], products: Path | No
         if not isinstance(got, list) or not isinstance(want, list):
             return 0.0, f"{c.field} is not a list"
         reported = [str(x) for x in got][: c.top_k] if c.top_k else [str(x) for x in got]
-        return _f1_credit(c, reported, [str(x) for x in want])
+        return _f1_credit(c, reported, [str(x) for x in want], golden)
 
     if c.kind in ("product_items", "product_table", "product"):
         path, why = product_path(products, got)
@@ -252,10 +273,10 @@ def _evaluate(c: Check, report: Any, golden: dict[str, Any], products: Path | No
         if c.kind == "product_items":
             if not isinstance(want, list):
                 return 0.0, f"golden {c.golden} is not a list (rubric/golden mismatch)"
-            credit, detail = _f1_credit(c, read_items(path, want), [str(x) for x in want])
+            credit, detail = _f1_credit(c, read_items(path, want), [str(x) for x in want], golden)
             return credit, f"{why}: {detail}"
         if c.kind == "product_table":
-            return _table_credit(c, path, why, want)
+            return _table_credit(c, path, why, want, _reference_answer(c, golden))
         from benchmark.registry import PRODUCT_VALIDATORS
 
         if c.validator not in PRODUCT_VALIDATORS:
@@ -275,28 +296,39 @@ def _evaluate(c: Check, report: Any, golden: dict[str, Any], products: Path | No
     return 0.0, f"unknown check kind {c.kind}"
 
 
-def _table_credit(c: Check, path: Path, rel: str, want: Any) -> tuple[float, str]:
+def _numeric_map(m: dict) -> dict[str, float]:
+    out = {_norm(str(k)): _number(v) for k, v in m.items()}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _spearman(table: dict[str, float], gold: dict[str, float], keys: list[str]) -> float:
     from scipy.stats import spearmanr
 
+    if len(keys) < 3:
+        return 0.0
+    rho = spearmanr([table[k] for k in keys], [gold[k] for k in keys]).statistic
+    return float(rho) if rho == rho else 0.0
+
+
+def _table_credit(c: Check, path: Path, rel: str, want: Any, reference: Any = _MISSING) -> tuple[float, str]:
     if not isinstance(want, dict) or not want:
         return 0.0, f"golden {c.golden} is not a non-empty mapping (rubric/golden mismatch)"
     table, why = read_table(path, c.key or "", c.column or "")
     if table is None:
         return 0.0, f"{rel}: {why}"
-    gold = {_norm(str(k)): _number(v) for k, v in want.items()}
-    gold = {k: v for k, v in gold.items() if v is not None}
+    gold = _numeric_map(want)
     shared = sorted(set(gold) & set(table))
     coverage = len(shared) / len(gold) if gold else 0.0
-    parts = [f"{rel}: {len(shared)}/{len(gold)} golden keys present"]
-    ok = coverage >= c.min_coverage - 1e-12
+    ref = _numeric_map(reference) if isinstance(reference, dict) else None
+    ref_shared = sorted(set(gold) & set(ref)) if ref is not None else []
+    need_cov = reference_bar(c, c.min_coverage, len(ref_shared) / len(gold) if ref is not None and gold else None)
+    parts = [f"{rel}: {len(shared)}/{len(gold)} golden keys present" + (f" (need {need_cov:.2f})" if ref is not None else "")]
+    ok = coverage >= need_cov - 1e-12
     if c.min_spearman is not None:
-        if len(shared) >= 3:
-            rho = spearmanr([table[k] for k in shared], [gold[k] for k in shared]).statistic
-            rho = float(rho) if rho == rho else 0.0
-        else:
-            rho = 0.0
-        parts.append(f"Spearman {rho:.3f} (need {c.min_spearman:.2f})")
-        ok = ok and rho >= c.min_spearman - 1e-12
+        rho = _spearman(table, gold, shared)
+        need = reference_bar(c, c.min_spearman, _spearman(ref, gold, ref_shared) if ref is not None else None)
+        parts.append(f"Spearman {rho:.3f} (need {need:.2f})" + (" against the truth" if ref is not None else ""))
+        ok = ok and rho >= need - 1e-12
     if c.min_share is not None:
         within = sum(_within(table[k], gold[k], c.rel_tol, c.abs_tol) for k in shared)
         share = within / len(gold) if gold else 0.0

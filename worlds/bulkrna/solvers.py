@@ -500,15 +500,21 @@ def l2_normalisation(world_dir: Path, world) -> dict:
 
 # ---------------------------------------------------------------- L2 LFC ranking
 
-@solver("bulkrna.L2.lfc_ranking", version="2")
+def rank_by_abs(lfc: pd.Series) -> list[str]:
+    """Genes by |value| to 3 decimals, then by id: MLE fold changes of genes with a handful of reads pile up near
+    the optimiser's bound and differ only in kernel noise, so their order must not come from the last bits."""
+    return (pd.DataFrame({"a": np.round(lfc.abs().to_numpy(float), 3), "g": lfc.index})
+            .sort_values(["a", "g"], ascending=[False, True])["g"].tolist())
+
+@solver("bulkrna.L2.lfc_ranking", version="3")
 def l2_lfc_ranking(world_dir: Path, world) -> dict:
     X, sheet, genes, meta = load_l2(world_dir)
     test, ref = meta["task"]["test_condition"], meta["task"]["reference_condition"]
     res = run_deseq(X.T, sheet, "~condition", ["condition", test, ref], shrink=True)
     padj = _bool_padj(res)
     sig = res.dropna(subset=["log2FoldChange"])  # every tested gene: shrunk LFCs rank without a p-value filter
-    top = sig.assign(a=sig["shrunk_lfc"].abs()).sort_values(["a"], ascending=False).index[:TOP_K].tolist()
-    raw_top = sig.assign(a=sig["log2FoldChange"].abs()).sort_values(["a"], ascending=False).index[:TOP_K].tolist()
+    top = rank_by_abs(sig["shrunk_lfc"])[:TOP_K]
+    raw_top = rank_by_abs(sig["log2FoldChange"])[:TOP_K]
     defect = getattr(world, "defect", None)
     base = res["baseMean"]
     return {

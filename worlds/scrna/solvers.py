@@ -609,7 +609,7 @@ def cell_level_wilcoxon(X: np.ndarray, genes: list[str], cond: np.ndarray, test:
     return pd.DataFrame({"gene": genes, "z": z, "padj": _bh(p), "log2fc": lfc})
 
 
-@solver("scrna.L2.condition_de", version="1")
+@solver("scrna.L2.condition_de", version="2")
 def l2_condition_de(world_dir: Path, world) -> dict:
     d = read_world(world_dir)
     X = d["X"]
@@ -658,10 +658,17 @@ def l2_condition_de(world_dir: Path, world) -> dict:
         "down_genes": down,
         "log2fc_by_compartment": {g: lfc_parts[g] for g in de},
         "naive_cell_level_n_de": int(len(cl_sig)),
-        "naive_cell_level_top": cl_sig.sort_values("padj")["gene"].head(30).tolist(),
+        "naive_cell_level_top": ranked_top(cl_sig, 30),
         "myeloid_fraction_by_condition": {k: round(float(v), 4) for k, v in sorted(comp.items())},
         **_de_products(X, genes, de, lfc_parts, cl, min_padj, getattr(world, "defect", None)),
     }
+
+
+def ranked_top(sig: pd.DataFrame, k: int) -> list[str]:
+    """The k most significant genes, ordered by -log10 padj to 3 decimals and then by name: genes whose p-values
+    differ only in the last bits (kernel noise) keep one order on every machine."""
+    score = np.round(-np.log10(sig["padj"].clip(lower=1e-300).to_numpy(float)), 3)
+    return sig.assign(_s=score).sort_values(["_s", "gene"], ascending=[False, True])["gene"].head(k).tolist()
 
 
 def _de_products(X, genes, de, lfc_parts, cl, min_padj, defect) -> dict:
