@@ -216,28 +216,69 @@ def solve(ref: WorldRef, world_dir: Path, truth: dict[str, Any] | None = None) -
     return Golden(world_id=ref.id, solver=entry.name, solver_version=entry.version, values=values)
 
 
-def golden_differences(stored: Any, fresh: Any, at: str = "") -> list[str]:
-    """Where a re-solved golden departs from the committed one: any discrete difference, or a float outside
-    GOLDEN_REL_TOL / GOLDEN_ABS_TOL (the last bits a different libm may round otherwise)."""
-    where = at or "values"
+SPEARMAN_VALUE_TOL = 0.01  # a key only ranked (Spearman >= 0.9) may move this much: far inside the rank margin
+
+
+def golden_tolerances(ref: WorldRef) -> dict[str, tuple[float, float]]:
+    """Golden key (dotted) -> (rel, abs) float tolerance for the check against the committed golden: a tenth of
+    the tolerance of the tightest rubric check that reads the key (SPEARMAN_VALUE_TOL for a key only ranked);
+    keys no check reads keep GOLDEN_REL_TOL / GOLDEN_ABS_TOL."""
+    rub = ref.world.rubric
+    checks = [*getattr(rub, "checks", []), *getattr(rub, "zero_if", []), *getattr(rub, "measure", []),
+              *getattr(rub, "actions", [])]
+    out: dict[str, tuple[float, float]] = {}
+    for c in checks:
+        if not c.golden:
+            continue
+        if c.rel_tol is not None or c.abs_tol is not None:
+            tol = ((c.rel_tol or 0.0) / 10, (c.abs_tol or 0.0) / 10)
+        elif c.kind == "product_table" and c.min_spearman is not None:
+            tol = (0.0, SPEARMAN_VALUE_TOL)
+        else:
+            continue
+        have = out.get(c.golden)
+        out[c.golden] = tol if have is None else (min(have[0], tol[0]), min(have[1], tol[1]))
+    return out
+
+
+def golden_differences(stored: Any, fresh: Any, at: str = "",
+                       tolerances: dict[str, tuple[float, float]] | None = None) -> list[str]:
+    """Where a re-solved golden's values depart from the committed ones: any discrete difference (a string, an
+    integer, a boolean, a list's length, a key), or a float outside its tolerance (`golden_tolerances`; by default
+    GOLDEN_REL_TOL / GOLDEN_ABS_TOL): the last bits another libm or kernel may round otherwise."""
+    tolerances = tolerances or {}
     if isinstance(stored, dict) and isinstance(fresh, dict):
         out = []
         for k in sorted(set(stored) | set(fresh), key=str):
+            where = f"{at}.{k}" if at else str(k)
             if k not in stored or k not in fresh:
-                out.append(f"{where}.{k} {'added' if k in fresh else 'missing'}")
+                out.append(f"{where} {'added' if k in fresh else 'missing'}")
             else:
-                out += golden_differences(stored[k], fresh[k], f"{where}.{k}")
+                out += golden_differences(stored[k], fresh[k], where, tolerances)
         return out
     if isinstance(stored, list) and isinstance(fresh, list):
         if len(stored) != len(fresh):
-            return [f"{where}: {len(fresh)} items, committed {len(stored)}"]
-        return [d for i, (a, b) in enumerate(zip(stored, fresh)) for d in golden_differences(a, b, f"{where}.{i}")]
-    if isinstance(stored, float) and isinstance(fresh, (int, float)) and not isinstance(fresh, bool) \
-            or isinstance(fresh, float) and isinstance(stored, (int, float)) and not isinstance(stored, bool):
-        if abs(fresh - stored) <= max(GOLDEN_ABS_TOL, GOLDEN_REL_TOL * abs(stored)):
+            return [f"{at}: {len(fresh)} items, committed {len(stored)}"]
+        return [d for i, (a, b) in enumerate(zip(stored, fresh))
+                for d in golden_differences(a, b, f"{at}.{i}", tolerances)]
+    numeric = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (stored, fresh))
+    if numeric and (isinstance(stored, float) or isinstance(fresh, float)):
+        rel, abs_ = GOLDEN_REL_TOL, GOLDEN_ABS_TOL
+        for key, tol in tolerances.items():  # the longest rubric key that contains this location
+            if at == key or at.startswith(key + "."):
+                rel, abs_ = tol
+        if abs(fresh - stored) <= max(abs_, rel * abs(stored)):
             return []
-        return [f"{where}: {fresh!r}, committed {stored!r}"]
-    return [] if stored == fresh and type(stored) is type(fresh) else [f"{where}: {fresh!r}, committed {stored!r}"]
+    elif stored == fresh and type(stored) is type(fresh):
+        return []
+    return [f"{at}: {fresh!r}, committed {stored!r}"]
+
+
+def golden_problems(ref: WorldRef, stored: Golden, fresh: Golden) -> list[str]:
+    """A re-solved golden against the committed one: solver and version exactly, values by golden_differences."""
+    out = [f"{k}: {getattr(fresh, k)!r}, committed {getattr(stored, k)!r}"
+           for k in ("world_id", "solver", "solver_version") if getattr(fresh, k) != getattr(stored, k)]
+    return out + golden_differences(stored.values, fresh.values, "", golden_tolerances(ref))
 
 
 def _jsonable(o: Any) -> Any:
@@ -346,8 +387,7 @@ def compare(ref: WorldRef, lock: Lock, world_dir: Path, golden: Golden | None = 
     if stored is not None and not stored_ok:
         problems.append(f"{ref.id}: committed golden {ref.golden_path.name} does not match its lock")
     if golden is not None and sha256_bytes(golden_bytes(golden)) != lock.golden_sha256:
-        diffs = (golden_differences(stored.model_dump(), golden.model_dump(), "golden") if stored_ok
-                 else ["(no committed golden)"])
+        diffs = golden_problems(ref, stored, golden) if stored_ok else ["(no committed golden)"]
         if diffs:
             more = f" (+{len(diffs) - 3} more)" if len(diffs) > 3 else ""
             problems.append(f"{ref.id}: golden differs from its lock (the solver's answer changed: {'; '.join(diffs[:3])}{more})")

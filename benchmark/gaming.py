@@ -11,6 +11,9 @@ collection and the grader see exactly what they would see from a model that trie
              union lists, mean tables written as work products) and every trap it names.
   metadata   decides from file names, sizes, headers and read counts only: leave-one-out nearest neighbour over the
              family's other worlds, then flags the neighbour's defect (or accepts).
+  layout     decides from the files' layout only (benchmark.layout): names out of order, entities appended last,
+             duplicated identifiers, shared index fields, orders that differ between files; it flags those
+             entities as its work product and names the nearest flagged neighbour's defect (or accepts).
 
 `worlds check --agents` runs them beside oracle and naive and fails when one earns more than blind trust allows.
 """
@@ -24,8 +27,8 @@ from typing import Any
 from benchmark.loader import WorldRef
 from benchmark.manifest import Check, L1World, L2World
 
-GAMING = ("all_clear", "flag_all", "keyword", "constant", "metadata")
-NAIVE_BASED = {"all_clear", "flag_all", "keyword", "metadata"}  # L2: start from the naive agent's own numbers
+GAMING = ("all_clear", "flag_all", "keyword", "constant", "metadata", "layout")
+NAIVE_BASED = {"all_clear", "flag_all", "keyword", "metadata", "layout"}  # L2: start from the naive agent's own numbers
 
 
 def _words(code: str) -> str:
@@ -140,12 +143,17 @@ def cells(name: str, ref: WorldRef, naive_cells: list[str]) -> list[str]:
     if name == "constant":
         _, files = constant_report(ref)
         return [product_cell(files)] if files else []
+    from benchmark.layout import flags_cell, layout_cell
+
+    own = {"metadata": [metadata_cell()], "layout": [layout_cell()]}.get(name, [])
+    if name == "layout" and isinstance(w, L1World):
+        own += [c for c in [flags_cell(ref, _family_refs(ref))] if c]
     needs_naive = isinstance(w, L2World) or name == "keyword"
     if not needs_naive:
-        return [metadata_cell()] if name == "metadata" else []
+        return own
     replay = naive_replay(ref.id)
     base = [product_cell(replay[1])] if replay is not None else naive_cells
-    return ([metadata_cell()] if name == "metadata" else []) + base
+    return own + base
 
 
 # ---------------------------------------------------------------- final reports
@@ -167,6 +175,11 @@ def naive_edits(name: str, ref: WorldRef) -> list[dict] | None:
                                                              "output": None}]}]
     if name == "metadata":
         code = getattr(metadata_predictions(_family_refs(ref))[ref.id].world, "defect", None)
+        return [{"op": "set", "values": {"issues_found": [_words(code)] if code else [], "analysis_usable": True}}]
+    if name == "layout":
+        from benchmark.layout import layout_predictions
+
+        code = layout_predictions(_family_refs(ref))[ref.id].defect
         return [{"op": "set", "values": {"issues_found": [_words(code)] if code else [], "analysis_usable": True}}]
     if name == "all_clear":
         return [{"op": "set", "values": {"issues_found": [], "analysis_usable": True}}]
@@ -193,6 +206,10 @@ def report(name: str, ref: WorldRef, naive: dict | None) -> dict:
         return constant_report(ref)[0]
     if name == "metadata":
         return metadata_report(ref, naive)
+    if name == "layout":
+        from benchmark.layout import layout_report
+
+        return layout_report(ref, _family_refs(ref), naive)
     if name == "all_clear":
         return {"assessment": "usable", "issues": [], "summary": "The data look sound; no problems found."}
     assert isinstance(w, L1World) and name == "flag_all", (name, ref.id)

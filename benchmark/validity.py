@@ -88,6 +88,28 @@ def gaming_problems(table: dict[tuple[str, str], dict[str, float]]) -> list[str]
     return out
 
 
+FAMILY_CHECKED = ("layout",)  # agents also held to the bar family by family, not only per track and level
+
+
+def family_gaming_problems(results: dict[str, list[ResultRecord]]) -> list[str]:
+    """Per family, the FAMILY_CHECKED agents against blind trust on the same family (+ margin) and the ceiling."""
+    def means(recs: list[ResultRecord]) -> dict[str, float]:
+        fams: dict[str, list[float]] = {}
+        for r in recs:
+            fams.setdefault(r.family, []).append(_score(r))
+        return {f: statistics.fmean(v) for f, v in fams.items()}
+
+    bar = means(results.get("all_clear", []))
+    out = []
+    for agent in FAMILY_CHECKED:
+        for fam, s in sorted(means(results.get(agent, [])).items()):
+            if fam in bar and s > bar[fam] + GAMING_MARGIN:
+                out.append(f"{fam}: scripted/{agent} scores {s:.1f}, more than blind trust ({bar[fam]:.1f}) + {GAMING_MARGIN:g}")
+            if s > GAMING_CEILING:
+                out.append(f"{fam}: scripted/{agent} scores {s:.1f} > {GAMING_CEILING:g}")
+    return out
+
+
 def metadata_accuracy(refs: list[WorldRef]) -> dict[tuple[str, str], tuple[float, float]]:
     """(track, level) -> (accuracy of the metadata rule at telling sound from defective worlds, majority-class rate)."""
     nb = metadata_predictions(refs)
@@ -137,6 +159,7 @@ def check_agents(worlds: list[str] | None, tracks: list[str] | None, levels: lis
     if "naive" in results:
         problems += naive_problems(results["naive"])
     problems += gaming_problems(agent_table(results))
+    problems += family_gaming_problems(results)
     if "metadata" in agents:
         problems += metadata_problems(refs)
     return problems, results

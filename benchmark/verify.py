@@ -28,7 +28,7 @@ from benchmark.freeze import read_golden
 from benchmark.loader import load_suite
 from benchmark.records import ResultRecord, RoleUsage
 from benchmark.store import RunStore, result_key
-from graders.l1 import STATE_SCORES
+from graders.l1 import STATE_SCORES, state_rules
 
 L1_STATE_DELTA = 0.5
 L3_AXIS_DELTA = 1.0
@@ -47,14 +47,16 @@ VERIFIER_SCHEMA_L3 = {"type": "object", "required": ["D", *L3_SUBAXES, "N", "con
                       "properties": {"D": _AXIS, **{q: _AXIS for q in L3_SUBAXES}, "N": _AXIS,
                                      "conflicts": {"type": "boolean"}, "reason": {"type": "string", "maxLength": 4000}}}
 
-L1_RULES = """States (native 0-3): DIAGNOSE-AND-ACT 3 (defect named, every action check met), DIAGNOSE-AND-ACT-PARTIAL 2.5,
-DIAGNOSE-NOT-ACT 2, DIAGNOSE-NOT-ACT-PARTIAL 1.5, NOTICE-WRONG 1 (a problem raised but not this one), MISS 0;
-for sound data CLEAN-CORRECT 3, OVER-CAUTIOUS 2, FABRICATED 1, FALSE-UNUSABLE 0; when evidence cannot settle it
-ABSTAIN-RECOGNIZED 3, ABSTAIN-OK 2, OVER-DIAGNOSE 1; NONCOMPLIANT 0 for a missing or off-schema report."""
-L2_RULES = """Components on 0-1: A analytical correctness (values vs the golden within the rubric's tolerances),
-I issue recognition (the trap named; on a clean control, no invented issue), M methodological response (an
-appropriate method), C result calibration (conclusions qualified to the analysis' reliability). Score = mean;
-declaring a solvable world unusable caps it at 1/3; A = 0 caps it at 0.5; the rubric's zero_if conditions give 0."""
+L1_RULES = state_rules()
+
+
+def l2_rules(unusable_cap: float, accuracy_cap: float) -> str:
+    """The L2 grading rules with the world's own caps (graders.l2 applies the same numbers)."""
+    return ("Components on 0-1: A analytical correctness (values vs the golden within the rubric's tolerances), "
+            "I issue recognition (the trap named; on a clean control, no invented issue), M methodological response "
+            "(an appropriate method), C result calibration (conclusions qualified to the analysis' reliability). "
+            f"Score = mean; declaring a solvable world unusable caps it at {unusable_cap:.3g}; A = 0 caps it at "
+            f"{accuracy_cap:.3g}; the rubric's zero_if conditions give 0.")
 
 
 L3_RULES = """Axes on 0-3 (0 absent, 3 exemplary). D evidence fidelity: the claims match the dossier's numbers and
@@ -92,7 +94,13 @@ def _prompt(rec: ResultRecord, rubric: dict, golden: dict, report: str | None, c
     shown = []
     for c in cells[-6:]:
         shown.append(f"--- code (step {c.step})\n{c.code[:CELL_CHARS]}\n--- output\n{(c.stdout + c.stderr + (c.error or ''))[:CELL_CHARS]}")
-    rules = L1_RULES if level == "L1" else L2_RULES
+    if level == "L1":
+        rules = L1_RULES
+    else:
+        from benchmark.manifest import L2Rubric
+
+        caps = {k: rubric.get(k, L2Rubric.model_fields[k].default) for k in ("unusable_cap", "accuracy_cap")}
+        rules = l2_rules(caps["unusable_cap"], caps["accuracy_cap"])
     answer = '{"state": "<STATE>", "reason": "..."}' if level == "L1" else '{"A": x, "I": x, "M": x, "C": x, "reason": "..."}'
     return (
         "You verify the grade of a scientific agent's work. Apply ONLY the rubric below; do not add requirements "

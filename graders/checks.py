@@ -192,16 +192,34 @@ def _read_text(p: Path) -> str:
     return p.read_bytes().decode("utf-8", errors="replace")
 
 
-def read_items(p: Path, golden_items: list[str]) -> list[str]:
-    """`lines` format: one item per line, first CSV/TSV field, blank and '#' lines ignored, a header line ignored."""
+def _line_item(line: str, known: set[str], canon=None) -> str:
+    """The item of one `lines` line: the whole line when it is an item (a multiallelic key `22:1:G:A,C` holds a
+    comma), else the first TSV field, else the first CSV field (quotes respected: `"22:1:G:A,C",note`)."""
+    whole = line.strip().strip('"').strip()
+    if _norm(canon(whole) if canon else whole) in known:
+        return whole
+    if "\t" in line:
+        first = line.split("\t", 1)[0]
+    else:
+        try:
+            first = next(csv.reader([line], skipinitialspace=True), [""])[0]
+        except csv.Error:
+            first = line.split(",", 1)[0]
+    return first.strip().strip('"').strip()
+
+
+def read_items(p: Path, golden_items: list[str], canon=None) -> list[str]:
+    """`lines` format: one item per line (the whole line when it is a known item, else its first TSV or CSV field),
+    blank and '#' lines ignored, a header line ignored. `canon` maps a raw item to the golden's spelling before
+    matching (a validator that accepts `chr22:` for `22:`)."""
+    known = {_norm(str(x)) for x in golden_items}
     items = []
     for line in _read_text(p).splitlines()[:MAX_PRODUCT_ROWS]:
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        items.append(re.split(r"[,\t]", line, maxsplit=1)[0].strip().strip('"'))
-    known = {_norm(str(x)) for x in golden_items}
-    if items and _norm(items[0]) not in known:
+        items.append(_line_item(line, known, canon))
+    if items and _norm(canon(items[0]) if canon else items[0]) not in known:
         items = items[1:]  # a header (or one stray item, which then costs recall instead of precision)
     return items
 

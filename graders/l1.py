@@ -59,6 +59,32 @@ STATE_SCORES: dict[str, float] = {
     "OVER-DIAGNOSE": 1.0,
     "NONCOMPLIANT": 0.0,
 }
+# What each state means, in the words the LLM verifier is given beside STATE_SCORES (one source for both).
+STATE_MEANINGS: dict[str, str] = {
+    "DIAGNOSE-AND-ACT": "defect named with its measured value, every action check met",
+    "DIAGNOSE-AND-ACT-PARTIAL": "defect named and measured, some action checks met",
+    "DIAGNOSE-NOT-ACT": "defect named and measured, no action check met",
+    "DIAGNOSE-NOT-ACT-PARTIAL": "defect named without its measured value",
+    "NOTICE-WRONG": "a problem raised, but not this defect",
+    "MISS": "the defect not raised",
+    "CLEAN-CORRECT": "sound data accepted as usable",
+    "OVER-CAUTIOUS": "sound data accepted with unneeded caveats, or cannot_determine",
+    "FABRICATED": f"one catalogued defect invented on sound data (0 for more); on a challenge world each invented "
+                  f"defect costs {INVENTED_COST:g} native points",
+    "FALSE-UNUSABLE": "sound data declared unusable",
+    "ABSTAIN-RECOGNIZED": "the evidence cannot settle it and the report says why",
+    "ABSTAIN-OK": "the evidence cannot settle it and the report abstains",
+    "OVER-DIAGNOSE": "the evidence cannot settle it but the report asserts a defect",
+    "NONCOMPLIANT": "a missing or off-schema report",
+}
+assert set(STATE_MEANINGS) == set(STATE_SCORES)
+
+
+def state_rules() -> str:
+    """The state table as the LLM verifier reads it: every state's native score and meaning, from this module."""
+    return "States (native 0-3): " + "; ".join(f"{k} {v:g} ({STATE_MEANINGS[k]})" for k, v in STATE_SCORES.items()) + "."
+
+
 # Seed 001 J.1 reporting dimensions.
 RECOGNITION_STATES = {"DIAGNOSE-NOT-ACT", "DIAGNOSE-AND-ACT", "DIAGNOSE-AND-ACT-PARTIAL"}
 RESPONSE_STATES = {"DIAGNOSE-AND-ACT", "DIAGNOSE-AND-ACT-PARTIAL"}

@@ -276,3 +276,31 @@ def test_contract_lint_refuses_a_conclusion_every_sibling_shares(tmp_path):
     problems = conclusion_problems(refs(usable))
     assert len(problems) == 2 and all("check 'usable'" in p and "requires" in p for p in problems)
     assert conclusion_problems(refs({**usable, "requires": ["a"]})) == []
+
+
+def test_line_list_reader_keeps_keys_with_commas_and_quotes(tmp_path):
+    """A multiallelic key `22:26838292:G:A,C` is one item, listed bare or quoted; a CSV line still gives its first
+    field; a validator's `canon` lets `chr22:` match a golden spelt `22:` (issue 18: the oracle lost 33 points)."""
+    from graders.checks import read_items
+
+    golden = ["22:26838292:G:A,C", "22:100:T:G"]
+    p = tmp_path / "dups.txt"
+    p.write_text('key\n22:26838292:G:A,C\n"22:100:T:G",second copy\n22:5:A:T,C\n')
+    assert read_items(p, golden) == ["22:26838292:G:A,C", "22:100:T:G", "22:5:A:T"]
+    p.write_text('"22:26838292:G:A,C"\n22:100:T:G\tnote\n')
+    assert read_items(p, golden) == ["22:26838292:G:A,C", "22:100:T:G"]
+    p.write_text("chr22:26838292:G:A,C\n")
+    assert read_items(p, golden, canon=lambda x: x.removeprefix("chr")) == ["chr22:26838292:G:A,C"]
+
+
+def test_verifier_is_given_the_graders_own_state_weights():
+    """The LLM verifier's L1 rules come from graders.l1 (issue 18: it was told NOTICE-WRONG 1, OVER-CAUTIOUS 2 and
+    FABRICATED 1 where the grader gives 0.5, 1.5 and 0.5)."""
+    import re
+
+    from benchmark.verify import L1_RULES, l2_rules
+    from graders.l1 import STATE_SCORES
+
+    told = dict(re.findall(r"([A-Z][A-Z-]+) ([0-9.]+) \(", L1_RULES))
+    assert {k: float(v) for k, v in told.items()} == STATE_SCORES
+    assert "caps it at 0.25" in l2_rules(0.25, 0.5) and "A = 0 caps it at 0.4" in l2_rules(1 / 3, 0.4)

@@ -188,3 +188,41 @@ def test_every_world_rebuilds_to_its_lock(tmp_path):
     from benchmark.freeze import check_worlds
 
     assert check_worlds(REFS, tmp_path, jobs=2) == []
+
+
+@pytest.mark.slow
+def test_goldens_hold_under_another_blas_kernel():
+    """The floating-point-heavy worlds (pydeseq2 and scanpy solvers) re-solved with OpenBLAS's Haswell kernel instead
+    of the pinned Prescott one still match their locks (issue 18: a fresh EPYC re-solved four bulkrna goldens to
+    other values): pinning is one guard, tolerant float comparison and tie-safe rankings the other."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "BENCHMARK_SOLVER_CORETYPE": "Haswell", "OPENBLAS_CORETYPE": "Haswell"}
+    out = subprocess.run([sys.executable, "-m", "benchmark", "worlds", "check", "bulkrna.L2.*", "scrna.L2.*",
+                          "--jobs", "2"], capture_output=True, text=True, env=env, timeout=1200)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+
+
+def test_reference_solvers_run_with_pinned_numerics():
+    """solve() runs the solver where OpenBLAS was loaded with the pinned kernel and one thread, whatever this
+    process loaded."""
+    from benchmark.freeze import PINNED_ENV, numerics_pinned, pinned_pool
+
+    with pinned_pool(1) as ex:
+        pinned, env = ex.submit(_pinned_state).result()
+    assert pinned and env["OPENBLAS_CORETYPE"] == PINNED_ENV["OPENBLAS_CORETYPE"]
+    assert not numerics_pinned()  # this process keeps its own environment
+
+
+def _pinned_state():
+    import os
+
+    import numpy  # noqa: F401 - load OpenBLAS as a solver does
+    from threadpoolctl import threadpool_info
+
+    from benchmark.freeze import numerics_pinned
+
+    blas = [i for i in threadpool_info() if i.get("internal_api") == "openblas"]
+    return numerics_pinned() and all(i["num_threads"] == 1 for i in blas), dict(os.environ)
