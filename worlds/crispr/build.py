@@ -51,7 +51,8 @@ Recipes (registered as "crispr.<name>")
 ---------------------------------------
 L1  real_counts(retention, drop_genes, n_nt)   the real table, per-column binomial thinning, controls added
     thin_sample(sample, retention)             one sample thinned (a failed, shallow sample)
-    skew_sample(samples, sigma, reads_per_guide)  bottlenecked library: log-normal abundance factors, re-sequenced
+    transduction_bottleneck(lines, cells_per_guide, clone_sigma)  too few transduced cells: Poisson cells per sgRNA,
+                                               log-normal clone sizes; every sample of the line inherits the skew
     swap_columns(line)                         that line's initial and final columns exchanged
     duplicate_rows(n)                          n rows written twice
     normalise_rpm(scale)                       every column rescaled to sum to `scale` (reads per million)
@@ -194,14 +195,28 @@ def thin_sample(data: Screen, rng, sample: str, retention: float) -> Screen:
     return data
 
 
-@recipe(TRACK, "skew_sample")
-def skew_sample(data: Screen, rng, samples: list[str], sigma: float, reads_per_guide: float) -> Screen:
-    """A bottlenecked library: each guide's abundance multiplied by a log-normal factor (sd `sigma`, natural log) and the
-    sample re-sequenced (Poisson) at `reads_per_guide` on average: a skewed, zero-rich initial representation."""
-    for s in samples:
-        j = _col(data, s)
-        a = data.counts[:, j] * np.exp(sigma * rng.standard_normal(len(data.counts)))
-        data.counts[:, j] = rng.poisson(a / a.sum() * reads_per_guide * len(a))
+@recipe(TRACK, "transduction_bottleneck")
+def transduction_bottleneck(data: Screen, rng, lines: list[str], cells_per_guide: float, clone_sigma: float) -> Screen:
+    """A bottleneck at transduction (too few infected cells for the library): for each listed line, the number of
+    transduced cells carrying sgRNA i is Poisson(cells_per_guide x its share of the library x n_guides); each cell
+    founds a clone of log-normal size (sd `clone_sigma`, natural log). The screen population descends from these
+    clones, so EVERY sample of the line (initial and final) inherits the same skewed representation: guide i's
+    abundance in each sample is multiplied by (its clones' total size / the expectation), and sgRNAs that reached no
+    cell are absent throughout. Each sample is then re-sequenced (Poisson) at its own total read count, so depths stay
+    as delivered."""
+    for line in lines:
+        cols = [j for j, s in enumerate(data.samples) if s["cell_line"] == line]
+        ini = [j for j in cols if data.samples[j]["condition"] == "initial"]
+        a = np.maximum(data.counts[:, ini].mean(1), 0.5)
+        lam = cells_per_guide * a / a.mean()
+        cells = rng.poisson(lam)
+        sizes = np.exp(clone_sigma * rng.standard_normal(int(cells.sum())))
+        owner = np.repeat(np.arange(len(cells)), cells)
+        clone = np.bincount(owner, weights=sizes, minlength=len(cells))
+        factor = clone / (lam * np.exp(clone_sigma ** 2 / 2))
+        for j in cols:
+            x = data.counts[:, j] * factor
+            data.counts[:, j] = rng.poisson(x / x.sum() * data.counts[:, j].sum())
     return data
 
 
@@ -438,6 +453,9 @@ def simulate(data: Screen, rng, replicates: int, technical: bool, noise: float, 
         cnl = dict(zip(cn[cn["cell_line"] == line]["gene"], cn[cn["cell_line"] == line]["copy_number"]))
         cut = np.array([-d["gamma"] * max(cnl.get(g, 2) - 2, 0) if c == "targeting" else 0.0 for g, c in zip(gene, cat)])
         truth[line] = base
+        tg = cat == "targeting"
+        d.setdefault("true_effect", {})[line] = {str(g): round(float(e) * d["scale"][line], 4)
+                                                 for g, e in zip(gene[tg], base[tg])}
         for arm in arms:
             eff = base.copy()
             if arm in ("vehicle", "drug"):
@@ -536,7 +554,7 @@ def dossier(sub: dict, rng, kind: str) -> Screen:
 _DOSSIER_COMMON = [
     "## Data",
     "A pooled CRISPR-knockout screen (lentiviral sgRNA library, negative selection: cells grown for several weeks",
-    "after transduction) in two human myeloid leukaemia lines, HL60 (acute promyelocytic/myeloid leukaemia) and KBM7",
+    "after transduction) in two human myeloid leukaemia lines, HL60 (acute myeloid leukaemia, FAB M2) and KBM7",
     "(near-haploid chronic myeloid leukaemia line carrying the BCR-ABL1 fusion). This dossier covers a 100-gene slice",
     "of the library (genes A1CF to AHRR, ~10 sgRNAs per gene); sgRNA read counts were taken at the start (initial)",
     "and the end (final) of the screen in each line.",
@@ -586,11 +604,42 @@ def _table_rows(data: Screen) -> pd.DataFrame:
     return df
 
 
+TRUE_HIT_EFFECT = 0.5   # a simulated gene is a true hit when its generative effect passes the prompt's |LFC| >= 0.5
+
+
+def generative_truth(data: Screen) -> dict:
+    """The simulated answer of an L2 screen (gold side only: the golden's `truth`): the genes whose generative effect
+    passes the prompt's hit rule, from the simulation's own gene effects (cutting toxicity, drift and sampling noise
+    excluded). essential: effect in task.cell_line <= -0.5; selective: (query - comparison) effect, in the comparison
+    line's units, <= -0.5; resistance: the drug-only enriched genes (their effects are drawn in 1.5-3.0)."""
+    d, task = data.model, data.task
+    eff = d.get("true_effect") or {}
+    kind = task.get("kind")
+    if kind == "essential":
+        e = eff[task["cell_line"]]
+        hits = [g for g, x in e.items() if x <= -TRUE_HIT_EFFECT]
+        effect = e
+    elif kind == "selective":
+        q, o = task["query_line"], task["comparison_line"]
+        sq, so = d["scale"][q], d["scale"][o]
+        effect = {g: round((eff[q][g] / sq - eff[o][g] / so) * so, 4) for g in eff[q]}
+        hits = [g for g, x in effect.items() if x <= -TRUE_HIT_EFFECT]
+    elif kind == "resistance":
+        lib = set(eff[task["cell_line"]])
+        effect = {g: round(float(x), 4) for g, x in d.get("resistance", {}).items() if g in lib}
+        hits = list(effect)
+    else:
+        return {}
+    return {"hits": sorted(hits), "n_hits": len(hits), "gene_effect": dict(sorted(effect.items()))}
+
+
 @writer(TRACK)
 def write(data: Screen, w: CanonicalWriter) -> None:
     if data.dossier is not None:
         w.files(data.dossier)
         return
+    if data.model.get("true_effect") and data.task:
+        w.truth(**generative_truth(data))
     df = _table_rows(data)
     text = df.to_csv(sep="\t", index=False, lineterminator="\n", float_format="%.4f")
     if data.truncate_at is not None:

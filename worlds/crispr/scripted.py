@@ -23,7 +23,7 @@ def _l1_helpers() -> str:
 
     consts = [f"{k} = {getattr(S, k)!r}" for k in ("GINI_BOTTLENECK", "ZERO_FRACTION_BOTTLENECK", "LOW_DEPTH_RATIO",
                                                     "LOW_DEPTH_MEDIAN", "SWAP_PC_LFC")]
-    body = "\n\n".join(inspect.getsource(f) for f in (S.read_raw, S.recover_counts, S.detect))
+    body = "\n\n".join(inspect.getsource(f) for f in (S.read_raw, S.recover_counts, S.gini_log, S.detect))
     head = "import json\nfrom pathlib import Path\nimport numpy as np\nimport pandas as pd\n\n\nclass _A:\n    gini = staticmethod(gini)\n\n\nA = _A\n"
     return head + "\n".join(consts) + "\n\n\n" + body + "\nprint('detectors loaded')\n"
 
@@ -91,11 +91,14 @@ if 'low_depth_sample' in f:
                    'action': 'excluded the sample; it must be re-sequenced', 'output': out})
 if 'bottlenecked_library' in f:
     out = write_lines('unrepresented_sgrnas.txt', v['zero_initial_sgrnas'])
-    issues.append({'category': 'bottlenecked / skewed initial library', 'severity': 'warning',
+    others = ', '.join(f"{s} {g:.2f}" for s, g in v['gini'].items() if s not in v['bottlenecked_samples'])
+    issues.append({'category': 'bottlenecked library: skewed sgRNA representation', 'severity': 'warning',
                    'where': ', '.join(v['bottlenecked_samples']), 'value': v['max_initial_gini'],
-                   'description': f"initial sample(s) {', '.join(v['bottlenecked_samples'])}: Gini index {v['max_initial_gini']} "
-                                  f"(normal libraries ~0.2-0.35), zero-count fraction {v['max_initial_zero_fraction']:.1%}: "
-                                  f"low library representation (bottleneck)",
+                   'description': f"initial sample(s) {', '.join(v['bottlenecked_samples'])}: Gini index of raw counts "
+                                  f"{v['max_initial_gini']} (MAGeCK log-count Gini {v['max_initial_gini_log']}; a normal "
+                                  f"library ~0.2-0.35 raw), zero-count fraction {v['max_initial_zero_fraction']:.1%}; "
+                                  f"the other samples inherit it (raw Gini {others}) "
+                                  f"at comparable depth: low library representation (bottleneck)",
                    'action': 'flagged the sgRNAs with no reads in the initial sample; they cannot be scored', 'output': out})
 if 'swapped_samples' in f:
     ren = {}
