@@ -281,7 +281,8 @@ def swap_samples(data: VcfData, rng, size: int, unrelated: int) -> VcfData:
     samples, all drawn from the columns present. Every unrelated sample directly follows a child in the cycle, so
     each mislabelled column is found from the genotypes: a child's label then holds another person's genotypes
     (Mendelian errors against its declared parents) and the column holding that child's genotypes carries the next
-    name of the cycle."""
+    name of the cycle. The writer then sorts the columns by their (new) labels, as in every world, so the header is
+    in the canonical order and only the genotypes show the swap."""
     if not 2 <= size or not 0 <= unrelated <= size // 2:
         raise ValueError(f"size must be >= 2 and unrelated at most size // 2, got {size}, {unrelated}")
     kids = [c for c, _ in TRIOS if c in data.samples]
@@ -315,6 +316,28 @@ def l1_meta(data: VcfData, rng) -> VcfData:
 
 # ---------------------------------------------------------------- L2: frequency_filter (g1k)
 
+# No decision at a threshold (issue 18). Every allele frequency a golden compares with a cut-off sits at least MARGIN
+# times away from it (popmax and global AF <= cut-off / 1.5 for "rare", >= 1.5 x cut-off for "common"), so the
+# decision reads the same from the VCF's decimal text, from float32 (pysam, bcftools) and from the filtering allele
+# frequency of Whiffin et al. 2017 (faf95: the lower bound of the one-sided 95% Poisson interval of the allele count,
+# with the 1000 Genomes Phase 1 allele numbers below), which the recipes also require to agree.
+MARGIN = 1.5
+POP_AN = {"AF": 2184, "AFR_AF": 492, "AMR_AF": 362, "ASN_AF": 572, "EUR_AF": 758}   # 2 x 1,092 / 246 / 181 / 286 / 379
+
+
+def faf95(af: float, an: int) -> float:
+    """Whiffin et al. (2017) filtering allele frequency: the largest true AF at which the observed allele count
+    (af x an) would be seen with probability <= 5% (one-sided 95% lower Poisson bound), 0 for an unseen allele."""
+    from scipy.stats import chi2
+
+    ac = int(round(af * an))
+    return float(chi2.ppf(0.05, 2 * ac) / 2 / an) if ac > 0 else 0.0
+
+
+def filtering_faf(info: dict[str, str], prefix: str = "") -> float:
+    return max(faf95(float(info.get(prefix + k, 0) or 0), an) for k, an in POP_AN.items())
+
+
 def _hwe_genotypes(rng, af: np.ndarray) -> np.ndarray:
     return rng.binomial(2, np.clip(af, 0, 1))
 
@@ -323,25 +346,41 @@ def _hwe_genotypes(rng, af: np.ndarray) -> np.ndarray:
 def frequency_world(data: VcfData, rng, proband: str, threshold: float, n_rare: int, n_trap: int, n_common: int,
                     n_other: int, cohort_af: bool = False) -> VcfData:
     """A 5-sample call set (the proband + 4 batch-mates) restricted to the proband's annotated candidate variants
-    (n_rare with popmax AF < threshold; n_trap with global AF < threshold <= the AF of some population; n_common with
-    global AF >= threshold) plus n_other variants carried only by batch-mates. proband = "GBR" (a real GBR sample,
+    (n_rare with popmax AF <= threshold / 1.5; n_trap with global AF <= threshold / 1.5 and the AF of some population
+    >= 1.5 x threshold, its filtering AF (faf95) above the threshold too; n_common with global AF >= 1.5 x threshold and
+    global faf95 above it) plus n_other variants carried only by batch-mates. No carried variant sits within the 1.5x
+    margin of the cut-off, so text, float32 and bcftools readings and a popmax or faf95 filter all agree. proband = "GBR" (a real GBR sample,
     drawn) or a population tag (AFR_AF, ASN_AF): genotypes drawn under HWE from that real 1000G frequency.
     cohort_af: INFO AC/AN/AF are recomputed from the five samples and the 1000 Genomes values move to KG_* tags."""
     infos = [info_dict(r[7]) for r in data.rows]
     G = np.array([[sum(a != "0" for a in gt_of(r, i).replace("|", "/").split("/")) for i in range(5)] for r in data.rows])
     order = rng.permutation(5)
-    if proband == "GBR":
-        pb = G[:, order[0]]
-        mates = order[1:]
-    else:
-        pb = _hwe_genotypes(rng, np.array([float(d.get(proband, 0) or 0) for d in infos]))
-        mates = order[:4]
     glob = np.array([float(d["AF"]) for d in infos])
     pm = np.array([popmax(d) for d in infos])
+    faf = np.array([filtering_faf(d) for d in infos])
+    faf_glob = np.array([faf95(float(d["AF"]), POP_AN["AF"]) for d in infos])
     snv = np.array([len(r[3]) == 1 and len(r[4]) == 1 for r in data.rows])
-    car = (pb > 0) & snv
-    groups = {"rare": car & (pm < threshold), "trap": car & (glob < threshold) & (pm >= threshold),
-              "common": car & (glob >= threshold), "other": (pb == 0) & snv & (G[:, mates].sum(1) > 0) & (glob < 0.3)}
+    lo, hi = threshold / MARGIN, threshold * MARGIN     # no decision at the cut-off (issue 18): a stated margin
+    want = {"rare": n_rare, "trap": n_trap, "common": n_common, "other": n_other}
+    for attempt in range(500):
+        # an ancestry proband's genotypes are drawn under HWE, conditioned on carrying enough variants of each group
+        if proband == "GBR":
+            pb = G[:, order[0]]
+            mates = order[1:]
+        else:
+            pb = _hwe_genotypes(rng, np.array([float(d.get(proband, 0) or 0) for d in infos]))
+            mates = order[:4]
+        car = (pb > 0) & snv
+        groups = {"rare": car & (pm <= lo),
+                  "trap": car & (glob <= lo) & (pm >= hi) & (faf > threshold),
+                  "common": car & (glob >= hi) & (faf_glob > threshold),
+                  "other": (pb == 0) & snv & (G[:, mates].sum(1) > 0) & (glob < 0.3)}
+        short = {k: int(groups[k].sum()) for k in want if groups[k].sum() < want[k]}
+        if not short or proband == "GBR":
+            break
+    if short:
+        raise ValueError(f"frequency_world: too few variants at least {MARGIN}x from the cut-off {threshold} "
+                         f"({short} for {want}); lower the drawn counts in the world's recipe")
     pick = []
     for name, n in (("rare", n_rare), ("trap", n_trap), ("common", n_common), ("other", n_other)):
         idx = np.flatnonzero(groups[name])
@@ -456,19 +495,46 @@ def _genotype_fields(row: list[str], i: int) -> dict[str, str]:
     return dict(zip(row[8].split(":"), row[9 + i].split(":")))
 
 
-def _confident(d: dict[str, str], min_gq: int = 20, min_dp: int = 10) -> bool:
+# Call quality with no call near a filter's cut-off (issue 18): a carrier call at a P/LP entry is either clearly
+# confident (GQ >= 30 and DP >= 10) or clearly not (GQ < 10 and DP < 6), so every standard genotype filter (GQ >= 20
+# and DP >= 10, GQ >= 30, DP >= 8, GQ >= 20 alone ...) keeps and drops the same calls.
+CLEAR_GQ, CLEAR_DP = 30, 10
+LOW_GQ, LOW_DP = 10, 6
+
+
+def call_quality(d: dict[str, str]) -> str:
+    """'confident', 'low' or 'ambiguous' (between the two: a world must hold none at a P/LP entry)."""
     try:
-        return int(d.get("GQ", "0")) >= min_gq and int(d.get("DP", "0")) >= min_dp
+        gq, dp = int(d.get("GQ", "0")), int(d.get("DP", "0"))
     except ValueError:
-        return False
+        return "ambiguous"
+    if gq >= CLEAR_GQ and dp >= CLEAR_DP:
+        return "confident"
+    return "low" if gq < LOW_GQ and dp < LOW_DP else "ambiguous"
+
+
+def _confident(d: dict[str, str]) -> bool:
+    return call_quality(d) == "confident"
+
+
+def _low_call(keys: list[str], rng) -> str:
+    """A low-coverage false heterozygous call: depth 2-5 with one or two ALT reads, GQ 3-9 (0/1 barely preferred)."""
+    dp = int(rng.integers(2, 6))
+    alt = 1 if dp <= 3 else int(rng.integers(1, 3))
+    gq = int(rng.integers(3, 10))
+    vals = {"GT": "0/1", "AD": f"{dp - alt},{alt}", "DP": str(dp), "GQ": str(gq),
+            "PL": f"{gq},0,{int(rng.integers(30, 90))}"}
+    return ":".join(vals.get(k, ".") for k in keys)
 
 
 @recipe(TRACK, "carrier_world")
 def carrier_world(data: VcfData, rng, fraction: float, n_plp: int, n_multi: int, n_lowgq: int, n_absent: int,
                   n_other: int, split_multiallelic: bool = True, chrom_prefix: str = "") -> VcfData:
     """Cohort VCF (a drawn fraction of records, all 22 samples) + ClinVar-like table. P/LP entries: n_multi on an ALT
-    of a real multi-allelic SNV record, n_lowgq on PASS biallelic records whose carriers include low-confidence calls
-    (GQ < 20 or DP < 10), the rest (n_plp) on PASS biallelic records whose every non-reference call is confident;
+    of a real multi-allelic SNV record, n_plp on PASS biallelic records whose every real non-reference call is clearly
+    confident (GQ >= 30 and DP >= 10), n_lowgq on such records to which 1-3 clearly low-confidence heterozygous calls
+    are added (seeded model of low-coverage false carriers: hom-ref samples recalled 0/1 at depth 2-5 with one or two
+    ALT reads and GQ 3-9, as at poorly covered exome targets; the real calls stay as they are);
     n_absent P/LP entries on real alleles whose records are not in this world's subset; n_other VUS/benign entries.
     split_multiallelic: records are split into biallelic ones (bcftools norm -m-any) before writing."""
     rows = data.rows
@@ -486,7 +552,6 @@ def carrier_world(data: VcfData, rng, fraction: float, n_plp: int, n_multi: int,
         return out
 
     good = [i for i in bial if calls(i) and all(calls(i))]
-    low = [i for i in bial if calls(i) and sum(not c for c in calls(i)) >= 1]
     multi_entries = []
     for i in snv_multi:
         for k, a in enumerate(rows[i][4].split(","), start=1):
@@ -495,8 +560,14 @@ def carrier_world(data: VcfData, rng, fraction: float, n_plp: int, n_multi: int,
                 multi_entries.append((i, a))
     pick_multi = [multi_entries[j] for j in rng.choice(len(multi_entries), n_multi, replace=False)] if n_multi else []
     used = {i for i, _ in pick_multi}
-    pick_low = [int(i) for i in rng.choice([i for i in low if i not in used], n_lowgq, replace=False)] if n_lowgq else []
+    pick_low = [int(i) for i in rng.choice([i for i in good if i not in used], n_lowgq, replace=False)] if n_lowgq else []
     used |= set(pick_low)
+    rows = [list(r) for r in rows]
+    for i in pick_low:
+        homref = [s for s in range(len(data.samples)) if _genotype_fields(rows[i], s).get("GT", "").replace("|", "/") == "0/0"]
+        keys = rows[i][8].split(":")
+        for s in sorted(int(x) for x in rng.choice(homref, int(rng.integers(1, 4)), replace=False)):
+            rows[i][9 + s] = _low_call(keys, rng)
     pick_good = [int(i) for i in rng.choice([i for i in good if i not in used], n_plp, replace=False)]
     used |= set(pick_good)
     rest = [i for i in range(n) if i not in used]
@@ -576,7 +647,8 @@ def findings_world(data: VcfData, rng, n_true: int, n_conflicting: int, n_common
     """One real GBR proband's VCF (a drawn 40-60% of the window's records the proband carries, plus records carried
     only by others: it is a 1-sample VCF, so those are 0/0 calls) and a ClinVar-like table: n_true P/LP entries on
     rare (popmax AF < 0.01) variants the proband carries; n_conflicting Conflicting_interpretations entries on carried
-    variants; n_common_p P/LP entries on carried variants common in some population (popmax AF >= 0.05); n_pos_only
+    variants; n_common_p P/LP entries on carried variants common globally (global AF >= 0.075 = 1.5 x the BA1 5%, over
+    2,184 alleles, so BA1 holds under the ClinGen minimum-allele-number rule and on any reading); n_pos_only
     P/LP entries at carried positions but with a different ALT base (a different allele); n_vus / n_benign entries on
     carried variants; n_absent P/LP entries on real variants the proband does not carry."""
     infos = [info_dict(r[7]) for r in data.rows]
@@ -589,7 +661,10 @@ def findings_world(data: VcfData, rng, n_true: int, n_conflicting: int, n_common
     car = np.flatnonzero((G > 0) & snv)
     non = np.flatnonzero((G == 0) & snv)
     rare = [i for i in car if pm[i] < 0.01]
-    common = [i for i in car if pm[i] >= 0.05]
+    glob = np.array([float(d["AF"]) for d in infos])
+    # BA1 is AF > 5% in a continental population of >= 2,000 alleles (Ghosh et al. 2018): a common P/LP entry has a
+    # GLOBAL AF (2,184 alleles) >= 1.5 x 5%, so the decision holds on popmax, on the global AF and on any float reading
+    common = [i for i in car if glob[i] >= MARGIN * 0.05]
     mid = [i for i in car if 0.01 <= pm[i]]
     used: set[int] = set()
 
@@ -701,6 +776,8 @@ def tstv_dossier(data: VcfData, rng, artifact_rate: float = 0.0) -> VcfData:
                 r[9 + s] = ":".join(parts)
     data.samples = names
     per, spec = spectrum_tables(data)
+    per = per.sort_values("sample").reset_index(drop=True)                  # canonical order: by sample name
+    spec = spec.sort_values(["sample", "substitution"]).reset_index(drop=True)
     n_snv = sum(1 for r in data.rows if len(r[3]) == 1 and len(r[4]) == 1)
     md = [
         "# Evidence dossier: germline SNV spectra of five sequenced individuals",
@@ -729,6 +806,19 @@ def tstv_dossier(data: VcfData, rng, artifact_rate: float = 0.0) -> VcfData:
 
 # ---------------------------------------------------------------- writer
 
+def canonical_columns(data: VcfData) -> VcfData:
+    """The one layout rule of every clinvar VCF (issue 18): sample columns sorted by name, each column keeping its
+    genotypes, in clean and defective worlds alike. A sample swap relabels genotype columns, then the labels are
+    sorted like any other world's, so neither the header order nor the position of a name tells which were swapped."""
+    order = sorted(range(len(data.samples)), key=lambda i: data.samples[i])
+    if order == list(range(len(data.samples))):
+        return data
+    out = copy.copy(data)
+    out.samples = [data.samples[i] for i in order]
+    out.rows = [r[:9] + [r[9 + i] for i in order] for r in data.rows]
+    return out
+
+
 def vcf_text(data: VcfData) -> str:
     cols = ["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *data.samples]
     lines = data.header + ["\t".join(cols)] + ["\t".join(r) for r in data.rows]
@@ -756,7 +846,7 @@ def write(data: VcfData, w: CanonicalWriter) -> None:
     if data.dossier is not None:
         w.files(data.dossier)
         return
-    raw = bgzf_bytes(vcf_text(data).encode("utf-8"))
+    raw = bgzf_bytes(vcf_text(canonical_columns(data)).encode("utf-8"))
     if data.truncate_at is not None:
         # cut at the BGZF block boundary nearest below `truncate_at` x the length: the stream loses its tail blocks and
         # the EOF marker (the last kept block ends mid-record, as block boundaries ignore line ends)

@@ -209,8 +209,13 @@ def detect(vcf: dict, meta: dict) -> dict:
         if k in seen:
             dups.append(k)
         seen.add(k)
-    v["n_duplicate_records"] = len(dups)
+    v["n_duplicate_records"] = len(dups)                    # extra copies (records to remove)
     v["duplicate_fraction"] = round(len(dups) / max(len(rows), 1), 4)
+    counts: dict = {}
+    for k in keys:
+        counts[k] = counts.get(k, 0) + 1
+    v["n_records_in_duplicates"] = sum(c for c in counts.values() if c > 1)     # both copies (records involved)
+    v["records_in_duplicates_fraction"] = round(v["n_records_in_duplicates"] / max(len(rows), 1), 4)
     v["duplicated_keys"] = sorted(set(dups))
     if dups:
         findings.append("duplicate_records")
@@ -223,6 +228,12 @@ def detect(vcf: dict, meta: dict) -> dict:
     v["n_order_breaks"] = breaks
     v["n_displaced_records"] = len(pos) - lis_length(pos)
     v["displaced_fraction"] = round(v["n_displaced_records"] / max(len(rows), 1), 4)
+    running, below = None, 0                      # records below a position seen earlier (the records out of place)
+    for p in pos:
+        if running is not None and p < running:
+            below += 1
+        running = p if running is None or p > running else running
+    v["n_records_below_earlier"] = below
     if breaks:
         findings.append("unsorted_records")
 
@@ -283,7 +294,7 @@ def detect(vcf: dict, meta: dict) -> dict:
     return {"findings": sorted(findings), **v}
 
 
-@solver("clinvar.L1.integrity", version="1")
+@solver("clinvar.L1.integrity", version="2")
 def l1_integrity(world_dir: Path, world) -> dict:
     world_dir = Path(world_dir)
     meta = json.loads((world_dir / "meta.json").read_text())
@@ -500,10 +511,63 @@ def frequency_analysis(vcf: dict, meta: dict) -> dict:
             "n_naive": len(trap), "n_trap_admitted": len(set(trap) - set(rare))}
 
 
-@solver("clinvar.L2.frequency_filter", version="1")
+MARGIN = 1.5          # every frequency a golden compares with a cut-off sits >= 1.5x away from it (issue 18)
+
+
+class ThresholdMargin(ValueError):
+    """A world whose golden decides at a cut-off: some reading of the file could flip a decision."""
+
+
+def _readings(text: str, cut: float) -> dict:
+    """The decision 'text < cut' as the decimal text reads it, as float32 read and compared in float32 (pysam, numpy),
+    and as bcftools compares it (the float32 value widened to double against the double cut-off)."""
+    from decimal import Decimal
+
+    f32 = np.float32(text)
+    return {"text": Decimal(text) < Decimal(repr(cut)), "float32": bool(f32 < np.float32(cut)),
+            "bcftools": float(f32) < cut}
+
+
+def check_margins(world_id: str, items: list, cut: float, fix: str) -> None:
+    """items: (variant, what, value text) whose comparison with `cut` makes a golden decision. Refuses the world when a
+    value lies within the MARGIN of the cut-off or when the text, float32 and bcftools readings disagree."""
+    for k, what, text in items:
+        x = float(text)
+        reads = _readings(text, cut)
+        if cut / MARGIN < x < cut * MARGIN or len(set(reads.values())) > 1:
+            raise ThresholdMargin(
+                f"{world_id}: variant {k} has {what} = {text}, within {MARGIN}x of the cut-off {cut} (readings: "
+                f"{reads}); a reading tool or a rounding could flip its decision. Fix: {fix}")
+
+
+def _filter_texts(info: dict, prefix: str) -> tuple[str, str]:
+    """(popmax text, global AF text): the 1000 Genomes tags' texts, the largest value and the global one."""
+    vals = [(float(info.get(prefix + t) or 0), info.get(prefix + t) or "0") for t in POP_TAGS]
+    return max(vals)[1], info.get(prefix + "AF") or "0"
+
+
+@solver("clinvar.L2.frequency_filter", version="2")
 def l2_frequency(world_dir: Path, world) -> dict:
+    from worlds.clinvar.build import filtering_faf
+
     world_dir = Path(world_dir)
-    return frequency_analysis(read_vcf(world_dir / VCF), json.loads((world_dir / "meta.json").read_text()))
+    vcf, meta = read_vcf(world_dir / VCF), json.loads((world_dir / "meta.json").read_text())
+    res = frequency_analysis(vcf, meta)
+    pi, pre, T = vcf["samples"].index(meta["task"]["proband"]), kg_prefix(vcf["header"]), res["threshold"]
+    items = []
+    fix = ("redraw the world: clinvar.frequency_world picks only variants whose popmax and global AF are at least 1.5x "
+           "from the cut-off and whose filtering AF (faf95) agrees")
+    for r in vcf["rows"]:
+        if dosage(r, pi) <= 0:
+            continue
+        d = info_dict(r[7])
+        pm, glob = _filter_texts(d, pre)
+        items += [(vkey(r), "popmax AF", pm), (vkey(r), f"{pre}AF (global)", glob)]
+        if (filtering_faf(d, pre) < T) != (float(pm) < T):
+            raise ThresholdMargin(f"{getattr(world, 'id', world)}: variant {vkey(r)}: the filtering AF (faf95 "
+                                  f"{filtering_faf(d, pre):.4f}) and popmax ({pm}) decide differently. Fix: {fix}")
+    check_margins(getattr(world, "id", world), items, T, fix)
+    return res
 
 
 # ---------------------------------------------------------------- L2 carrier_screen
@@ -562,9 +626,26 @@ def read_table(world_dir: Path) -> pd.DataFrame:
     return pd.read_csv(Path(world_dir) / "clinvar_like.tsv", sep="\t", dtype={"chrom": str})
 
 
-@solver("clinvar.L2.carrier_screen", version="1")
+@solver("clinvar.L2.carrier_screen", version="2")
 def l2_carrier(world_dir: Path, world) -> dict:
-    return carrier_analysis(read_vcf(Path(world_dir) / VCF), read_table(world_dir))
+    from worlds.clinvar.build import call_quality
+
+    vcf, table = read_vcf(Path(world_dir) / VCF), read_table(world_dir)
+    alleles = split_alleles(vcf)
+    for e in table[table["clinical_significance"].isin(PLP)].itertuples():
+        hit = alleles.get((norm_chrom(str(e.chrom)), int(e.pos), e.ref, e.alt))
+        if hit is None:
+            continue
+        r, k = hit
+        for i, smp in enumerate(vcf["samples"]):
+            f = sample_fields(r, i)
+            if str(k) in f.get("GT", "./.").replace("|", "/").split("/") and call_quality(f) == "ambiguous":
+                raise ThresholdMargin(
+                    f"{getattr(world, 'id', world)}: carrier call {smp} at {e.chrom}:{e.pos}:{e.ref}:{e.alt} has GQ "
+                    f"{f.get('GQ')} DP {f.get('DP')}, neither clearly confident (GQ >= 30 and DP >= 10) nor clearly low "
+                    f"(GQ < 10 and DP < 6): genotype filters an expert could use would disagree. Fix: redraw the world "
+                    f"(clinvar.carrier_world draws P/LP entries only where every carrier call is clear)")
+    return carrier_analysis(vcf, table)
 
 
 # ---------------------------------------------------------------- L2 reportable_findings
@@ -601,11 +682,26 @@ def findings_analysis(vcf: dict, table: pd.DataFrame, meta: dict) -> dict:
             "common_plp_carried": sorted(k for k in faf if dos.get(k, 0) > 0 and faf[k] >= BA1_AF and sig.get(k) in PLP)}
 
 
-@solver("clinvar.L2.reportable_findings", version="1")
+@solver("clinvar.L2.reportable_findings", version="2")
 def l2_findings(world_dir: Path, world) -> dict:
     world_dir = Path(world_dir)
-    return findings_analysis(read_vcf(world_dir / VCF), read_table(world_dir),
-                             json.loads((world_dir / "meta.json").read_text()))
+    vcf, table, meta = read_vcf(world_dir / VCF), read_table(world_dir), json.loads((world_dir / "meta.json").read_text())
+    res = findings_analysis(vcf, table, meta)
+    pre, alleles = kg_prefix(vcf["header"]), split_alleles(vcf)
+    items = []
+    for k, g in res["proband_dosage"].items():       # carried P/LP entries: BA1 decides whether they are reported
+        c, p, ref, alt = k.split(":")
+        hit = alleles.get((norm_chrom(c), int(p), ref, alt))
+        e = table[(table["pos"] == int(p)) & (table["ref"] == ref) & (table["alt"] == alt)]
+        if g <= 0 or hit is None or not e["clinical_significance"].isin(PLP).any():
+            continue
+        pm, glob = _filter_texts(info_dict(hit[0][7]), pre)
+        # common (BA1) must hold on the global AF (2,184 alleles, the ClinGen >= 2,000 rule); rare on popmax
+        items.append((k, "global AF" if float(pm) >= BA1_AF else "popmax AF", glob if float(pm) >= BA1_AF else pm))
+    check_margins(getattr(world, "id", world), items, BA1_AF,
+                  "redraw the world: clinvar.findings_world puts P/LP entries only on variants with popmax AF <= "
+                  "0.033 or global AF >= 0.075")
+    return res
 
 
 # ---------------------------------------------------------------- L3 dossier

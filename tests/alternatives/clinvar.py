@@ -1,0 +1,227 @@
+"""clinvar: sound analyses other than the reference solver's (bcftools and pysam instead of the solver's own VCF
+parser; a Whiffin filtering allele frequency instead of raw popmax; GQ >= 30 instead of GQ >= 20 and DP >= 10; BA1 on
+the global AF of a population of >= 2,000 alleles instead of popmax). None reads the golden: each works from the
+world's public files (calls.vcf.gz, clinvar_like.tsv, meta.json) as an expert with another tool would.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+from pathlib import Path
+
+from tests.alternatives import alternative
+
+POPS = ("AFR_AF", "AMR_AF", "ASN_AF", "EUR_AF")
+PLP = {"Pathogenic", "Likely_pathogenic", "Pathogenic/Likely_pathogenic"}
+
+
+def _sh(*args: str) -> str:
+    return subprocess.run(list(args), capture_output=True, text=True, check=True).stdout
+
+
+def _population_prefix(vcf: Path) -> str:
+    """Read the header: which INFO tags hold the 1000 Genomes frequencies ('' or 'KG_')."""
+    header = _sh("bcftools", "view", "-h", str(vcf))
+    for line in header.splitlines():
+        if line.startswith("##INFO=<ID=KG_AF,") and "1000 Genomes" in line:
+            return "KG_"
+    return ""
+
+
+def _write_lines(path: Path, items) -> None:
+    path.write_text("".join(f"{x}\n" for x in items))
+
+
+def _freq_report(world_dir: Path, out: Path, faf: dict, glob: dict, prefix: str, T: float, pb: str, how: str) -> dict:
+    rare = [k for k, f in faf.items() if f < T]
+    with open(out / "af_table.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["variant", "filter_af", "rare"])
+        for k, f in faf.items():
+            w.writerow([k, round(f, 4), int(f < T)])
+    _write_lines(out / "candidates.txt", rare)
+    issues = []
+    if prefix:
+        issues.append("INFO/AF is the allele frequency of this 5-sample call set (AN = 10); the 1000 Genomes "
+                      "frequencies are in the KG_ tags, which were used instead")
+    admitted = [k for k in faf if glob[k] < T <= faf[k]]
+    if admitted:
+        issues.append(f"{len(admitted)} variants are rare globally but common in a continental population "
+                      f"(ancestry-specific frequencies); filtered on the maximum population AF")
+    return {"proband": pb, "candidate_list": "candidates.txt", "af_table": "af_table.csv", "n_candidates": len(rare),
+            "af_source": how, "issues_found": issues, "analysis_usable": True,
+            "summary": f"{len(rare)} of the proband's {len(faf)} variants pass the frequency screen."}
+
+
+@alternative("clinvar.L2.frequency_filter", "bcftools query, popmax over the 1000 Genomes tags read from the header",
+             ["clinvar.L2.frequency_filter.clean", "clinvar.L2.frequency_filter.african_ancestry",
+              "clinvar.L2.frequency_filter.east_asian_ancestry", "clinvar.L2.frequency_filter.cohort_af"])
+def bcftools_popmax(world_dir: Path, out: Path) -> dict:
+    """bcftools query of the proband's genotype and every 1000 Genomes frequency tag (float32 as bcftools prints it);
+    popmax = the largest of the global and continental AFs, an absent tag = 0."""
+    meta = json.loads((world_dir / "meta.json").read_text())
+    pb, T = meta["task"]["proband"], float(meta["task"]["max_allele_frequency"])
+    vcf = world_dir / "calls.vcf.gz"
+    pre = _population_prefix(vcf)
+    tags = [pre + "AF", *(pre + p for p in POPS)]
+    fmt = "%CHROM:%POS:%REF:%ALT\t" + "\t".join(f"%INFO/{t}" for t in tags) + "[\t%GT]\n"
+    faf, glob = {}, {}
+    for line in _sh("bcftools", "query", "-s", pb, "-f", fmt, str(vcf)).splitlines():
+        f = line.split("\t")
+        if not any(a not in ("0", ".") for a in f[-1].replace("|", "/").split("/")):
+            continue
+        vals = [float(x) if x not in (".", "") else 0.0 for x in f[1:-1]]
+        faf[f[0]], glob[f[0]] = max(vals), vals[0]
+    return _freq_report(world_dir, out, faf, glob, pre, T, pb,
+                        f"popmax of {', '.join(tags)} (bcftools query)")
+
+
+# 1000 Genomes Phase 1 allele numbers: 1,092 people; AFR 246, AMR 181, ASN 286, EUR 379
+PHASE1_AN = {"AF": 2184, "AFR_AF": 492, "AMR_AF": 362, "ASN_AF": 572, "EUR_AF": 758}
+
+
+def _faf95(af: float, an: int) -> float:
+    from scipy.stats import chi2
+
+    ac = round(af * an)
+    return chi2.ppf(0.05, 2 * ac) / 2 / an if ac > 0 else 0.0
+
+
+@alternative("clinvar.L2.frequency_filter",
+             "pysam, Whiffin et al. 2017 filtering allele frequency (faf95, Phase 1 allele numbers)",
+             ["clinvar.L2.frequency_filter.clean", "clinvar.L2.frequency_filter.african_ancestry",
+              "clinvar.L2.frequency_filter.east_asian_ancestry", "clinvar.L2.frequency_filter.cohort_af"])
+def pysam_faf(world_dir: Path, out: Path) -> dict:
+    """pysam (float32 INFO values): for every population the lower bound of the one-sided 95% Poisson interval of its
+    allele count (Whiffin et al. 2017), the filtering AF = the largest; the variant passes when it is below the cut-off."""
+    import pysam
+
+    meta = json.loads((world_dir / "meta.json").read_text())
+    pb, T = meta["task"]["proband"], float(meta["task"]["max_allele_frequency"])
+    vf = pysam.VariantFile(str(world_dir / "calls.vcf.gz"))
+    pre = "KG_" if "KG_AF" in vf.header.info and "1000 Genomes" in (vf.header.info["KG_AF"].description or "") else ""
+    faf, glob = {}, {}
+
+    def val(rec, tag):
+        x = rec.info.get(pre + tag)
+        if isinstance(x, tuple):
+            x = x[0]
+        return float(x) if x is not None else 0.0
+
+    for rec in vf:
+        gt = rec.samples[pb]["GT"]
+        if not gt or not any(a for a in gt if a is not None):
+            continue
+        k = f"{rec.chrom}:{rec.pos}:{rec.ref}:{','.join(rec.alts)}"
+        faf[k] = max(_faf95(val(rec, t), an) for t, an in PHASE1_AN.items())
+        glob[k] = val(rec, "AF")
+    return _freq_report(world_dir, out, faf, glob, pre, T, pb,
+                        "filtering allele frequency (faf95) over the 1000 Genomes global and continental frequencies")
+
+
+@alternative("clinvar.L2.carrier_screen", "bcftools norm -m-any, then carriers with GQ >= 30 (bcftools query)",
+             ["clinvar.L2.carrier_screen.clean", "clinvar.L2.carrier_screen.chr_prefix",
+              "clinvar.L2.carrier_screen.multiallelic_unsplit", "clinvar.L2.carrier_screen.low_quality_calls"])
+def bcftools_carriers(world_dir: Path, out: Path) -> dict:
+    """Split multi-allelic records with bcftools norm, query GT:GQ:DP, count a call as a carrier when it carries the
+    ALT and GQ >= 30 (a stricter standard filter than the reference's GQ >= 20 and DP >= 10); contigs compared
+    without a 'chr' prefix on both sides."""
+    vcf = world_dir / "calls.vcf.gz"
+    split = out / "split.vcf"
+    _sh("bcftools", "norm", "-m", "-any", "-Ov", "-o", str(split), str(vcf))
+    n_multi = sum("," in ln.split("\t")[4] for ln in _sh("bcftools", "view", "-H", str(vcf)).splitlines())
+    calls, vcf_contigs = {}, set()
+    for line in _sh("bcftools", "query", "-f", "%CHROM\t%POS\t%REF\t%ALT[\t%GT:%GQ:%DP]\n", str(split)).splitlines():
+        f = line.split("\t")
+        vcf_contigs.add(f[0])
+        calls[(f[0].removeprefix("chr"), int(f[1]), f[2], f[3])] = f[4:]
+    rows, excluded, table_contigs = [], 0, set()
+    with open(world_dir / "clinvar_like.tsv") as fh:
+        for e in csv.DictReader(fh, delimiter="\t"):
+            table_contigs.add(e["chrom"])
+            if e["clinical_significance"] not in PLP:
+                continue
+            n = 0
+            for c in calls.get((e["chrom"].removeprefix("chr"), int(e["pos"]), e["ref"], e["alt"]), []):
+                gt, gq, dp = c.split(":")
+                if "1" not in gt.replace("|", "/").split("/"):
+                    continue
+                if gq not in (".", "") and int(gq) >= 30:
+                    n += 1
+                else:
+                    excluded += 1
+            rows.append((f"{e['chrom']}:{e['pos']}:{e['ref']}:{e['alt']}", n))
+    with open(out / "carriers.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["variant", "n_carriers"])
+        w.writerows(rows)
+    _write_lines(out / "carried_plp.txt", [k for k, n in rows if n > 0])
+    issues = []
+    if n_multi:
+        issues.append(f"{n_multi} multi-allelic records: split with bcftools norm -m-any before matching alleles")
+    if table_contigs != vcf_contigs:
+        issues.append(f"contig naming differs (table {sorted(table_contigs)}, VCF {sorted(vcf_contigs)}): 'chr' prefix "
+                      f"removed on both sides")
+    if excluded:
+        issues.append(f"{excluded} carrier calls with low genotype quality (GQ < 30) not counted")
+    total = sum(n for _, n in rows)
+    return {"carrier_table": "carriers.csv", "carrier_list": "carried_plp.txt", "n_carrier_genotypes": total,
+            "genotype_filter": "bcftools norm -m-any; carrier = ALT in GT and GQ >= 30; contigs compared without 'chr'",
+            "issues_found": issues, "analysis_usable": True, "summary": f"{total} confident carrier genotypes."}
+
+
+@alternative("clinvar.L2.reportable_findings",
+             "pysam exact-allele match, aggregate P/LP only, BA1 on the global AF (>= 2,000 alleles, ClinGen SVI)",
+             ["clinvar.L2.reportable_findings.clean", "clinvar.L2.reportable_findings.allele_mismatch",
+              "clinvar.L2.reportable_findings.common_pathogenic", "clinvar.L2.reportable_findings.conflicting"])
+def pysam_findings(world_dir: Path, out: Path) -> dict:
+    """pysam: the proband's dosage of each table entry's exact allele; report entries whose aggregate significance is
+    P/LP (a conflicting aggregate is not) unless BA1 applies: AF > 5% in a population of >= 2,000 alleles (Ghosh et al.
+    2018), here the 1000 Genomes global AF (2,184 alleles; the continental panels are smaller)."""
+    import pysam
+
+    meta = json.loads((world_dir / "meta.json").read_text())
+    pb = meta["task"]["proband"]
+    vf = pysam.VariantFile(str(world_dir / "calls.vcf.gz"))
+    dosage, glob = {}, {}
+    for rec in vf:
+        gt = rec.samples[pb]["GT"] or ()
+        for i, alt in enumerate(rec.alts or (), start=1):
+            k = (rec.chrom.removeprefix("chr"), rec.pos, rec.ref, alt)
+            dosage[k] = sum(a == i for a in gt if a is not None)
+            af = rec.info.get("AF")
+            glob[k] = float(af[i - 1] if isinstance(af, tuple) else af) if af is not None else 0.0
+    rows, found, conflicting, common, other_allele = [], [], 0, 0, 0
+    positions = {k[:2] for k, g in dosage.items() if g > 0}
+    with open(world_dir / "clinvar_like.tsv") as fh:
+        for e in csv.DictReader(fh, delimiter="\t"):
+            k = (e["chrom"].removeprefix("chr"), int(e["pos"]), e["ref"], e["alt"])
+            name = f"{e['chrom']}:{e['pos']}:{e['ref']}:{e['alt']}"
+            g = dosage.get(k, 0)
+            rows.append((name, g))
+            sig = e["clinical_significance"]
+            if g and sig.startswith("Conflicting"):
+                conflicting += 1
+            if not g and k[:2] in positions and sig in PLP:
+                other_allele += 1
+            if g and sig in PLP:
+                if glob[k] > 0.05:
+                    common += 1
+                else:
+                    found.append(name)
+    with open(out / "evidence.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["variant", "proband_dosage"])
+        w.writerows(rows)
+    _write_lines(out / "findings.txt", found)
+    issues = []
+    if conflicting:
+        issues.append(f"{conflicting} carried entries have conflicting interpretations: not reported as pathogenic")
+    if common:
+        issues.append(f"{common} carried P/LP entries are too common (BA1: global AF > 5%) for a rare penetrant disorder")
+    if other_allele:
+        issues.append(f"{other_allele} P/LP entries share a position with a proband variant but name a different ALT "
+                      f"allele: matched on the exact allele")
+    return {"proband": pb, "findings_list": "findings.txt", "evidence_table": "evidence.csv", "n_findings": len(found),
+            "issues_found": issues, "analysis_usable": True, "summary": f"{len(found)} reportable findings."}
