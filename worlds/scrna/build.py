@@ -101,6 +101,7 @@ class ScData:
     task: dict = field(default_factory=dict)
     dossier: dict | None = None        # {"dossier.md": str, "<table>.csv": DataFrame}
     target: str | None = None          # markers: the population the task asks about (choose_target)
+    thinned_by: dict = field(default_factory=dict)   # gene -> {column: [values]} of every gene-specific thin_genes
 
     def subset(self, idx: np.ndarray) -> "ScData":
         idx = np.asarray(idx)
@@ -337,6 +338,8 @@ def thin_genes(data: ScData, rng, retention: float, genes: list[str] | None = No
                values: list | None = None) -> ScData:
     rows = np.flatnonzero(_mask(data, column, values or []))
     cols = _gidx(data, genes) if genes else np.arange(len(data.genes))
+    for g in genes or []:
+        data.thinned_by.setdefault(g, {}).setdefault(column, []).extend(values or [])
     sub = data.counts[np.ix_(rows, cols)]
     data.counts[np.ix_(rows, cols)] = _thin(rng, sub, retention)
     if not genes:
@@ -542,6 +545,14 @@ def write(data: ScData, w: CanonicalWriter) -> None:
     if data.task:
         meta["task"] = {k: v for k, v in data.task.items() if k != "kind"}
     w.json("meta.json", meta)
+    if data.task.get("kind") == "condition_de":
+        # generative truth (gold side only): the genes whose expression the condition changes are exactly those
+        # thinned in the cells of one condition (up in the test condition when thinned in the reference's cells)
+        test, ref = data.task["test_condition"], data.task["reference_condition"]
+        by = {g: set(v.get("condition", [])) for g, v in data.thinned_by.items() if "condition" in v}
+        up = sorted(g for g, v in by.items() if ref in v and test not in v)
+        down = sorted(g for g, v in by.items() if test in v and ref not in v)
+        w.truth(de_genes=sorted(up + down), up_genes=up, down_genes=down)
 
 
 # ---------------------------------------------------------------- L3 injected counterfactuals
