@@ -64,6 +64,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from benchmark.errors import BenchmarkError
+from sandbox.seccomp import program as seccomp_program
 
 KERNEL_SRC = Path(__file__).with_name("kernel.py")
 UID_BASE = 61000
@@ -503,6 +504,7 @@ class Sandbox:
         self.collect_log: list[str] = []
         self.cells = 0
         self.cgroup_mode: str | None = None
+        self.seccomp = False  # whether the seccomp filter (sandbox/seccomp.py) is loaded
         self._lease: _UidLease | None = None
         self._cgroup: _Cgroup | None = None
         self._proc: subprocess.Popen | None = None
@@ -569,6 +571,14 @@ class Sandbox:
             argv += ["--setenv", k, v]
         argv += ["--remount-ro", "/", "--remount-ro", "/dev",
                  "--info-fd", str(info_fd), "--chdir", "/workspace"]
+        prog = seccomp_program()
+        if prog is not None:
+            sfd = os.memfd_create("seccomp", 0)
+            os.write(sfd, prog)
+            os.lseek(sfd, 0, 0)
+            fds.append(sfd)
+            argv += ["--seccomp", str(sfd)]
+        self.seccomp = prog is not None
         return argv
 
     def _set_child(self) -> None:  # runs in the forked child before exec

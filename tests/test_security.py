@@ -449,3 +449,47 @@ def test_seal_probe_reports_nothing_here():
     from sandbox.seal import seal_problems
 
     assert seal_problems() == []
+
+
+# ---------------------------------------------------------------- 5. issue 19 item 6: a tighter sandbox
+
+_SYSCALLS = textwrap.dedent("""
+    import ctypes, errno, json, subprocess, threading
+    libc = ctypes.CDLL(None, use_errno=True)
+    def call(nr, *a):
+        r = libc.syscall(nr, *a)
+        return errno.errorcode.get(ctypes.get_errno(), '?') if r < 0 else 'ok'
+    out = {
+        'ptrace_attach_init': call(101, 16, 1, 0, 0),       # PTRACE_ATTACH pid 1
+        'keyctl': call(250, 0, -3, 0),                      # KEYCTL_GET_KEYRING_ID session
+        'add_key': call(248, b'user', b'k', b'v', 1, -3),
+        'bpf': call(321, 0, 0, 0),
+        'perf_event_open': call(298, 0, 0, -1, -1, 0),
+        'mount': call(165, b'none', b'/tmp', b'tmpfs', 0, 0),
+        'umount2': call(166, b'/tmp', 0),
+        'unshare_user': call(272, 0x10000000),
+        'clone_newuser': call(56, 0x10000000 | 17, 0, 0, 0, 0),
+        'setns': call(308, 0, 0),
+        'process_vm_readv': call(310, 1, 0, 0, 0, 0, 0),
+        'open_by_handle_at': call(304, -100, 0, 0),
+        'userfaultfd': call(323, 0),
+        'init_module': call(175, 0, 0, b''),
+    }
+    r = subprocess.run(['unshare', '-Urm', 'sh', '-c', 'mount -t tmpfs x /tmp && echo mounted'], capture_output=True, text=True)
+    out['unshare_Urm'] = 'mounted' if 'mounted' in r.stdout else 'denied'
+    # what an analysis needs still works: fork/exec, threads, subprocesses
+    t = threading.Thread(target=lambda: None); t.start(); t.join()
+    out['subprocess'] = subprocess.run(['sh', '-c', 'echo hi'], capture_output=True, text=True).stdout.strip()
+    print(json.dumps(out))
+""")
+
+
+def test_seccomp_denies_namespaces_mount_ptrace_keyctl_bpf_perf(world):
+    """Probe: nested `unshare -Urm` mounted, init could be PTRACE_ATTACHed, keyctl/add_key/clone(NEWUSER) worked."""
+    with Sandbox(world) as sb:
+        r = sb.run_python(_SYSCALLS)
+        assert r.error is None, r.as_text()
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out.pop("subprocess") == "hi"
+    assert out == {**{k: "EPERM" for k in out}, "unshare_Urm": "denied"}, out
+    assert sb.seccomp
