@@ -125,13 +125,25 @@ def load_run(path: Path, date: dt.date | None = None) -> RunInput:
         cfg = store.config()
     except FileNotFoundError:
         cfg = {}
-    recs = sorted(store.results(), key=lambda r: (r.world_id, r.replicate))
+    recs = sorted(store.results(known_worlds(cfg)), key=lambda r: (r.world_id, r.replicate))
     model = str(cfg.get("model") or (recs[0].model if recs else ""))
     started = cfg.get("started")
     eval_date = date or (parse_date(str(started)) if started else None)
     return RunInput(store.run_id(), model, eval_date, recs, load_verifier_usage(Path(path)), suite_assignment(cfg),
                     {result_key(r.world_id, r.replicate): o for r in recs if r.level == "L3"
                      for o in [l3_oversight(r, store)] if o is not None})
+
+
+def known_worlds(cfg: dict) -> set[str] | None:
+    """Every world id of the suite (or the private campaign) a run's config names; None when it cannot be loaded
+    here (a run from another checkout), so its records are taken as they are."""
+    try:
+        from benchmark.campaign import campaign_suite
+        from benchmark.loader import load_suite
+
+        return set(campaign_suite(load_suite(), Path(cfg["suite"]) if cfg.get("suite") else None).worlds)
+    except Exception:  # noqa: BLE001 - see the docstring
+        return None
 
 
 def suite_assignment(cfg: dict) -> dict[str, tuple[str, str]] | None:

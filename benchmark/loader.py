@@ -93,9 +93,30 @@ def read_text_utf8(path: Path) -> str:
                             "save the file as UTF-8", line) from None
 
 
+MAX_YAML_DEPTH = 64  # no manifest, ledger or rate card nests deeper; a deeper file is refused before it is composed
+
+
+def yaml_depth_problem(text: str) -> tuple[int, int] | None:
+    """(line, depth) where the YAML event stream first nests deeper than MAX_YAML_DEPTH, else None. The parser's
+    event stream is flat, so this costs no recursion however deep the file is (composing it would)."""
+    depth = 0
+    for ev in yaml.parse(text, Loader=StrictLoader):
+        if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                return ev.start_mark.line + 1, depth
+        elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+    return None
+
+
 def read_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
     text = read_text_utf8(path)
     try:
+        deep = yaml_depth_problem(text)
+        if deep is not None:
+            raise ManifestError(path, "<yaml>", f"nests deeper than {MAX_YAML_DEPTH} levels (line {deep[0]}); no "
+                                "benchmark file does: fix or restore the file", deep[0])
         node = yaml.compose(text, Loader=StrictLoader)
         data = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a SafeLoader
     except yaml.YAMLError as exc:

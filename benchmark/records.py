@@ -3,7 +3,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+import math
+from pathlib import PurePosixPath
+
+from pydantic import BaseModel, Field, NonNegativeInt, field_validator, model_validator
 
 from graders.grade import Grade
 from sandbox.bwrap import CellResult, Violation
@@ -79,11 +82,31 @@ class Trajectory(BaseModel):
     l3: Any = Field(None, description="L3 protocol record (benchmark.l3.L3Record) for hypothesis dossiers")
 
 
+MAX_TOKENS_RECORDED = 10**12   # more tokens than any run can use: a figure past it is an endpoint's lie
+
+
+def _finite_non_negative(v: float | None, what: str) -> float | None:
+    if v is not None and (not math.isfinite(v) or v < 0):
+        raise ValueError(f"{what} must be a finite number >= 0, not {v!r}")
+    return v
+
+
+def _tokens(v: int, what: str) -> int:
+    if v > MAX_TOKENS_RECORDED:
+        raise ValueError(f"{what} = {v} is not a plausible token count (> {MAX_TOKENS_RECORDED:.0e})")
+    return v
+
+
 class RoleUsage(BaseModel):
-    tokens_in: int = 0
-    tokens_out: int = 0
-    calls: int = 0
+    tokens_in: NonNegativeInt = 0
+    tokens_out: NonNegativeInt = 0
+    calls: NonNegativeInt = 0
     model: str = ""
+
+    @field_validator("tokens_in", "tokens_out")
+    @classmethod
+    def _plausible(cls, v: int, info) -> int:
+        return _tokens(v, info.field_name)
 
 
 class ResultRecord(BaseModel):
@@ -105,12 +128,12 @@ class ResultRecord(BaseModel):
     status: Status
     score: float | None
     grade: Grade | None
-    tokens_in: int
-    tokens_out: int
-    calls: int
-    failed_calls: int
-    retries: int
-    code_cells: int
+    tokens_in: NonNegativeInt
+    tokens_out: NonNegativeInt
+    calls: NonNegativeInt
+    failed_calls: NonNegativeInt
+    retries: NonNegativeInt
+    code_cells: NonNegativeInt
     wall_s: float
     violations: list[str]
     audit_flags: list[str]
@@ -132,3 +155,44 @@ class ResultRecord(BaseModel):
     error: str | None = Field(None, description="what failed, for a fault (model_error, sandbox_error, harness_error)")
 
     model_config = {"populate_by_name": True}
+
+    @field_validator("tokens_in", "tokens_out")
+    @classmethod
+    def _plausible(cls, v: int, info) -> int:
+        return _tokens(v, info.field_name)
+
+    @field_validator("wall_s", "hyp_drift", "prior_return")
+    @classmethod
+    def _finite(cls, v: float | None, info) -> float | None:
+        return _finite_non_negative(v, info.field_name)
+
+    @field_validator("world_id")
+    @classmethod
+    def _world_id(cls, v: str) -> str:
+        import re
+
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,200}", v) or ".." in v:
+            raise ValueError(f"world_id {v[:80]!r} is not a world id (letters, digits, '.', '_', '-')")
+        return v
+
+    @field_validator("trajectory")
+    @classmethod
+    def _inside(cls, v: str) -> str:
+        p = PurePosixPath(v)
+        if v and (p.is_absolute() or ".." in p.parts or "\\" in v):
+            raise ValueError(f"trajectory {v!r} leaves the run folder (it must be a path under trajectories/)")
+        return v
+
+    @model_validator(mode="after")
+    def _score_fits_status(self) -> "ResultRecord":
+        s = self.score
+        if s is not None and (not math.isfinite(s) or not 0.0 <= s <= 100.0):
+            raise ValueError(f"score {s!r} is outside [0, 100]")
+        if self.status in ERROR_STATUSES and s is not None:
+            raise ValueError(f"status {self.status} is a fault and carries no score, but score is {s!r}")
+        if self.grade is not None and not (math.isfinite(self.grade.score) and 0.0 <= self.grade.score <= 100.0):
+            raise ValueError(f"grade.score {self.grade.score!r} is outside [0, 100]")
+        for k, v in (self.l3_axes or {}).items():
+            if not math.isfinite(v) or not 0.0 <= v <= 3.0:
+                raise ValueError(f"l3_axes.{k} = {v!r} is outside [0, 3]")
+        return self

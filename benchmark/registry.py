@@ -107,8 +107,16 @@ def naive(family_id: str, version: str = "1"):
 PRODUCT_VALIDATORS = Registry("product validator")
 
 
-def product_validator(name: str, version: str = "1"):
-    return PRODUCT_VALIDATORS.register(name, version)
+def product_validator(name: str, version: str = "1", compressed: tuple[str, ...] = ()):
+    """A track's judge of one kind of work product. `compressed`: the formats it reads ("bgzf" for a BAM, "gzip");
+    any other compressed product is refused before it runs (graders.product_io), and it runs in the capped worker."""
+    reg = PRODUCT_VALIDATORS.register(name, version)
+
+    def deco(fn):
+        fn.accepts_compression = tuple(compressed)
+        return reg(fn)
+
+    return deco
 
 
 # A track's host of evidence-grounding items (track.yaml `grounding_module`, items in worlds/<track>/grounding.yaml):

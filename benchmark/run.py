@@ -220,27 +220,30 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
     store.init({**cfg.describe(), "run_id": cfg.out.resolve().name, "harness_version": HARNESS_VERSION, "tool_versions": tool_versions(),
                 "python": sys.version.split()[0], "platform": platform.platform(),
                 "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}, cfg.resume, force=cfg.force_config)
-    done = store.done_keys()
-    todo = [(r, k) for r in refs for k in range(cfg.replicates) if result_key(r.id, k) not in done]
-    slots: queue.Queue[int] = queue.Queue()
-    for s in range(cfg.concurrency):
-        slots.put(s)
+    try:
+        done = store.done_keys()
+        todo = [(r, k) for r in refs for k in range(cfg.replicates) if result_key(r.id, k) not in done]
+        slots: queue.Queue[int] = queue.Queue()
+        for s in range(cfg.concurrency):
+            slots.put(s)
 
-    def work(ref: WorldRef, rep: int) -> ResultRecord:
-        slot = slots.get()
-        try:
-            return run_guarded(ref, rep, cfg, store, slot)
-        finally:
-            slots.put(slot)
+        def work(ref: WorldRef, rep: int) -> ResultRecord:
+            slot = slots.get()
+            try:
+                return run_guarded(ref, rep, cfg, store, slot)
+            finally:
+                slots.put(slot)
 
-    with progress(f"running {cfg.model}", len(todo)) as step, ThreadPoolExecutor(cfg.concurrency) as pool:
-        futures = {pool.submit(work, r, k): (r, k) for r, k in todo}
-        for fut in as_completed(futures):
-            r, k = futures[fut]
-            fut.result()
-            step(f"{r.id} r{k}")
-    wanted = {result_key(r.id, k) for r in refs for k in range(cfg.replicates)}
-    return [rec for rec in store.results() if result_key(rec.world_id, rec.replicate) in wanted]
+        with progress(f"running {cfg.model}", len(todo)) as step, ThreadPoolExecutor(cfg.concurrency) as pool:
+            futures = {pool.submit(work, r, k): (r, k) for r, k in todo}
+            for fut in as_completed(futures):
+                r, k = futures[fut]
+                fut.result()
+                step(f"{r.id} r{k}")
+        wanted = {result_key(r.id, k) for r in refs for k in range(cfg.replicates)}
+        return [rec for rec in store.results() if result_key(rec.world_id, rec.replicate) in wanted]
+    finally:
+        store.close()
 
 
 def summary_table(records: list[ResultRecord]):

@@ -5,12 +5,20 @@ DIR/results.jsonl          one ResultRecord per line, appended with fsync; a tor
                            (and cut off by the next append); any other bad line stops the read with its number
 DIR/trajectories/*.json    the full trajectory of each (world, replicate), written to a temp file then renamed
 DIR/artifacts/<key>/       files the agent wrote in its workspace
+DIR/.harness.lock          held (flock) by the one harness writing the folder; names its pid, host and start time
+
+One harness per folder: a second `run --resume` on the same --out (an operator restarting a "stuck" run) would
+pay for the same worlds twice and interleave their artifacts. The lock is an flock, so the kernel releases it when
+its holder dies: a killed harness's stale lock is taken over by the next one without any clean-up.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import socket
 import threading
+from datetime import datetime, timezone
 from pathlib import Path
 
 from benchmark.canonical import _atomic_write
@@ -66,6 +74,50 @@ def _norm(v):
     return json.loads(json.dumps(v, sort_keys=True, default=str))
 
 
+def validation_reason(exc: BaseException) -> str:
+    """One line naming the field and what is wrong with it (pydantic), else the error's first line."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError) and exc.errors():
+        e = exc.errors()[0]
+        where = ".".join(str(x) for x in e.get("loc", ())) or "(record)"
+        return f"field '{where}': {str(e.get('msg', ''))[:200]}"
+    return str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+
+
+class HarnessLock:
+    """An exclusive flock on DIR/.harness.lock for as long as one harness writes the folder; its holder's pid, host
+    and start time are in the file, so a second harness can say who holds it."""
+
+    NAME = ".harness.lock"
+
+    def __init__(self, root: Path):
+        root = Path(root)
+        root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(root / self.NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                who = json.loads(os.pread(fd, 4096, 0) or b"{}")
+            except ValueError:
+                who = {}
+            os.close(fd)
+            raise BenchmarkError(
+                f"{root} is in use by another harness (pid {who.get('pid', '?')} on {who.get('host', '?')}, since "
+                f"{who.get('since', '?')}); wait for it to finish or stop it, then --resume") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                  "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}).encode(), 0)
+        self.fd: int | None = fd
+
+    def close(self) -> None:
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+
 def result_key(world_id: str, replicate: int) -> str:
     return f"{world_id}__r{replicate}"
 
@@ -77,9 +129,27 @@ class RunStore:
         self.artifacts = self.root / "artifacts"
         self.results_path = self.root / "results.jsonl"
         self._lock = threading.Lock()
+        self._holder: HarnessLock | None = None
+
+    def acquire(self) -> None:
+        """Take the folder's exclusive harness lock, or stop at once naming who holds it."""
+        if self._holder is None:
+            self._holder = HarnessLock(self.root)
+
+    def close(self) -> None:
+        """Release the harness lock (the kernel also releases it when the process ends)."""
+        if self._holder is not None:
+            self._holder.close()
+            self._holder = None
 
     def init(self, config: dict, resume: bool, force: bool = False, must_match: tuple[str, ...] = RESUME_KEYS) -> list[str]:
-        differ = init_run_dir(self.root, config, resume, must_match, force)
+        """Lock the folder for this harness, then create or check its configuration."""
+        self.acquire()
+        try:
+            differ = init_run_dir(self.root, config, resume, must_match, force)
+        except BaseException:
+            self.close()
+            raise
         self.trajectories.mkdir(parents=True, exist_ok=True)
         self.artifacts.mkdir(parents=True, exist_ok=True)
         return differ
@@ -94,7 +164,7 @@ class RunStore:
         except FileNotFoundError:
             return self.root.resolve().name
 
-    def results(self) -> list[ResultRecord]:
+    def results(self, known_worlds: set[str] | None = None) -> list[ResultRecord]:
         """Every result line, the last record of a key winning. Only a torn LAST line (a kill mid-write) is skipped
         (its world is re-run on resume); a bad line anywhere else stops the read, naming the line, because skipping
         it would silently drop a paid result and pay for it again on resume."""
@@ -112,10 +182,14 @@ class RunStore:
             except (ValueError, RecursionError) as exc:
                 if torn_tail and lineno == len(lines):
                     continue
-                why = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+                why = validation_reason(exc)
                 raise BenchmarkError(
                     f"{self.results_path}:{lineno}: line {lineno} is not a valid result record ({why}); restore the file "
                     f"from a backup, or delete that line to re-run its world with --resume") from None
+            if known_worlds is not None and rec.world_id not in known_worlds:
+                raise BenchmarkError(
+                    f"{self.results_path}:{lineno}: world '{rec.world_id[:120]}' is not in this suite or campaign; the "
+                    "line was not written by this benchmark: restore the file or delete the line")
             out[result_key(rec.world_id, rec.replicate)] = rec  # the last record for a key wins
         return list(out.values())
 
@@ -130,6 +204,10 @@ class RunStore:
 
     def load_trajectory(self, rel: str) -> Trajectory:
         path = self.root / rel
+        root = self.root.resolve()
+        if not path.resolve().is_relative_to(root) or path.is_symlink():
+            raise BenchmarkError(f"{self.results_path}: trajectory {rel!r} leaves the run folder {self.root}; restore "
+                                 "the file, or delete that line and re-run its world with --resume")
         try:
             return Trajectory.model_validate_json(path.read_bytes())
         except FileNotFoundError:

@@ -285,25 +285,9 @@ def _evaluate(c: Check, report: Any, golden: dict[str, Any], products: Path | No
         return _f1_credit(c, reported, [str(x) for x in want], golden)
 
     if c.kind in ("product_items", "product_table", "product"):
-        path, why = product_path(products, got)
-        if path is None:
-            return 0.0, why
-        if c.kind == "product_items":
-            if not isinstance(want, list):
-                return 0.0, f"golden {c.golden} is not a list (rubric/golden mismatch)"
-            credit, detail = _f1_credit(c, read_items(path, want), [str(x) for x in want], golden)
-            return credit, f"{why}: {detail}"
-        if c.kind == "product_table":
-            return _table_credit(c, path, why, want, _reference_answer(c, golden))
-        from benchmark.registry import PRODUCT_VALIDATORS
+        from graders.capped import product_check
 
-        if c.validator not in PRODUCT_VALIDATORS:
-            return 0.0, f"no product validator '{c.validator}' is registered (rubric error)"
-        try:
-            credit, detail = PRODUCT_VALIDATORS.get(c.validator).fn(path, golden, c)
-        except Exception as exc:  # noqa: BLE001 - an unreadable product is an outcome
-            return 0.0, f"{why}: could not be read ({type(exc).__name__}: {str(exc)[:200]})"
-        return float(max(0.0, min(1.0, credit))), f"{why}: {detail}"
+        return product_check(c, got, want, golden, products)
 
     if c.kind == "sign":
         g, w = _sign(got), _sign(want)
@@ -326,6 +310,46 @@ def _spearman(table: dict[str, float], gold: dict[str, float], keys: list[str]) 
         return 0.0
     rho = spearmanr([table[k] for k in keys], [gold[k] for k in keys]).statistic
     return float(rho) if rho == rho else 0.0
+
+
+def evaluate_product(c: Check, got: Any, want: Any, golden: dict[str, Any], products: Any) -> tuple[float, str]:
+    """A product check's credit, run in the capped worker (graders.capped): the product's compression is read from
+    its bytes and refused unless the validator registered it; every reader bounds what it inflates."""
+    from graders.product_io import ProductRefused, check_compression
+
+    path, why = product_path(None if products is None else Path(products), got)
+    if path is None:
+        return 0.0, why
+    accepted = ()
+    if c.kind == "product":
+        from benchmark.registry import PRODUCT_VALIDATORS
+
+        if c.validator in PRODUCT_VALIDATORS:
+            accepted = tuple(getattr(PRODUCT_VALIDATORS.get(c.validator).fn, "accepts_compression", ()))
+    try:
+        check_compression(path, accepted)
+    except ProductRefused as exc:
+        return 0.0, f"{why}: {exc}"
+    if c.kind == "product_items":
+        if not isinstance(want, list):
+            return 0.0, f"golden {c.golden} is not a list (rubric/golden mismatch)"
+        credit, detail = _f1_credit(c, read_items(path, want), [str(x) for x in want], golden)
+        return credit, f"{why}: {detail}"
+    if c.kind == "product_table":
+        return _table_credit(c, path, why, want, _reference_answer(c, golden))
+    from benchmark.registry import PRODUCT_VALIDATORS
+
+    if c.validator not in PRODUCT_VALIDATORS:
+        return 0.0, f"no product validator '{c.validator}' is registered (rubric error)"
+    try:
+        credit, detail = PRODUCT_VALIDATORS.get(c.validator).fn(path, golden, c)
+    except ProductRefused as exc:
+        return 0.0, f"{why}: {exc}"
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - an unreadable product is an outcome
+        return 0.0, f"{why}: could not be read ({type(exc).__name__}: {str(exc)[:200]})"
+    return float(max(0.0, min(1.0, credit))), f"{why}: {detail}"
 
 
 def _table_credit(c: Check, path: Path, rel: str, want: Any, reference: Any = _MISSING) -> tuple[float, str]:

@@ -295,30 +295,33 @@ def execute(cfg: GroundingConfig) -> list[GroundingRecord]:
     store.init({**cfg.describe(), "run_id": cfg.out.resolve().name, "harness_version": HARNESS_VERSION,
                 "python": sys.version.split()[0], "platform": platform.platform(), "kind": "grounding",
                 "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}, cfg.resume)
-    old = store.config()
-    for k in ("anonymise", "insufficient_option", "budget"):
-        if old.get(k) != getattr(cfg, k):
-            raise BenchmarkError(f"{cfg.out / 'config.json'}: field '{k}' is {old.get(k)!r} but this run asks for "
-                                 f"{getattr(cfg, k)!r}; resume with the same settings or use another --out")
-    done = store.done_keys()
-    todo = [(i, c, k) for i in items for c in cfg.conditions for k in range(cfg.replicates)
-            if record_key(i.id, c, k) not in done]
-    slots: queue.Queue[int] = queue.Queue()
-    for s in range(cfg.concurrency):
-        slots.put(s)
+    try:
+        old = store.config()
+        for k in ("anonymise", "insufficient_option", "budget"):
+            if old.get(k) != getattr(cfg, k):
+                raise BenchmarkError(f"{cfg.out / 'config.json'}: field '{k}' is {old.get(k)!r} but this run asks for "
+                                     f"{getattr(cfg, k)!r}; resume with the same settings or use another --out")
+        done = store.done_keys()
+        todo = [(i, c, k) for i in items for c in cfg.conditions for k in range(cfg.replicates)
+                if record_key(i.id, c, k) not in done]
+        slots: queue.Queue[int] = queue.Queue()
+        for s in range(cfg.concurrency):
+            slots.put(s)
 
-    def work(item: Item, cond: str, rep: int) -> GroundingRecord:
-        slot = slots.get()
-        try:
-            return run_one(item, cond, rep, cfg, store, slot)
-        finally:
-            slots.put(slot)
+        def work(item: Item, cond: str, rep: int) -> GroundingRecord:
+            slot = slots.get()
+            try:
+                return run_one(item, cond, rep, cfg, store, slot)
+            finally:
+                slots.put(slot)
 
-    with progress(f"grounding {cfg.model}", len(todo)) as step, ThreadPoolExecutor(cfg.concurrency) as pool:
-        futs = {pool.submit(work, i, c, k): (i, c, k) for i, c, k in todo}
-        for fut in as_completed(futs):
-            i, c, k = futs[fut]
-            fut.result()
-            step(f"{i.id} {c} r{k}")
-    wanted = {record_key(i.id, c, k) for i in items for c in cfg.conditions for k in range(cfg.replicates)}
-    return [r for r in store.results() if r.key in wanted]
+        with progress(f"grounding {cfg.model}", len(todo)) as step, ThreadPoolExecutor(cfg.concurrency) as pool:
+            futs = {pool.submit(work, i, c, k): (i, c, k) for i, c, k in todo}
+            for fut in as_completed(futs):
+                i, c, k = futs[fut]
+                fut.result()
+                step(f"{i.id} {c} r{k}")
+        wanted = {record_key(i.id, c, k) for i in items for c in cfg.conditions for k in range(cfg.replicates)}
+        return [r for r in store.results() if r.key in wanted]
+    finally:
+        store.close()

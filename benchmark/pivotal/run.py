@@ -306,15 +306,21 @@ def execute(cfg: PivotalConfig, on_step=None) -> list[PivotalRecord]:
               "orders": list(ORDERS), "reconsider": cfg.reconsider, "seed": cfg.seed, "max_tokens": cfg.max_tokens,
               "harness_version": HARNESS_VERSION, "run_id": Path(cfg.out).resolve().name,
               "started": time.strftime("%Y-%m-%d", time.gmtime())}
-    store.init(config, cfg.resume)
-    run_id = str(store.config().get("run_id"))
-    done = {_key(r): r for r in store.records()}
-    chains = [(c, cond, order, eff) for c in cases for cond in cfg.conditions for order in ORDERS for eff in cfg.efforts]
-    with ThreadPoolExecutor(max_workers=max(1, cfg.concurrency)) as pool:
-        futs = {pool.submit(run_chain, cfg, store, done, *ch, run_id): ch for ch in chains}
-        for fut in as_completed(futs):
-            fut.result()
-            if on_step:
-                c, cond, order, eff = futs[fut]
-                on_step(f"{c.id} {cond} {order} {eff}")
-    return store.records()
+    from benchmark.store import HarnessLock
+
+    lock = HarnessLock(Path(cfg.out))
+    try:
+        store.init(config, cfg.resume)
+        run_id = str(store.config().get("run_id"))
+        done = {_key(r): r for r in store.records()}
+        chains = [(c, cond, order, eff) for c in cases for cond in cfg.conditions for order in ORDERS for eff in cfg.efforts]
+        with ThreadPoolExecutor(max_workers=max(1, cfg.concurrency)) as pool:
+            futs = {pool.submit(run_chain, cfg, store, done, *ch, run_id): ch for ch in chains}
+            for fut in as_completed(futs):
+                fut.result()
+                if on_step:
+                    c, cond, order, eff = futs[fut]
+                    on_step(f"{c.id} {cond} {order} {eff}")
+        return store.records()
+    finally:
+        lock.close()

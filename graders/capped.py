@@ -1,0 +1,134 @@
+"""Product checks run in a capped worker process, never in the harness (issue 19).
+
+A work product is agent-controlled bytes. Its reading and validation (`graders.checks.evaluate_product`, the
+track validators) run in a spawned worker with an address-space cap (RLIMIT_AS), a CPU-time cap and a wall-clock
+deadline per check. A product that exhausts a cap, hangs or crashes the worker becomes that check's failed credit
+with its reason; the worker is replaced and the harness, the campaign and `--resume` carry on (the world is graded,
+not re-run). One worker per harness thread, started on first use.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+MEMORY_CAP = 3 << 30       # bytes of address space for one worker (imports take ~1 GiB of it)
+CPU_CAP_S = 600            # CPU seconds over one worker's life; it is replaced when spent
+WALL_CAP_S = 120.0         # one product check's wall-clock deadline
+IN_WORKER_ENV = "BENCHMARK_CAPPED_GRADER"
+
+_local = threading.local()
+
+
+def in_worker() -> bool:
+    return os.environ.get(IN_WORKER_ENV) == "1"
+
+
+def _serve(conn, memory_cap: int, cpu_cap: int) -> None:
+    import importlib
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (memory_cap, memory_cap))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_cap, cpu_cap))
+    from graders import checks
+
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        modules, args = msg
+        try:
+            for m in modules:
+                importlib.import_module(m)
+            result = checks.evaluate_product(*args)
+        except MemoryError:
+            result = (0.0, f"the product exhausted the grader's memory cap ({memory_cap >> 30} GiB): not read")
+        except Exception as exc:  # noqa: BLE001 - a validator crash is the check's outcome
+            result = (0.0, f"could not be read ({type(exc).__name__}: {str(exc)[:200]})")
+        try:
+            conn.send(result)
+        except (OSError, ValueError):
+            return
+
+
+class _Worker:
+    def __init__(self) -> None:
+        import multiprocessing
+
+        from benchmark.freeze import pinned_environment
+
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(child, MEMORY_CAP, CPU_CAP_S), daemon=True)
+        saved = os.environ.get(IN_WORKER_ENV)
+        with pinned_environment():  # one BLAS thread: a small, predictable address space
+            os.environ[IN_WORKER_ENV] = "1"
+            try:
+                self.proc.start()
+            finally:
+                if saved is None:
+                    os.environ.pop(IN_WORKER_ENV, None)
+                else:
+                    os.environ[IN_WORKER_ENV] = saved
+        child.close()
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.join(5)
+        self.conn.close()
+
+    def __del__(self) -> None:  # the thread that owned it ended: so does the worker
+        try:
+            if self.proc.is_alive():
+                self.kill()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+def run_product_check(modules: list[str], args: tuple, wall: float | None = None) -> tuple[float, str]:
+    """evaluate_product(*args) in this thread's capped worker; a cap hit is (0, why) and a fresh worker."""
+    wall = WALL_CAP_S if wall is None else wall
+    w: _Worker | None = getattr(_local, "worker", None)
+    if w is None or not w.proc.is_alive():
+        w = _local.worker = _Worker()
+    try:
+        w.conn.send((modules, args))
+        if not w.conn.poll(wall):
+            w.kill()
+            _local.worker = None
+            return 0.0, f"reading the product took longer than {wall:g} s: refused"
+        return w.conn.recv()
+    except (EOFError, OSError, BrokenPipeError):
+        code = w.proc.exitcode
+        w.kill()
+        _local.worker = None
+        why = "killed (CPU cap)" if code in (-9, -24) else f"exited with code {code}"
+        return 0.0, f"the grader's worker died reading the product ({why}; memory cap {MEMORY_CAP >> 30} GiB, " \
+                    f"CPU cap {CPU_CAP_S} s): not read"
+
+
+def close() -> None:
+    w = getattr(_local, "worker", None)
+    if w is not None:
+        w.kill()
+        _local.worker = None
+
+
+def _modules_for(validator: str | None) -> list[str]:
+    if not validator:
+        return []
+    from benchmark.registry import PRODUCT_VALIDATORS
+
+    if validator not in PRODUCT_VALIDATORS:
+        return []
+    return [PRODUCT_VALIDATORS.get(validator).fn.__module__]
+
+
+def product_check(c: Any, got: Any, want: Any, golden: dict, products: Any) -> tuple[float, str]:
+    """The harness side: run the product check capped (in the worker itself, directly)."""
+    from graders import checks
+
+    if in_worker():
+        return checks.evaluate_product(c, got, want, golden, products)
+    return run_product_check(_modules_for(c.validator), (c, got, want, golden, None if products is None else str(products)))

@@ -1,0 +1,85 @@
+"""A work product is agent-controlled bytes: reading it must never take the harness down (issue 19, deliverable 1).
+
+Product checks run in a capped worker (graders.capped): a compression bomb, a validator that exhausts memory, hangs
+or dies becomes that check's failed credit with its reason, and the next check still runs.
+"""
+import gzip
+import json
+import resource
+
+import pytest
+
+from benchmark.manifest import Check
+from graders import capped
+from graders.checks import run_check
+from graders.product_io import ProductRefused, compression_of, read_bytes_bounded
+
+
+def _bomb(path, members=4, size=64 << 20):
+    member = gzip.compress(b"\0" * size, compresslevel=9)
+    path.write_bytes(member * members)
+    return path
+
+
+def _check(validator: str) -> Check:
+    return Check(id="p", kind="product", field="output", validator=validator)
+
+
+def test_a_gzip_bomb_named_like_plain_text_is_refused_without_inflating(tmp_path):
+    """The bomb of the issue: gzip members in `fixed.vcf`. Compression is read from the bytes, and a family that
+    asked for plain text refuses it before any reader sees it; the harness's memory does not grow."""
+    _bomb(tmp_path / "fixed.vcf")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    r = run_check(Check(id="dups", kind="product_items", field="output", golden="keys"), {"output": "fixed.vcf"},
+                  {"keys": ["22:1:A:G"]}, tmp_path)
+    assert r.credit == 0.0 and "gzip-compressed" in r.detail and "uncompressed" in r.detail, r.detail
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000  # KiB: nothing was inflated here
+
+
+def test_bounded_inflation_stops_at_the_ratio_cap(tmp_path):
+    p = _bomb(tmp_path / "x.vcf.gz", members=2, size=32 << 20)
+    assert compression_of(p) == "gzip"
+    with pytest.raises(ProductRefused, match="refused as a bomb"):
+        read_bytes_bounded(p)
+    ok = tmp_path / "ok.vcf.gz"
+    ok.write_bytes(gzip.compress(b"##fileformat=VCFv4.2\n" * 100) + gzip.compress(b"#CHROM\n"))
+    assert read_bytes_bounded(ok).endswith(b"#CHROM\n")
+
+
+@pytest.mark.parametrize("validator,needle", [
+    ("test.hog_memory", "memory cap"),
+    ("test.die", "worker died"),
+])
+def test_a_validator_that_exhausts_memory_or_dies_is_a_failed_check(tmp_path, validator, needle):
+    import tests.hostile_validators  # noqa: F401 - registers them here; the worker imports the module by name
+
+    (tmp_path / "out.txt").write_text("x\n")
+    r = run_check(_check(validator), {"output": "out.txt"}, {}, tmp_path)
+    assert r.credit == 0.0 and needle in r.detail, r.detail
+    again = run_check(_check("test.ok"), {"output": "out.txt"}, {}, tmp_path)  # a fresh worker takes the next one
+    assert again.credit == 1.0, again.detail
+
+
+def test_a_validator_that_hangs_is_stopped_at_the_deadline(tmp_path, monkeypatch):
+    import tests.hostile_validators  # noqa: F401
+
+    monkeypatch.setattr(capped, "WALL_CAP_S", 3.0)
+    (tmp_path / "out.txt").write_text("x\n")
+    r = run_check(_check("test.hang"), {"output": "out.txt"}, {}, tmp_path)
+    assert r.credit == 0.0 and "longer than 3 s" in r.detail, r.detail
+
+
+def test_a_bomb_in_a_graded_world_fails_its_check_and_the_grade_completes(tmp_path):
+    """Through graders.grade on a real world: the clinvar duplicate_records action names a bomb as its product."""
+    from benchmark.freeze import read_golden
+    from benchmark.loader import load_suite
+    from graders.grade import grade
+
+    ref = load_suite().worlds["clinvar.L1.integrity.duplicate_records"]
+    _bomb(tmp_path / "dups.txt")
+    report = {"assessment": "usable_with_caveats", "summary": "s",
+              "issues": [{"category": "duplicate records", "severity": "warning", "where": "calls.vcf.gz",
+                          "description": "duplicated variant records", "value": 10, "action": "listed",
+                          "output": "dups.txt"}]}
+    g = grade(ref, read_golden(ref).values, json.dumps(report), products=tmp_path)
+    assert any("gzip-compressed" in c.detail for c in g.checks), [c.detail for c in g.checks]

@@ -1,0 +1,91 @@
+"""A run folder holds against a second harness and a forged results file (issue 19, deliverables 3 and 4)."""
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from benchmark.errors import BenchmarkError
+from benchmark.store import HarnessLock, RunStore
+
+
+def test_a_second_harness_on_the_same_folder_stops_at_once_naming_the_holder(tmp_path):
+    first = RunStore(tmp_path)
+    first.init({"model": "scripted/oracle"}, resume=False)
+    with pytest.raises(BenchmarkError, match=r"in use by another harness \(pid \d+ on .*\); wait"):
+        RunStore(tmp_path).init({"model": "scripted/oracle"}, resume=True)
+    first.close()
+    again = RunStore(tmp_path)
+    again.init({"model": "scripted/oracle"}, resume=True)
+    again.close()
+
+
+def test_a_killed_harness_lock_is_taken_over(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", f"from benchmark.store import HarnessLock; import time; "
+                               f"HarnessLock({str(tmp_path)!r}); print('held', flush=True); time.sleep(120)"],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    with pytest.raises(BenchmarkError, match="in use"):
+        HarnessLock(tmp_path)
+    holder.kill()
+    holder.wait()
+    deadline = time.time() + 10
+    while True:
+        try:
+            HarnessLock(tmp_path).close()
+            break
+        except BenchmarkError:
+            assert time.time() < deadline
+            time.sleep(0.1)
+
+
+def _record(**over):
+    rec = {"world_id": "histone.L1.integrity.clean", "track": "histone", "level": "L1", "family": "histone.L1.integrity",
+           "class": "clean", "model": "m", "replicate": 0, "seed": 0, "status": "graded", "score": 100.0, "grade": None,
+           "tokens_in": 10, "tokens_out": 5, "calls": 1, "failed_calls": 0, "retries": 0, "code_cells": 1,
+           "wall_s": 1.0, "violations": [], "audit_flags": [], "trajectory": "trajectories/x.json",
+           "harness_version": "1"}
+    rec.update(over)
+    return rec
+
+
+@pytest.mark.parametrize("over,needle", [
+    ({"score": float("nan")}, "outside"),
+    ({"score": 1e9}, "outside"),
+    ({"score": -50.0}, "outside"),
+    ({"status": "model_error", "score": 100.0}, "carries no score"),
+    ({"trajectory": "../../../../etc/hostname"}, "leaves the run folder"),
+    ({"trajectory": "/etc/hostname"}, "leaves the run folder"),
+    ({"tokens_in": -1}, "greater than or equal"),
+    ({"tokens_out": 10**15}, "plausible"),
+    ({"wall_s": float("inf")}, "finite"),
+    ({"world_id": "../../etc"}, "not a world id"),
+])
+def test_an_absurd_result_line_is_refused_with_file_and_line(tmp_path, over, needle):
+    good = json.dumps(_record())
+    (tmp_path / "results.jsonl").write_text(good + "\n" + json.dumps(_record(**over), allow_nan=True) + "\n" + good + "\n")
+    with pytest.raises(BenchmarkError) as exc:
+        RunStore(tmp_path).results()
+    assert f"results.jsonl:2:" in str(exc.value) and needle in str(exc.value), str(exc.value)
+
+
+def test_an_unknown_world_is_refused_by_the_leaderboard_reader(tmp_path):
+    from benchmark.aggregate import load_run
+
+    (tmp_path / "config.json").write_text(json.dumps({"model": "m", "levels": ["L1"]}))
+    (tmp_path / "results.jsonl").write_text(json.dumps(_record()) + "\n"
+                                            + json.dumps(_record(world_id="histone.L1.integrity.forged")) + "\n")
+    with pytest.raises(BenchmarkError, match=r"results.jsonl:2: world 'histone.L1.integrity.forged' is not in this suite"):
+        load_run(tmp_path)
+
+
+def test_a_ledger_nested_5000_deep_is_refused_with_file_and_line(tmp_path):
+    """It used to exit 1 with 'unexpected RecursionError ... bug'."""
+    from benchmark.errors import ManifestError
+    from benchmark.ledger import load_ledger
+
+    p = tmp_path / "deep.yaml"
+    p.write_text("kind: adjudication\nrulings:\n- note: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ManifestError, match=r"deep.yaml:3: .*nests deeper than 64 levels"):
+        load_ledger(p)
