@@ -453,17 +453,29 @@ def integrity(world_dir: Path, world) -> dict:
 # Each judges one corrected file an agent wrote (its path resolved inside the run's artifacts by the grader) against
 # the world's golden and returns (credit, detail). They never raise: an unreadable file earns 0 and says why.
 
-def _bam_reads(path: Path) -> tuple[list[str], str, list[tuple[int, int, bool, int]], bool]:
+MAX_BAM_RECORDS = 5_000_000  # a product BAM holding more records than any world's reads is refused, not read
+
+
+def _bam_reads(path: Path, limit: int = MAX_BAM_RECORDS) -> tuple[list[str], str, list[tuple[int, int, bool, int]], bool]:
     """Header contig names, @HD SO, (contig index, 5' position, reverse, flag) of every primary mapped record in
-    file order, and whether the file ends with the BGZF EOF block."""
+    file order, and whether the file ends with the BGZF EOF block. Stops past `limit` records (ProductRefused): a
+    product is agent-written bytes, and BGZF can inflate a small file into billions of records."""
     import pysam
 
-    eof = path.read_bytes()[-28:] == EOF_BLOCK
+    from graders.product_io import ProductRefused
+
+    with open(path, "rb") as fh:
+        fh.seek(max(0, Path(path).stat().st_size - 28))
+        eof = fh.read() == EOF_BLOCK
+    recs = []
     with pysam.AlignmentFile(str(path), "rb", check_sq=False) as bam:
         names = list(bam.references)
         so = bam.header.to_dict().get("HD", {}).get("SO", "")
-        recs = [(r.reference_id, (r.reference_end - 1) if r.is_reverse else r.reference_start, r.is_reverse, r.flag)
-                for r in bam if not (r.is_unmapped or r.is_secondary or r.is_supplementary)]
+        for n, r in enumerate(bam):
+            if n >= limit:
+                raise ProductRefused(f"{Path(path).name} holds more than {limit} records: refused")
+            if not (r.is_unmapped or r.is_secondary or r.is_supplementary):
+                recs.append((r.reference_id, (r.reference_end - 1) if r.is_reverse else r.reference_start, r.is_reverse, r.flag))
     return names, so, recs, eof
 
 
@@ -471,7 +483,7 @@ def _has_index(path: Path) -> bool:
     return any(Path(str(path) + ext).is_file() for ext in (".bai", ".csi")) or path.with_suffix(".bai").is_file()
 
 
-@product_validator("histone.sorted_bam")
+@product_validator("histone.sorted_bam", compressed=("bgzf",))
 def validate_sorted_bam(path: Path, golden: dict, check=None) -> tuple[float, str]:
     """A complete, coordinate-sorted copy of the unsorted BAM holding all its reads, with an index beside it."""
     want = golden.get("unsorted_n_reads")
@@ -483,7 +495,7 @@ def validate_sorted_bam(path: Path, golden: dict, check=None) -> tuple[float, st
         return 0.0, "no BGZF EOF block"
     import pysam
 
-    with pysam.AlignmentFile(str(path), "rb", check_sq=False) as bam:
+    with pysam.AlignmentFile(str(path), "rb", check_sq=False) as bam:  # as many records as _bam_reads allowed
         starts = np.array([r.reference_id * 10**10 + r.reference_start for r in bam if not r.is_unmapped], dtype=np.int64)
     if len(starts) > 1 and np.any(np.diff(starts) < 0):
         return 0.0, "records are not in coordinate order"
@@ -494,7 +506,7 @@ def validate_sorted_bam(path: Path, golden: dict, check=None) -> tuple[float, st
     return 1.0, f"coordinate-sorted (SO:{so or '-'}), indexed, {len(recs)} reads"
 
 
-@product_validator("histone.dedup_bam")
+@product_validator("histone.dedup_bam", compressed=("bgzf",))
 def validate_dedup_bam(path: Path, golden: dict, check=None) -> tuple[float, str]:
     """The ChIP with PCR duplicates removed (or flagged 0x400): the unflagged reads hold each (contig, 5' position,
     strand) once and number the distinct reads of the ChIP (within 2%)."""
