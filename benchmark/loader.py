@@ -48,9 +48,13 @@ def _line_of(node: yaml.Node | None, loc: tuple) -> int | None:
     return line
 
 
-class StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys (YAML keeps the last one silently, so an edit could vanish) and
-    reports an impossible date (2026-02-30) as a YAML error with its line, not as a stray ValueError."""
+_BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~15x faster than the pure-Python parser
+
+
+class StrictLoader(_BASE_LOADER):
+    """SafeLoader (libyaml-backed where PyYAML has it) that refuses duplicate keys (YAML keeps the last one silently,
+    so an edit could vanish) and reports an impossible date (2026-02-30) as a YAML error with its line, not as a
+    stray ValueError."""
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -117,8 +121,12 @@ def read_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
         if deep is not None:
             raise ManifestError(path, "<yaml>", f"nests deeper than {MAX_YAML_DEPTH} levels (line {deep[0]}); no "
                                 "benchmark file does: fix or restore the file", deep[0])
-        node = yaml.compose(text, Loader=StrictLoader)
-        data = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a SafeLoader
+        loader = StrictLoader(text)
+        try:  # compose once; the node keeps line numbers for errors, the data is constructed from it
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise ManifestError(path, "<yaml>", f"not valid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None) from exc
