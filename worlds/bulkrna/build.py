@@ -34,12 +34,14 @@ simulate(...)              the experiment: genes kept (n_genes drawn), samples a
                            transcriptional shift (fraction of genes, log2 size) and spike-ins, low-count genes; and
                            one degraded sample (3' bias: mean x (length / 2.5 kb)^-beta, library x retention)
 draw_counts()              NB counts from the means (deterministic in the world's RNG)
-sort_genes()               L1: genes.tsv / counts.tsv rows in gene-ID order (no row position tells a gene's role)
+sort_genes()               L1: genes in gene-ID order (kept for the L1 draws; the writer sorts every world: gene rows
+                           by gene ID and sample columns by sample name, the same rule in clean and defective worlds)
 swap_sheet_rows(size)      L1: sample-sheet rows move between samples: size 2, two samples of different condition
                            and sex exchange rows; size 3, three samples of different (condition, sex) rotate rows
 as_normalised()            L1: the matrix holds DESeq2-normalised values (count / size factor) posing as counts
 duplicate_sample(n)        L1: n samples' columns each appear a second time under a new name (same library processed
-                           twice), with their own sample-sheet rows
+                           twice), with their own sample-sheet rows and i7 index (as a merged sheet that lists the
+                           library twice records it: nothing in the sheet gives the copy away, only the counts do)
 version_ids()              L1: counts.tsv gene IDs carry Ensembl version suffixes (GENCODE style) that genes.tsv lacks
 truncate_file(fraction)    L1: counts.tsv is cut at a byte offset (an interrupted transfer): the last line is partial
                            and every later gene is missing
@@ -242,6 +244,7 @@ def simulate(data: BulkData, rng, n_genes: int, n_per_condition: int, depth: flo
 @recipe(TRACK, "draw_counts")
 def draw_counts(data: BulkData, rng) -> BulkData:
     mu = data.truth.pop("mu")
+    data.truth["mean_count"] = dict(zip(data.genes["gene_id"], mu.mean(1)))  # expected reads per sample, by gene
     a = data.alpha[:, None]
     n = 1.0 / a
     p = n / (n + mu)
@@ -304,6 +307,11 @@ def duplicate_sample(data: BulkData, rng, n: int = 1) -> BulkData:
         X[tag] = X[src].to_numpy()
         row = s.iloc[[j]].copy()
         row["sample"] = tag
+        if "index" in row:  # the copy got its own sheet row when the sheets were merged: its own index sequence
+            used = set(s["index"]) | {r["index"].iloc[0] for r in rows}
+            while (idx := "".join(rng.choice(list("ACGT"), 8))) in used:
+                pass
+            row["index"] = idx
         rows.append(row)
         pairs.append((src, tag))
     s = pd.concat([s, *rows]).reset_index(drop=True)
@@ -327,7 +335,8 @@ def version_ids(data: BulkData, rng) -> BulkData:
 @recipe(TRACK, "sort_genes")
 def sort_genes(data: BulkData, rng) -> BulkData:
     """genes.tsv and counts.tsv rows in gene-ID order (as many pipelines write them): no gene's row position says
-    what it is (the simulation appends the sex-linked genes last). L1 worlds only; L2 keeps the simulation's order."""
+    what it is (the simulation appends the sex-linked genes last). The writer now writes every world's rows in gene-ID
+    order and its sample columns by name, so this step only keeps the L1 worlds' draws unchanged."""
     order = np.argsort(data.genes["gene_id"].to_numpy(), kind="stable")
     data.genes = data.genes.iloc[order].reset_index(drop=True)
     if data.counts is not None:
@@ -549,8 +558,13 @@ SHEET = {"sample": "sample name, as in the counts.tsv header", "index": "i7 inde
 
 
 def counts_text(data: BulkData) -> str:
+    """counts.tsv in canonical order: gene rows by gene ID, sample columns by sample name (the order the sheet is
+    written in), in every world alike, so no row or column position carries a gene's role, a sample's condition or a
+    defect (a duplicated library is not appended last)."""
     X = data.counts
-    ids = data.count_ids or list(X.index)
+    ids = dict(zip(X.index, data.count_ids or list(X.index)))
+    X = X.loc[sorted(X.index), sorted(X.columns)]
+    ids = [ids[g] for g in X.index]
     head = "gene_id\t" + "\t".join(X.columns) + "\n"
     if data.integer:
         body = "".join(f"{g}\t" + "\t".join(str(int(v)) for v in row) + "\n" for g, row in zip(ids, X.to_numpy()))
@@ -565,6 +579,31 @@ def counts_text(data: BulkData) -> str:
     return text
 
 
+TRUE_TOP_K = 20
+TRUE_TOP_MIN_MEAN = 10.0   # truly DE genes measurable at all: a mean of >= 10 expected reads per sample
+
+
+def gold_truth(data: BulkData) -> dict:
+    """The generative truth the goldens keep (never a public file): the genes the condition truly changes and their
+    true log2 fold changes (test over reference, on molecules), the true top 20 by |true log2FC| among truly DE genes
+    with a mean of >= 10 expected reads per sample (the genes a 20-gene qPCR list can be judged on: a gene with a
+    handful of reads has a true change no count experiment of this size can rank), and the injected defects."""
+    t = dict(data.truth)
+    out: dict = {k: t[k] for k in ("a0", "a1", "batch_genes", "shift", "swapped", "duplicates", "degraded_index",
+                                   "low_index") if k in t}
+    if "de_genes" in t:
+        lfc = dict(zip(t["de_genes"], t["de_lfc"]))
+        out["de_genes"] = sorted(lfc)
+        out["de_lfc"] = {g: lfc[g] for g in sorted(lfc)}
+        mean = t.get("mean_count") or {}
+        ok = [g for g in lfc if mean.get(g, np.inf) >= TRUE_TOP_MIN_MEAN]
+        top = sorted(ok, key=lambda g: (-abs(lfc[g]), g))[:TRUE_TOP_K]
+        out["de_lfc_measured"] = {g: lfc[g] for g in sorted(ok)}
+        out["top_genes"] = sorted(top)
+        out["top_genes_ranked"] = top
+    return out
+
+
 @writer(TRACK)
 def write(data: BulkData, w: CanonicalWriter) -> None:
     if data.dossier is not None:
@@ -574,7 +613,8 @@ def write(data: BulkData, w: CanonicalWriter) -> None:
     sheet = data.samples[data.sheet_columns].sort_values("sample").reset_index(drop=True)
     w.table("samples.csv", sheet)
     gcols = ["gene_id", "symbol", "chrom", "length"] + (["type"] if (data.genes["type"] != "gene").any() else [])
-    w.table("genes.tsv", data.genes[gcols])
+    w.table("genes.tsv", data.genes[gcols].sort_values("gene_id").reset_index(drop=True))
+    w.truth(**gold_truth(data))
     meta = {**META, **data.extra_meta,
             "files": {"counts.tsv": "tab-separated; gene_id then one column of raw read counts per sample",
                       "samples.csv": {c: SHEET[c] for c in data.sheet_columns},

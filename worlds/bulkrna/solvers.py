@@ -221,6 +221,7 @@ def detect(d: dict) -> dict:
             findings.append("swapped_samples")
     v["swapped_samples"] = swapped
     v["n_swapped_samples"] = len(swapped)
+    v["swapped_fraction"] = round(len(swapped) / max(int(X.shape[1]), 1), 4)
     if swapped:
         corrected = restore_sheet(sheet, swapped, {s: (str(expressed[s]), str(inferred[s])) for s in swapped})
         v["corrected_condition"] = dict(zip(corrected["sample"], corrected["condition"]))
@@ -258,7 +259,7 @@ def restore_sheet(sheet: pd.DataFrame, swapped: list, shown: dict) -> pd.DataFra
     return out
 
 
-@solver("bulkrna.L1.integrity", version="2")
+@solver("bulkrna.L1.integrity", version="3")
 def l1_integrity(world_dir: Path, world) -> dict:
     return detect(read_world(world_dir))
 
@@ -273,8 +274,15 @@ def _read_any(path: Path) -> pd.DataFrame:
 def recovered_counts(path: Path, golden: dict, check) -> tuple[float, str]:
     """A recovered count matrix (gene_id then one column per sample, integers): one row per gene of the original
     (>= 99% of its rows, so a totals-only table is no matrix) and per-sample totals within 2% of the reference
-    recovery for every sample."""
+    recovery for every sample. Or, the usual remedy, the raw counts requested from the provider: the list of the
+    samples whose raw counts must be re-delivered, one a line (every sample: every column was normalised)."""
     want = golden.get("recovered_library_sizes") or {}
+    lines = [ln.strip() for ln in Path(path).read_text(errors="replace").splitlines() if ln.strip() and not ln.startswith("#")]
+    items = {ln.split(",")[0].split("\t")[0].strip() for ln in lines}
+    if want and len(lines) <= len(want) + 1 and items - {"sample"} <= set(want):
+        got = items - {"sample"}
+        return float(got == set(want)), (f"raw counts requested for {len(got)} of the {len(want)} samples (all are "
+                                         "normalised: request every one)")
     try:
         tab = _read_any(path)
         num = tab.iloc[:, 1:].apply(pd.to_numeric, errors="coerce")
@@ -398,7 +406,7 @@ def naive_result(X: pd.DataFrame, sheet: pd.DataFrame, test: str, ref: str) -> p
 
 # ---------------------------------------------------------------- L2 condition DE
 
-@solver("bulkrna.L2.condition_de", version="1")
+@solver("bulkrna.L2.condition_de", version="2")
 def l2_condition_de(world_dir: Path, world) -> dict:
     X, sheet, genes, meta = load_l2(world_dir)
     test, ref = meta["task"]["test_condition"], meta["task"]["reference_condition"]
@@ -454,6 +462,43 @@ def de_calls(path: Path, golden: dict, check) -> tuple[float, str]:
         f"genes not (need 80%); {prec:.0%} of the table's {len(called)} significant genes are reference DE genes (need 70%)")
 
 
+def _recall_precision(called: set, truth: set) -> tuple[float, float]:
+    tp = len(called & truth)
+    return (tp / len(truth) if truth else 1.0), (tp / len(called) if called else (1.0 if not truth else 0.0))
+
+
+@product_validator("bulkrna.de_calls_truth")
+def de_calls_truth(path: Path, golden: dict, check) -> tuple[float, str]:
+    """The calls of a per-gene table (gene, padj < 0.05) against the simulation's truth (golden['truth']['de_genes'],
+    the genes the condition truly changes), with the reference solver's own calls as the bar: recall >= min(0.7,
+    the reference's recall - bar_slack), precision >= min(0.8, the reference's precision - bar_slack), and of the
+    truly unchanged genes the trap's analysis calls (golden trap_de_genes outside the truth; none on a clean control)
+    >= min(0.8, the reference's share - bar_slack) not significant. Any analysis as good as the reference passes,
+    whatever its tool; the trap's own calls (batch genes, lost power) do not."""
+    from graders.checks import read_table
+
+    padj, why = read_table(Path(path), "gene", "padj")
+    if padj is None:
+        return 0.0, why
+    truth = {g.lower() for g in (golden.get("truth") or {}).get("de_genes") or []}
+    if not truth:
+        return 0.0, "golden has no truth.de_genes (rubric/golden mismatch)"
+    ref = {g.lower() for g in golden.get("de_genes") or []}
+    null = {g.lower() for g in golden.get("trap_de_genes") or []} - truth
+    called = {g for g, p in padj.items() if p < 0.05}
+    slack = check.bar_slack
+    rec, prec = _recall_precision(called, truth)
+    r_rec, r_prec = _recall_precision(ref, truth)
+    nul = sum(g in padj and padj[g] >= 0.05 for g in null) / len(null) if null else 1.0
+    r_nul = len(null - ref) / len(null) if null else 1.0
+    need = (min(0.7, r_rec - slack), min(0.8, r_prec - slack), min(0.8, r_nul - slack))
+    ok = rec >= need[0] - 1e-12 and prec >= need[1] - 1e-12 and nul >= need[2] - 1e-12
+    return float(ok), (f"recall {rec:.2f} of {len(truth)} truly DE genes (need {need[0]:.2f}; reference {r_rec:.2f}); "
+                       f"precision {prec:.2f} of {len(called)} calls (need {need[1]:.2f}; reference {r_prec:.2f}); "
+                       f"{nul:.0%} of {len(null)} truly unchanged genes the trap calls not significant "
+                       f"(need {need[2]:.0%}; reference {r_nul:.0%})")
+
+
 # ---------------------------------------------------------------- L2 normalisation
 
 def spike_decision(X: pd.DataFrame, sheet: pd.DataFrame, genes: pd.DataFrame, test: str, ref: str) -> dict:
@@ -506,7 +551,7 @@ def rank_by_abs(lfc: pd.Series) -> list[str]:
     return (pd.DataFrame({"a": np.round(lfc.abs().to_numpy(float), 3), "g": lfc.index})
             .sort_values(["a", "g"], ascending=[False, True])["g"].tolist())
 
-@solver("bulkrna.L2.lfc_ranking", version="3")
+@solver("bulkrna.L2.lfc_ranking", version="4")
 def l2_lfc_ranking(world_dir: Path, world) -> dict:
     X, sheet, genes, meta = load_l2(world_dir)
     test, ref = meta["task"]["test_condition"], meta["task"]["reference_condition"]
@@ -525,6 +570,8 @@ def l2_lfc_ranking(world_dir: Path, world) -> dict:
         "shrunk_table": {g: round(float(res.loc[g, "shrunk_lfc"]), 4) for g in top},
         "lfc_table": {g: round(float(res.loc[g, "shrunk_lfc"]), 4)
                       for g in sorted(set(res.index[res["baseMean"] >= 10]) | set(top) | set(raw_top))},
+        # every tested gene's shrunk estimate: the reference's own answer when the table is scored against the truth
+        "lfc_all": {g: round(float(x), 3) for g, x in sig["shrunk_lfc"].items()},
         "naive_top_genes": sorted(raw_top),
         "trap_top_genes": sorted(raw_top) if defect else [],
         "naive_top_median_basemean": round(float(base[raw_top].median()), 2) if raw_top else 0.0,
