@@ -96,7 +96,7 @@ def cmd_worlds_validate(args) -> int:
 
 
 def cmd_worlds_freeze(args) -> int:
-    from benchmark.freeze import freeze_worlds
+    from benchmark.freeze import default_jobs, freeze_worlds
     from benchmark.progress import progress
 
     if not args.ids and not args.all and not args.tracks and not args.levels:
@@ -109,7 +109,7 @@ def cmd_worlds_freeze(args) -> int:
 
         refs = start_campaign(Path(args.out), args.seed, refs)
     with progress("freezing", len(refs)) as step:
-        freeze_worlds(refs, args.jobs, on_step=step)
+        freeze_worlds(refs, args.jobs or default_jobs(), on_step=step)
     if args.out:
         print(f"froze {len(refs)} worlds into the private campaign {args.out}; run it with `run --suite {args.out}`")
     else:
@@ -118,12 +118,12 @@ def cmd_worlds_freeze(args) -> int:
 
 
 def cmd_worlds_check(args) -> int:
-    from benchmark.freeze import check_worlds, scratch_dir
+    from benchmark.freeze import check_worlds, default_jobs, scratch_dir
     from benchmark.progress import progress
 
     _, refs = _select(args)
     with scratch_dir() as tmp, progress("checking", len(refs)) as step:
-        problems = check_worlds(refs, Path(tmp), args.jobs, on_step=step)
+        problems = check_worlds(refs, Path(tmp), args.jobs or default_jobs(), on_step=step)
     for p in problems:
         print(p, file=sys.stderr)
     if problems:
@@ -311,10 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--levels", nargs="+", choices=["L1", "L2", "L3"], help="only these levels")
         sp.add_argument("--root", help=argparse.SUPPRESS)
 
-    def jobs(sp):
-        from benchmark.freeze import default_jobs
-
-        sp.add_argument("--jobs", type=int, default=default_jobs(),
+    def jobs(sp):  # the default is resolved when the command runs: building the parser imports nothing heavy
+        sp.add_argument("--jobs", type=int, default=None,
                         help="worlds built at once, one process each (default: one per core, at most 4)")
 
     sp = wsub.add_parser("list", help="list worlds (id, track, level, family, class)")

@@ -14,3 +14,10 @@ the corrected plan is correct, an unparsed answer is wrong. See benchmark/pivota
 from benchmark.pivotal.cases import DEFAULT_CASES, PivotalCase, load_cases
 
 __all__ = ["DEFAULT_CASES", "PivotalCase", "load_cases"]
+
+# The protocol's fixed axes (seed 002), here so that building the CLI parser imports nothing heavy.
+CONDITIONS = ("project", "options-only")
+ORDERS = ("original_first", "corrected_first")
+EFFORTS = ("default", "none", "minimal", "low", "medium", "high", "xhigh", "max")
+DRAWS = 100_000  # seed 002 Table 10: "Intervals use 100,000 paired percentile bootstrap samples."
+SEED = 20260824

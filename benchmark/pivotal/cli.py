@@ -66,8 +66,8 @@ def cmd_pivotal_cases_validate(args) -> int:
 
 
 def add_pivotal_parser(sub) -> None:
-    from benchmark.pivotal.run import CONDITIONS, EFFORTS
-    from benchmark.pivotal.score import DRAWS, SEED
+    from benchmark.pivotal import CONDITIONS, EFFORTS
+    from benchmark.pivotal import DRAWS, SEED
 
     piv = sub.add_parser("pivotal", help="pivotal-choice accuracy (SciΠvot protocol): run, score, build cases")
     psub = piv.add_subparsers(dest="pverb", required=True)

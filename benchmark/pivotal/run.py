@@ -21,13 +21,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from benchmark.errors import BenchmarkError
+from benchmark.pivotal import CONDITIONS, EFFORTS, ORDERS  # noqa: F401 - re-exported
 from benchmark.pivotal.cases import DEFAULT_CASES, PivotalCase, cases_sha256, load_cases
 from benchmark.records import CallRecord
 
 HARNESS_VERSION = "pivotal-1"
-CONDITIONS = ("project", "options-only")
-ORDERS = ("original_first", "corrected_first")
-EFFORTS = ("default", "none", "minimal", "low", "medium", "high", "xhigh", "max")
 
 SYSTEM_PROMPT = ("You are the principal investigator of a research project carried out by an AI research agent. At a "
                  "pivotal moment the agent must choose its next step between two plans. Decide which plan the project "

@@ -17,10 +17,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from benchmark.errors import BenchmarkError
+from benchmark.pivotal import DRAWS, SEED  # noqa: F401 - re-exported
 from benchmark.pivotal.run import CONDITIONS, EFFORTS, ORDERS, PivotalRecord, PivotalStore
 
-DRAWS = 100_000  # seed 002 Table 10: "Intervals use 100,000 paired percentile bootstrap samples."
-SEED = 20260824
 CHUNK = 10_000  # draws generated per block, so 100,000 draws over hundreds of cases stay within memory
 
 
