@@ -201,12 +201,17 @@ def call_model(model: str, messages: list[dict[str, Any]], step: int, role: str 
 
     litellm's own retries (`num_retries`) and the OpenAI client's (`max_retries`) are set to 0, so a 429 or a 500 is
     never retried unseen; every attempt is recorded in `CallRecord.attempts` with its HTTP status and error.
+    A hosted reply is bounded before anything parses it (benchmark.models.bounded): its bytes are capped as they
+    stream in, the attempt's timeout holds end to end (litellm's processing included), and token counts that are not
+    whole, finite and non-negative fail the attempt (a model fault, retried like a malformed body), never summed.
     """
     import litellm
 
-    from benchmark.models import register_providers
+    from benchmark.models import is_offline, register_providers
+    from benchmark.models.bounded import bounded_call, usage_counts
 
     register_providers()
+    offline = is_offline(model)
     policy = policy or RetryPolicy.from_env()
     temperature = extra.pop("temperature", 0.0)
     retries: list[str] = []
@@ -223,8 +228,12 @@ def call_model(model: str, messages: list[dict[str, Any]], step: int, role: str 
                 kwargs["tools"] = tools
                 if tool_choice:
                     kwargs["tool_choice"] = tool_choice
-            resp = litellm.completion(**kwargs)
+            if offline:
+                resp = litellm.completion(**kwargs)
+            else:  # a hosted reply: bytes capped as they stream in, the attempt's timeout held end to end
+                resp = bounded_call(litellm.completion, kwargs, kwargs["timeout"])
             choice = resp.choices[0]
+            tokens_in, tokens_out = usage_counts(resp)
         except Exception as exc:  # noqa: BLE001 - every provider error becomes a recorded outcome
             name = type(exc).__name__
             msg = f"{name}: {str(exc)[:500]}"
@@ -253,12 +262,8 @@ def call_model(model: str, messages: list[dict[str, Any]], step: int, role: str 
             retries.append(msg)
             time.sleep(wait)
             continue
-        usage = getattr(resp, "usage", None)
-        attempts.append(AttemptRecord(http_status=200 if not model.startswith(("local/", "scripted/")) else None,
-                                      wall_s=round(time.monotonic() - t0, 3)))
-        return resp, CallRecord(role=role, model=model, step=step, ok=True,
-                                tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
-                                tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+        attempts.append(AttemptRecord(http_status=None if offline else 200, wall_s=round(time.monotonic() - t0, 3)))
+        return resp, CallRecord(role=role, model=model, step=step, ok=True, tokens_in=tokens_in, tokens_out=tokens_out,
                                 wall_s=round(time.monotonic() - start, 3), finish_reason=choice.finish_reason,
                                 retries=retries, attempts=attempts)
     raise AssertionError("unreachable")

@@ -26,7 +26,7 @@ from benchmark.models.scripted import first_option_value
 from benchmark.records import ResultRecord
 from benchmark.run import RunConfig, execute
 from benchmark.store import RunStore
-from tests.fake_openai import FakeOpenAI, dead_url, error, malformed, rate_limited, report, slow, tool_call
+from tests.fake_openai import FakeOpenAI, Reply, dead_url, error, malformed, rate_limited, report, slow, tool_call
 
 W1 = "scrna.L1.integrity.clean"
 W2 = "scrna.L1.integrity.doublets"
@@ -454,3 +454,163 @@ def test_error_rows_never_enter_a_mean_and_count_as_missing_coverage():
     assert not a["ranked"] and a["rank"] is None
     b = next(s for s in data["models"] if s["model"] == "m/b")
     assert b["ranked"] and b["rank"] == 1
+
+
+# ------------------------------------------------------------------ a hostile endpoint: replies bounded before parsing
+
+
+def _completion_body(message: dict, usage: dict | None = None, choices: int = 1) -> bytes:
+    return json.dumps({"id": "chatcmpl-x", "object": "chat.completion", "created": 1, "model": "fake-model",
+                       "choices": [{"index": i, "message": message, "finish_reason": "stop"} for i in range(choices)],
+                       "usage": usage or {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}).encode()
+
+
+def _huge_tool_call(nbytes: int) -> bytes:
+    tc = {"id": "call_1", "type": "function", "function": {"name": "run_python",
+                                                          "arguments": json.dumps({"code": "#" + "x" * nbytes})}}
+    return _completion_body({"role": "assistant", "content": None, "tool_calls": [tc]})
+
+
+class _RawServer:
+    """127.0.0.1 only: every POST is answered by `answer(handler)`, which writes status, headers and body itself."""
+
+    def __init__(self, answer):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                try:
+                    answer(self)
+                except (BrokenPipeError, ConnectionResetError):  # the client stopped reading: what we want
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _chunked(handler, chunks, headers: dict | None = None, pause_s: float = 0.0):
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Transfer-Encoding", "chunked")
+    for k, v in (headers or {}).items():
+        handler.send_header(k, v)
+    handler.end_headers()
+    for c in chunks:
+        if not c:
+            continue
+        handler.wfile.write(b"%x\r\n%s\r\n" % (len(c), c))
+        handler.wfile.flush()
+        if pause_s:
+            time.sleep(pause_s)
+    handler.wfile.write(b"0\r\n\r\n")
+
+
+def test_a_30mb_reply_is_a_model_fault_within_the_deadline(endpoint):
+    """Issue 19: a 30 MB tool-call reply took 650 s of one attempt. Now it is refused at the byte cap, in time."""
+    policy = RetryPolicy(attempts=2, timeout_s=3.0, deadline_s=6.0, base_s=0.2)
+    with FakeOpenAI(default=Reply(body=_huge_tool_call(30_000_000))) as srv:
+        endpoint(srv)
+        t0 = time.monotonic()
+        resp, rec = call_model(MODEL, MSG, step=0, policy=policy)
+        wall = time.monotonic() - t0
+    assert resp is None and not rec.ok, "a 30 MB reply was accepted"
+    assert "byte cap" in rec.error and wall < policy.deadline_s, (wall, rec.error)
+    assert [a.http_status for a in rec.attempts] == [200, 200], "a refused 200 is retried like a malformed body"
+
+
+def test_a_chunked_30mb_reply_is_cut_as_it_streams_in(endpoint, monkeypatch):
+    """No Content-Length to refuse up front: the body is counted as it arrives and reading stops at the cap."""
+    body = _huge_tool_call(30_000_000)
+    pieces = [body[i:i + (1 << 16)] for i in range(0, len(body), 1 << 16)]
+    answer = lambda h: _chunked(h, pieces)  # noqa: E731
+    monkeypatch.setenv("BENCHMARK_MODEL_MAX_REPLY_BYTES", str(1 << 20))
+    with _RawServer(answer) as srv:
+        endpoint(srv)
+        t0 = time.monotonic()
+        resp, rec = call_model(MODEL, MSG, step=0, policy=RetryPolicy(attempts=1, timeout_s=5.0, deadline_s=10.0))
+        wall = time.monotonic() - t0
+    assert resp is None and "larger than the 1048576 byte cap" in rec.error, rec.error
+    assert wall < 5.0, wall
+
+
+def test_a_gzip_bomb_reply_is_capped_on_the_inflated_bytes(endpoint):
+    """A reply compressed though identity was asked: 30 MB inflated from ~30 KB is cut at the cap, not inflated whole."""
+    import gzip
+
+    packed = gzip.compress(_huge_tool_call(30_000_000))
+    with _RawServer(lambda h: _chunked(h, [packed], {"Content-Encoding": "gzip"})) as srv:
+        endpoint(srv)
+        resp, rec = call_model(MODEL, MSG, step=0, policy=RetryPolicy(attempts=1, timeout_s=5.0, deadline_s=10.0))
+    assert resp is None and "byte cap" in rec.error, rec.error
+    small = gzip.compress(_completion_body({"role": "assistant", "content": "fine"}))
+    with _RawServer(lambda h: _chunked(h, [small], {"Content-Encoding": "gzip"})) as srv:
+        endpoint(srv)
+        resp, rec = call_model(MODEL, MSG, step=0, policy=RetryPolicy(attempts=1, timeout_s=5.0, deadline_s=10.0))
+    assert rec.ok and resp.choices[0].message.content == "fine", rec.error
+
+
+def test_a_reply_that_drips_in_is_cut_at_the_attempts_deadline(endpoint):
+    """httpx's timeout bounds each read, so a body sent a few bytes at a time never timed out; the attempt does now."""
+    body = _completion_body({"role": "assistant", "content": "late"})
+    step = max(1, len(body) // 40)
+    pieces = [body[i:i + step] for i in range(0, len(body), step)]  # ~40 pieces, 0.25 s apart: ~10 s in all
+    with _RawServer(lambda h: _chunked(h, pieces, pause_s=0.25)) as srv:
+        endpoint(srv)
+        t0 = time.monotonic()
+        resp, rec = call_model(MODEL, MSG, step=0, policy=RetryPolicy(attempts=1, timeout_s=2.0, deadline_s=4.0))
+        wall = time.monotonic() - t0
+    assert resp is None and wall < 3.0, (wall, rec.error)
+    assert "deadline" in rec.error or "within the attempt" in rec.error, rec.error
+
+
+def test_litellms_own_processing_is_inside_the_attempts_deadline(endpoint, monkeypatch):
+    """A 3 MB reply took 19.7 s against a 10 s deadline: the time litellm spends after the bytes are in counts too."""
+    import litellm
+
+    real = litellm.completion
+
+    def slow_after_reading(**kw):  # the reply is read in time, then litellm's post-processing takes 30 s
+        resp = real(**kw)
+        time.sleep(30)
+        return resp
+
+    monkeypatch.setattr(litellm, "completion", slow_after_reading)
+    with FakeOpenAI(default=report({"a": 1})) as srv:
+        endpoint(srv)
+        t0 = time.monotonic()
+        resp, rec = call_model(MODEL, MSG, step=0, policy=RetryPolicy(attempts=3, timeout_s=1.5, deadline_s=4.0, base_s=0.2))
+        wall = time.monotonic() - t0
+    assert resp is None and wall < 5.5, (wall, rec.error)
+    assert "within the attempt's" in rec.attempts[0].error, rec.attempts
+
+
+@pytest.mark.parametrize("usage", [
+    {"prompt_tokens": -1_000_000_000_000, "completion_tokens": 7},
+    {"prompt_tokens": 11, "completion_tokens": -1},
+    {"prompt_tokens": 999_000_000_000, "completion_tokens": 7},
+])
+def test_negative_or_absurd_token_counts_are_a_model_fault_not_a_figure(endpoint, usage):
+    """An endpoint reported prompt_tokens = -1e12: it was recorded and summed (999000000.00 tokens on the board)."""
+    with FakeOpenAI(default=Reply(body=_completion_body({"role": "assistant", "content": "hi"}, usage))) as srv:
+        endpoint(srv)
+        resp, rec = call_model(MODEL, MSG, step=0, policy=RetryPolicy(attempts=2, base_s=0.1))
+    assert resp is None and not rec.ok, f"usage {usage} was accepted: tokens_in={rec.tokens_in} out={rec.tokens_out}"
+    assert rec.tokens_in == 0 and rec.tokens_out == 0
+    assert "not a token count" in rec.error and len(rec.attempts) == 2, rec.error

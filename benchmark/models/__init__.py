@@ -21,8 +21,11 @@ def register_providers() -> None:
         return
     import litellm
 
+    from benchmark.models.bounded import install
     from benchmark.models.local import LocalLLM
     from benchmark.models.scripted import ScriptedLLM
+
+    install()  # hosted replies are byte-capped as they stream in (benchmark.models.bounded)
 
     litellm.suppress_debug_info = True
     litellm.telemetry = False
