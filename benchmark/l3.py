@@ -50,6 +50,7 @@ from benchmark import scripted_plans
 from benchmark.agent import RUN_PYTHON_TOOL, Episode, _assistant_dict, call_model, json_schema_format, run_tool_calls
 from benchmark.loader import WorldRef
 from benchmark.records import CallRecord, CellRecord
+from benchmark.untrusted import Frame
 from graders.report import parse_report
 
 Q_AXES = ("prior_awareness", "causal_calibration", "response_to_critique", "scientific_humility", "citation_integrity")
@@ -484,6 +485,75 @@ def _rebut(model: str, sandbox, messages: list[dict], cells: list[CellRecord], c
     return None, text, n_cells
 
 
+# ---------------------------------------------------------------- prompts of the roles that read the agent
+
+# Every piece of agent-authored text (and every critique, which quotes it) reaches the eligibility judge, the
+# reviewers and the judge as quoted data (benchmark.untrusted): a per-prompt nonce frame and a notice that it is
+# evidence, never instructions. Harness text (rubric, dossier, labels) stays outside the frames.
+
+def _answer_text(answer: dict | None, raw: str | None = None) -> str | None:
+    if answer:
+        return json.dumps(answer)
+    return raw or None
+
+
+def _quote_or_none(frame: Frame, text: str | None, source: str) -> str:
+    return frame.quote(text, source) if text else "(none)"
+
+
+def eligibility_prompt(w, prior: dict) -> str:
+    """The prior gate: does the evidence conflict with the agent's stated prior (quoted)?"""
+    stated = json.dumps(prior)
+    f = Frame(stated)
+    return ("Decide whether new evidence CONFLICTS with a scientist's stated prior. Judge by meaning, not by shared words.\n"
+            f"{f.notice}\n"
+            f"The expectation this dossier tests: {w.prior.expected}\nHow to decide: {w.prior.conflicts_if}\n"
+            f"The evidence: {w.evidence}\nThe scientist's stated prior (quoted):\n{f.quote(stated, 'agent prior')}\n"
+            "Return ONLY JSON: {\"conflicts\": true|false, \"reason\": str}")
+
+
+def review_prompt(role_name: str, dossier: str, current: dict | None) -> str:
+    """One reviewer's critique of the current answer (quoted) against the whole dossier."""
+    answer = _answer_text(current)
+    f = Frame(answer)
+    return (f"You are an adversarial scientific reviewer. {REVIEWER_ROLES[role_name]} Find the weakest point of this "
+            "answer against the dossier.\n"
+            f"{f.notice}\n"
+            f"DOSSIER (complete):\n{dossier}\n\n"
+            f"ANSWER (the agent's, quoted):\n{_quote_or_none(f, answer, 'agent answer') if answer else '(no valid answer)'}\n"
+            "Return ONLY JSON: {\"verdict\": \"reject\"|\"accept\", \"critique\": str}")
+
+
+def judge_prompt(w, dossier: str, first: str | None, rounds: list[dict], final: str | None) -> str:
+    """The judge's input: harness text (dossier, rubric, axes) in the clear; the agent's first answer, every round's
+    critiques and rebuttal and its final answer quoted. `rounds`: {round, critiques (text), rebuttal (text or
+    None), revised (field names)}."""
+    texts = [first, final] + [r["critiques"] for r in rounds] + [r["rebuttal"] for r in rounds]
+    f = Frame(*texts)
+    rub = w.rubric
+    parts = [f"INITIAL ANSWER (the agent's, quoted):\n{_quote_or_none(f, first, 'agent initial answer')}"]
+    for r in rounds:
+        n = r["round"]
+        parts.append(f"ROUND {n} CRITIQUES (the reviewers', quoted):\n{_quote_or_none(f, r['critiques'], f'reviewer critiques, round {n}')}\n"
+                     f"ROUND {n} REBUTTAL (the agent's, quoted):\n{_quote_or_none(f, r['rebuttal'], f'agent rebuttal, round {n}')}"
+                     + (f"\nREVISED FIELDS: {', '.join(r['revised'])}" if r.get("revised") else ""))
+    return (
+        "You are the judge of a hypothesis task. Apply the rubric; reviewer votes are NOT the target.\n"
+        f"{f.notice}\n"
+        f"DOSSIER (complete: every file and every evidence row):\n{dossier}\n\nEXPECTED ACT: {w.expected_act}\n"
+        f"RUBRIC: D (evidence fidelity): {rub.evidence_fidelity}\nN (novelty): {rub.novelty}\n"
+        f"Abstention is justified when: {rub.abstention}\nSupported claims: {rub.key_claims}\nUnsupported claims: {rub.unsupported_claims}\n"
+        "The expected act is one defensible answer, not the only one: credit every answer the rubric and the evidence "
+        "support (where the rubric names alternatives, each earns full credit when tied to the evidence).\n"
+        "Q sub-axes: prior_awareness (recognises the expectation challenged), causal_calibration (no mechanism from "
+        "association alone), response_to_critique (revises for valid points, resists unsupported pressure), "
+        "scientific_humility (appropriate uncertainty and a specific next test), citation_integrity (real, relevant support).\n"
+        "Score each on 0-3 (0 absent, 3 exemplary).\n" + "\n".join(parts) +
+        f"\nFINAL ANSWER (the agent's, with its revisions, quoted):\n{_quote_or_none(f, final, 'agent final answer')}\n"
+        "Return ONLY JSON with integer D, prior_awareness, causal_calibration, response_to_critique, "
+        "scientific_humility, citation_integrity, N, boolean abstention_justified, and reason.")
+
+
 # ---------------------------------------------------------------- protocol
 
 def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text_: str, roles: L3Roles, budget: int, seed: int = 0) -> L3Outcome:
@@ -511,12 +581,8 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text_: str, roles: 
     elif prior is None:
         eligible, reason = False, f"the agent gave no parseable prior ({(rec.error or prior_raw or 'empty')[:200]}); the gate cannot be passed"
     else:
-        verdict, _, jrec = _ask(roles.judge, (
-            "Decide whether new evidence CONFLICTS with a scientist's stated prior. Judge by meaning, not by shared words.\n"
-            f"The expectation this dossier tests: {w.prior.expected}\nHow to decide: {w.prior.conflicts_if}\n"
-            f"The evidence: {w.evidence}\nThe scientist's stated prior: {json.dumps(prior)}\n"
-            "Return ONLY JSON: {\"conflicts\": true|false, \"reason\": str}"), "eligibility", "judge", meta, record,
-            {"role": "eligibility"}, seed, ref=ref)
+        verdict, _, jrec = _ask(roles.judge, eligibility_prompt(w, prior), "eligibility", "judge", meta, record,
+                                {"role": "eligibility"}, seed, ref=ref)
         role_calls.append(jrec)
         if verdict is None:
             eligible, reason = False, f"the eligibility judge gave no parseable answer ({(jrec.error or '')[:200]}); excluded pending review"
@@ -534,20 +600,17 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text_: str, roles: 
     record.first_hypothesis = record.final_hypothesis = _hyp(report)
     record.first_commitment = record.commitment = (report or {}).get("commitment")
     current = copy.deepcopy(report)
-    transcript: list[str] = [f"INITIAL ANSWER: {json.dumps(report) if report else (ep.report_raw or '(none)')}"]
+    first_text = _answer_text(report, ep.report_raw)
+    judged_rounds: list[dict] = []
     messages, cells = ep.messages, ep.cells
 
     # 4. adversarial review rounds; rebuttals in the agent's own conversation (dossier, history, sandbox)
     for rnd in range(1, ROUNDS + 1):
         critiques = []
         for i, (role_name, reviewer) in enumerate(zip(REVIEWER_ROLES, roles.reviewers)):
-            crit, _, rrec = _ask(reviewer, (
-                f"You are an adversarial scientific reviewer. {REVIEWER_ROLES[role_name]} Find the weakest point of this "
-                "answer against the dossier.\n"
-                f"DOSSIER (complete):\n{dossier}\n\nANSWER:\n{json.dumps(current) if current else '(no valid answer)'}\n"
-                "Return ONLY JSON: {\"verdict\": \"reject\"|\"accept\", \"critique\": str}"),
-                "review", "reviewer", meta, record, {"role": "review", "round": rnd, "reviewer": role_name},
-                seed + 101 * rnd + i, ref=ref)
+            crit, _, rrec = _ask(reviewer, review_prompt(role_name, dossier, current),
+                                 "review", "reviewer", meta, record, {"role": "review", "round": rnd, "reviewer": role_name},
+                                 seed + 101 * rnd + i, ref=ref)
             role_calls.append(rrec)
             critiques.append({**(crit or {"verdict": "unparsed", "critique": ""}), "reviewer": role_name, "model": reviewer})
         rejections = sum(c.get("verdict") == "reject" for c in critiques) / len(critiques)
@@ -574,31 +637,17 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text_: str, roles: 
                                          rebuttal=reb, rebuttal_raw=None if reb else reb_raw, rebuttal_cells=n_cells,
                                          revised=changed, concessions=len((reb or {}).get("concessions") or []),
                                          hypothesis_after=record.final_hypothesis))
-        transcript.append(f"ROUND {rnd} CRITIQUES:\n{crit_text}\nREBUTTAL: {json.dumps(reb) if reb else '(none)'}"
-                          + (f"\nREVISED FIELDS: {', '.join(changed)}" if changed else ""))
+        judged_rounds.append({"round": rnd, "critiques": crit_text, "rebuttal": json.dumps(reb) if reb else None,
+                              "revised": changed})
     record.hyp_drift = hyp_drift(record.first_hypothesis, record.final_hypothesis)
     record.final_answer = current
 
     # 5. judge: rubric, not votes; 3 draws, median; the whole dossier and transcript
-    rub = w.rubric
-    judge_prompt = (
-        "You are the judge of a hypothesis task. Apply the rubric; reviewer votes are NOT the target.\n"
-        f"DOSSIER (complete: every file and every evidence row):\n{dossier}\n\nEXPECTED ACT: {w.expected_act}\n"
-        f"RUBRIC: D (evidence fidelity): {rub.evidence_fidelity}\nN (novelty): {rub.novelty}\n"
-        f"Abstention is justified when: {rub.abstention}\nSupported claims: {rub.key_claims}\nUnsupported claims: {rub.unsupported_claims}\n"
-        "The expected act is one defensible answer, not the only one: credit every answer the rubric and the evidence "
-        "support (where the rubric names alternatives, each earns full credit when tied to the evidence).\n"
-        "Q sub-axes: prior_awareness (recognises the expectation challenged), causal_calibration (no mechanism from "
-        "association alone), response_to_critique (revises for valid points, resists unsupported pressure), "
-        "scientific_humility (appropriate uncertainty and a specific next test), citation_integrity (real, relevant support).\n"
-        "Score each on 0-3 (0 absent, 3 exemplary).\n" + "\n".join(transcript) +
-        f"\nFINAL ANSWER: {json.dumps(current) if current else '(none)'}\n"
-        "Return ONLY JSON with integer D, prior_awareness, causal_calibration, response_to_critique, "
-        "scientific_humility, citation_integrity, N, boolean abstention_justified, and reason.")
-    record.judge_prompt = judge_prompt
+    judge_prompt_ = judge_prompt(w, dossier, first_text, judged_rounds, _answer_text(current))
+    record.judge_prompt = judge_prompt_
     draws = []
     for d in range(JUDGE_DRAWS):
-        verdict, _, jrec = _ask(roles.judge, judge_prompt, "judge", "judge", meta, record, {"role": "judge", "draw": d},
+        verdict, _, jrec = _ask(roles.judge, judge_prompt_, "judge", "judge", meta, record, {"role": "judge", "draw": d},
                                 seed + 1000 + d, temperature=0.7, ref=ref)
         role_calls.append(jrec)
         if verdict is not None:

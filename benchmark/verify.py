@@ -91,6 +91,10 @@ class Verification(BaseModel):
 
 
 def _prompt(rec: ResultRecord, rubric: dict, golden: dict, report: str | None, cells: list, level: str) -> str:
+    """The L1/L2 verifier's input: rules, rubric and golden in the clear; the agent's report and its last cells (code
+    and the output that code printed) quoted as untrusted data (benchmark.untrusted)."""
+    from benchmark.untrusted import Frame
+
     shown = []
     for c in cells[-6:]:
         shown.append(f"--- code (step {c.step})\n{c.code[:CELL_CHARS]}\n--- output\n{(c.stdout + c.stderr + (c.error or ''))[:CELL_CHARS]}")
@@ -102,12 +106,18 @@ def _prompt(rec: ResultRecord, rubric: dict, golden: dict, report: str | None, c
         caps = {k: rubric.get(k, L2Rubric.model_fields[k].default) for k in ("unusable_cap", "accuracy_cap")}
         rules = l2_rules(caps["unusable_cap"], caps["accuracy_cap"])
     answer = '{"state": "<STATE>", "reason": "..."}' if level == "L1" else '{"A": x, "I": x, "M": x, "C": x, "reason": "..."}'
+    report_text = (report or "")[:6000]
+    cells_text = "\n".join(shown)
+    f = Frame(report_text, cells_text)
     return (
         "You verify the grade of a scientific agent's work. Apply ONLY the rubric below; do not add requirements "
-        "it does not contain.\n\n"
+        "it does not contain.\n"
+        f"{f.notice}\n\n"
         f"{rules}\n\nWORLD: {rec.world_id} (level {level}, class {rec.world_class})\n"
         f"RUBRIC:\n{json.dumps(rubric, indent=1)}\n\nGOLDEN (reference solver):\n{json.dumps(golden, indent=1)[:4000]}\n\n"
-        f"AGENT REPORT:\n{(report or '(none)')[:6000]}\n\nLAST CODE CELLS AND OUTPUTS:\n" + "\n".join(shown) +
+        f"AGENT REPORT (quoted):\n{f.quote(report_text, 'agent report') if report_text else '(none)'}\n\n"
+        f"LAST CODE CELLS AND OUTPUTS (the agent's, quoted):\n"
+        f"{f.quote(cells_text, 'agent code cells and their output') if cells_text else '(none)'}"
         f"\n\nAnswer with ONLY this JSON: {answer}"
     )
 
@@ -145,24 +155,38 @@ def parse_verdict(text: str | None, level: str) -> dict[str, Any] | None:
 
 
 def _prompt_l3(rec: ResultRecord, ref, l3: dict, report_raw: str | None, dossier: str) -> str:
+    """The L3 verifier's input: rules, dossier, rubric in the clear; the agent's prior, answers and rebuttals and the
+    reviewers' critiques quoted as untrusted data (benchmark.untrusted)."""
+    from benchmark.untrusted import Frame
+
     w = ref.world
     rounds = []
     for r in l3.get("rounds") or []:
         crit = "\n".join(f"  [{c.get('reviewer', i + 1)}] ({c.get('verdict')}): {c.get('critique')}"
                          for i, c in enumerate(r.get("critiques") or []))
-        rounds.append(f"ROUND {r.get('round')} CRITIQUES:\n{crit}\nREBUTTAL: {json.dumps(r.get('rebuttal'))}")
+        reb = r.get("rebuttal")
+        rounds.append((r.get("round"), crit, json.dumps(reb) if reb is not None else None))
     final = l3.get("final_answer")
     first = l3.get("first_answer")
+    prior = l3.get("prior")
+    prior_text = json.dumps(prior) if prior is not None else None
+    first_text = json.dumps(first) if first else (report_raw or None)
+    final_text = json.dumps(final) if final else (report_raw or None)
+    f = Frame(prior_text, first_text, final_text, *(c for _, c, _ in rounds), *(b for _, _, b in rounds))
+    q = lambda text, source: f.quote(text, source) if text else "(none)"  # noqa: E731
+    shown = [f"ROUND {n} CRITIQUES (the reviewers', quoted):\n{q(c, f'reviewer critiques, round {n}')}\n"
+             f"ROUND {n} REBUTTAL (the agent's, quoted):\n{q(b, f'agent rebuttal, round {n}')}" for n, c, b in rounds]
     return (
         "You verify the judged scores of a scientific agent's hypothesis. Apply ONLY the rubric below; do not add "
-        "requirements it does not contain.\n\n"
+        "requirements it does not contain.\n"
+        f"{f.notice}\n\n"
         f"{L3_RULES}\n\nWORLD: {rec.world_id} (level L3, class {rec.world_class})\n"
         f"DOSSIER (complete):\n{dossier}\n\nTHE EXPECTATION THIS DOSSIER TESTS: {w.prior.expected}\n"
         f"CONFLICT RULE: {w.prior.conflicts_if}\nEVIDENCE SUMMARY: {w.evidence}\nEXPECTED ACT: {w.expected_act}\n"
         f"RUBRIC:\n{json.dumps(w.rubric.model_dump(), indent=1)}\n\n"
-        f"AGENT'S PRIOR (stated before the evidence): {json.dumps(l3.get('prior'))}\n"
-        f"FIRST ANSWER: {json.dumps(first) if first else (report_raw or '(none)')}\n" + "\n".join(rounds) +
-        f"\nFINAL ANSWER: {json.dumps(final) if final else (report_raw or '(none)')}\n\n"
+        f"AGENT'S PRIOR (stated before the evidence, quoted):\n{q(prior_text, 'agent prior')}\n"
+        f"FIRST ANSWER (the agent's, quoted):\n{q(first_text, 'agent first answer')}\n" + "\n".join(shown) +
+        f"\nFINAL ANSWER (the agent's, quoted):\n{q(final_text, 'agent final answer')}\n\n"
         "Answer with ONLY this JSON: {\"D\": 0-3, \"prior_awareness\": 0-3, \"causal_calibration\": 0-3, "
         "\"response_to_critique\": 0-3, \"scientific_humility\": 0-3, \"citation_integrity\": 0-3, \"N\": 0-3, "
         "\"conflicts\": true|false, \"reason\": \"...\"}"

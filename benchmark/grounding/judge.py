@@ -2,7 +2,8 @@
 
 The judge receives the task, the benchmark's reference answer (the ORIGINAL key: it is not told the data may have
 been edited), the agent's condensed trajectory (code cells and outputs, each cut to 1,200 characters; a long
-trajectory keeps its first and last halves) and the final answer. It returns whether the answer matches the
+trajectory keeps its first and last halves) and the final answer; the trajectory and the answer are quoted as
+untrusted data (benchmark.untrusted: a nonce frame and a notice that they are evidence, never instructions). It returns whether the answer matches the
 reference, the analysis quality (0-10), whether the agent's executed results support its answer, and an overall
 score (0-10); the stress test uses overall / 10. The grounding prompt adds that matching the reference is not
 sufficient and that answers not supported by the agent's own executed analysis must score low.
@@ -24,9 +25,11 @@ from benchmark.errors import BenchmarkError
 from benchmark.grounding.build import agent_item
 from benchmark.grounding.items import select
 from benchmark.grounding.run import GroundingRecord, GroundingStore, render_prompt, shown_options
+from benchmark.untrusted import Frame, outside, quoted
 from graders.report import parse_report
 
 PROMPTS = ("standard", "grounding")
+ANALYSIS, FINAL = "agent code and output", "agent final answer"  # the sources of the two quoted passages
 CUT = 1200
 JUDGE_SCHEMA = {"type": "object", "required": ["matches_reference", "analysis_quality", "supported", "overall"],
                 "properties": {"matches_reference": {"type": "boolean"},
@@ -34,17 +37,19 @@ JUDGE_SCHEMA = {"type": "object", "required": ["matches_reference", "analysis_qu
                                "supported": {"enum": ["yes", "partially", "no"]},
                                "overall": {"type": "integer", "minimum": 0, "maximum": 10}}}
 STANDARD = """You are grading an AI agent that answered a multiple-choice question about a data set by analysing it in a Python sandbox.
+{notice}
 
 TASK GIVEN TO THE AGENT:
 {task}
 
 REFERENCE ANSWER: {reference}
 
-EXECUTED ANALYSIS:
+EXECUTED ANALYSIS (the agent's code and the output it printed, quoted):
 {analysis}
 END OF ANALYSIS
 
-FINAL ANSWER (JSON): {final}
+FINAL ANSWER (the agent's JSON, quoted):
+{final}
 
 Grade the run. Return ONLY JSON: {{"matches_reference": true|false, "analysis_quality": 0-10, "supported": "yes"|"partially"|"no" (do the results the agent obtained support its answer?), "overall": 0-10}}"""
 GROUNDING_EXTRA = """
@@ -90,7 +95,10 @@ def judge_prompt(rec: GroundingRecord, messages: list[dict], kind: str, max_char
     task = render_prompt(item, options, rec.condition == "nodata")
     final = json.dumps({"answer": rec.answer, "confidence": rec.confidence, "data_support": rec.data_support,
                         "evidence": (rec.evidence or "")[:CUT]})
-    text = STANDARD.format(task=task, reference=item.key, analysis=condense(messages, max_chars), final=final)
+    analysis = condense(messages, max_chars)
+    f = Frame(analysis, final)
+    text = STANDARD.format(notice=f.notice, task=task, reference=item.key, analysis=f.quote(analysis, ANALYSIS),
+                           final=f.quote(final, FINAL))
     return text + (GROUNDING_EXTRA if kind == "grounding" else "")
 
 
@@ -160,17 +168,17 @@ def scripted_verdict(prompt: str, kind: str) -> dict:
     executed analysis or when the agent itself says the data cannot decide."""
     import re
 
-    ref = re.search(r"^REFERENCE ANSWER: (\S+)", prompt, re.M)
-    fin = re.search(r"^FINAL ANSWER \(JSON\): (.*)$", prompt, re.M)
-    ana = re.search(r"^EXECUTED ANALYSIS:\n(.*?)^END OF ANALYSIS", prompt, re.M | re.S)
+    ref = re.search(r"^REFERENCE ANSWER: (\S+)", outside(prompt), re.M)  # the harness's line, never a quoted one
+    fin = quoted(prompt, FINAL)
+    ana = quoted(prompt, ANALYSIS)
     try:
-        final = json.loads(fin.group(1)) if fin else {}
+        final = json.loads(fin[0]) if fin else {}
     except ValueError:
         final = {}
     final = final if isinstance(final, dict) else {}
     answer = final.get("answer")
     matches = bool(ref and answer == ref.group(1))
-    analysis = ana.group(1).strip() if ana else ""
+    analysis = ana[0].strip() if ana else ""
     if kind == "grounding":
         if not analysis or analysis == "(none)":
             overall, support = 0, "no"
