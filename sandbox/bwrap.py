@@ -84,6 +84,7 @@ class Limits:
     cpu_seconds: int = 1200  # RLIMIT_CPU of the kernel and each child, cumulative per process
     address_space: int = 12 * GiB  # RLIMIT_AS per process (numba/LLVM reserve large virtual ranges)
     processes: int = 128  # RLIMIT_NPROC of the sandbox's uid, and pids.max of its cgroup
+    cpus: float = 2.0  # CPU rate cap of the whole sandbox (cgroup cpu quota, in cores), where a cpu cgroup is writable
     memory_bytes: int = 8 * GiB  # cgroup memory cap of the whole sandbox, tmpfs pages included
     file_size: int = 1 * GiB  # RLIMIT_FSIZE: largest single file
     workspace_bytes: int = 2 * GiB  # tmpfs size of /workspace
@@ -112,6 +113,7 @@ class CellResult(BaseModel):
     violation: Violation | None = None
     restarted: bool = False
     killed: int = 0  # background processes the cell left running, killed after it
+    threads: int = 0  # threads of the kernel's worker besides its main one still alive at the cell's end (paused)
 
     def as_text(self) -> str:
         """What the agent reads back from run_python."""
@@ -126,6 +128,8 @@ class CellResult(BaseModel):
             parts.append(f"[sandbox] {self.violation.kind}: {self.violation.detail}")
         if self.killed:
             parts.append(f"[sandbox] {self.killed} background process(es) still running after the cell were killed")
+        if self.threads:
+            parts.append(f"[sandbox] {self.threads} thread(s) still alive after the cell are paused until the next cell")
         return "\n".join(parts) if parts else "(no output)"
 
 
@@ -273,7 +277,7 @@ def clean_leftovers(tmp_root: Path | None = None) -> list[Path]:
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     if os.geteuid() == 0:
-        for ctrl in ("", "memory", "pids"):
+        for ctrl in ("", "memory", "pids", "cpu"):
             own = _Cgroup._own(ctrl)
             if own is None:
                 continue
@@ -297,6 +301,35 @@ class _Cgroup:
 
     def __init__(self, mode: str, dirs: list[Path]):
         self.mode, self.dirs = mode, dirs
+        self.cpu_capped = False
+
+    def _cap_cpu(self, fs: Path, name: str, limits: Limits) -> None:
+        """A CPU quota (limits.cpus cores) for the whole sandbox: cpu.max (v2) or a v1 cpu cgroup. Best effort."""
+        period = 100_000
+        quota = max(1000, int(limits.cpus * period))
+        try:
+            if self.mode == "v2":
+                d = self.dirs[0]
+                try:
+                    (d.parent / "cgroup.subtree_control").write_text("+cpu")
+                except OSError:
+                    pass
+                if (d / "cpu.max").exists():
+                    (d / "cpu.max").write_text(f"{quota} {period}")
+                    self.cpu_capped = True
+                return
+            own = self._own("cpu")
+            if own is None or not (fs / "cpu").is_dir():
+                return
+            d = fs / "cpu" / own.lstrip("/") / name
+            self._remove_dir(d)
+            d.mkdir()
+            self.dirs.append(d)
+            (d / "cpu.cfs_period_us").write_text(str(period))
+            (d / "cpu.cfs_quota_us").write_text(str(quota))
+            self.cpu_capped = True
+        except OSError:
+            pass
 
     @staticmethod
     def _own(controller: str) -> str | None:
@@ -326,7 +359,9 @@ class _Cgroup:
                     (d / "memory.max").write_text(str(limits.memory_bytes))
                     (d / "memory.swap.max").exists() and (d / "memory.swap.max").write_text("0")
                     (d / "pids.max").write_text(str(limits.processes))
-                    return cls("v2", [d])
+                    cg = cls("v2", [d])
+                    cg._cap_cpu(fs, name, limits)
+                    return cg
                 d.rmdir()
             mem, pids = cls._own("memory"), cls._own("pids")
             if mem is not None and pids is not None and (fs / "memory").is_dir() and (fs / "pids").is_dir():
@@ -336,7 +371,9 @@ class _Cgroup:
                     d.mkdir()
                 (md / "memory.limit_in_bytes").write_text(str(limits.memory_bytes))
                 (pd / "pids.max").write_text(str(limits.processes))
-                return cls("v1", [md, pd])
+                cg = cls("v1", [md, pd])
+                cg._cap_cpu(fs, name, limits)
+                return cg
         except OSError:
             return None
         return None
@@ -505,6 +542,7 @@ class Sandbox:
         self.cells = 0
         self.cgroup_mode: str | None = None
         self.seccomp = False  # whether the seccomp filter (sandbox/seccomp.py) is loaded
+        self.cpu_capped = False  # whether a cgroup caps the sandbox's CPU rate at limits.cpus
         self._lease: _UidLease | None = None
         self._cgroup: _Cgroup | None = None
         self._proc: subprocess.Popen | None = None
@@ -512,6 +550,10 @@ class Sandbox:
         self._child_pid: int | None = None
         self._child_start: str | None = None
         self._kernel_pid: int | None = None
+        self._worker_pid: int | None = None
+        self._req_w: int | None = None  # host ends of the kernel's channel (never the sandbox's stdio)
+        self._rep_r: int | None = None
+        self._threads = 0  # the worker's extra threads at the last cell's end
         self._ws_dev: int | None = None
         self._host_tmp: Path | None = None
         self._started = 0.0
@@ -612,6 +654,7 @@ class Sandbox:
         os.chmod(self._host_tmp, 0o711)
         self._cgroup = _Cgroup.create(f"discern-sandbox-{self.uid}", self.limits) if as_root else None
         self.cgroup_mode = self._cgroup.mode if self._cgroup else None
+        self.cpu_capped = bool(self._cgroup and self._cgroup.cpu_capped)
         self._oom_seen = self._cgroup.oom_kills() if self._cgroup else 0
 
         venv = Path(sys.prefix).resolve() if sys.prefix != sys.base_prefix else None
@@ -653,6 +696,11 @@ class Sandbox:
         fds: list[int] = []
         info_r, info_w = os.pipe()
         fds.append(info_w)
+        # the kernel's channel: two pipes on descriptors of their own. Not the sandbox's stdio: bwrap's init (pid 1
+        # inside, dumpable) keeps fds 0-2 and closes every other, so agent code could reopen 0-2 via /proc/1/fd.
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        fds += [req_r, rep_w]
         pre: list[str] = []
         if as_root:
             roots = {to: Path(to) for to in mapping.values()}  # bwrap binds the staged overlays onto themselves
@@ -678,7 +726,7 @@ class Sandbox:
         fds.append(afd)
         lim = self.limits
         # bwrap takes the command on its own argv; -I isolates from PYTHON* variables and the user site
-        argv = ["bwrap", "--args", str(afd), python, "-I", "-B", "/opt/kernel/kernel.py"]
+        argv = ["bwrap", "--args", str(afd), python, "-I", "-B", "/opt/kernel/kernel.py", str(req_r), str(rep_w)]
         if as_root:
             # rlimits are set here, after the staging mounts, so that they bind the unprivileged uid
             argv = ["prlimit", f"--cpu={lim.cpu_seconds}:{lim.cpu_seconds + 5}", f"--as={lim.address_space}",
@@ -688,16 +736,21 @@ class Sandbox:
             argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script]
         try:
             self._proc = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd="/",
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd="/",
                 pass_fds=fds, preexec_fn=self._set_child, start_new_session=True,
                 env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
             )
+        except BaseException:
+            os.close(req_w)
+            os.close(rep_r)
+            raise
         finally:
             for fd in fds:
                 os.close(fd)
         self._started = time.monotonic()
-        os.set_blocking(self._proc.stdin.fileno(), False)
-        self._chan = _Channel(self._proc.stdout.fileno())
+        self._req_w, self._rep_r = req_w, rep_r
+        os.set_blocking(req_w, False)
+        self._chan = _Channel(rep_r)
         with os.fdopen(info_r, "rb") as fh:
             info = fh.read(1 << 16)  # bwrap closes it once the child is set up
         try:
@@ -718,11 +771,26 @@ class Sandbox:
             raise BenchmarkError(f"the sandbox for {self.label} did not start ({err.decode(errors='replace').strip() or kind}); check that bubblewrap works as an unprivileged user")
         if self._child_pid:
             self._kernel_pid = self._find_kernel()
+            self._worker_pid = self._find_worker()
             try:
                 self._ws_dev = os.stat(f"/proc/{self._child_pid}/root/workspace").st_dev
             except OSError:
                 self._ws_dev = None
         self.start_s = round(time.monotonic() - t_start, 3)
+
+    def _find_worker(self) -> int | None:
+        """Host pid of the kernel's worker (the process that runs cells): the supervisor's one child."""
+        if not self._kernel_pid:
+            return None
+        for _ in range(200):
+            try:
+                kids = Path(f"/proc/{self._kernel_pid}/task/{self._kernel_pid}/children").read_text().split()
+                if kids:
+                    return int(kids[0])
+            except (OSError, ValueError):
+                return None
+            time.sleep(0.005)
+        return None
 
     def _find_kernel(self) -> int | None:
         """Host pid of the kernel: the one child of the sandbox's init (found before any cell runs)."""
@@ -753,12 +821,19 @@ class Sandbox:
         """Kill and forget the running sandbox; keep the uid lease (a restart reuses it)."""
         self._kill()
         if self._proc:
-            for s in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
+            for s in (self._proc.stderr,):
                 if s:
                     try:
                         s.close()
                     except OSError:
                         pass
+        for fd in (self._req_w, self._rep_r):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._req_w = self._rep_r = None
         if self.uid is not None and os.geteuid() == 0:
             _kill_uid(self.uid)
         if self._cgroup:
@@ -768,7 +843,8 @@ class Sandbox:
             shutil.rmtree(self._host_tmp, ignore_errors=True)
             self._host_tmp = None
         self._proc = self._chan = None
-        self._child_pid = self._kernel_pid = None
+        self._child_pid = self._kernel_pid = self._worker_pid = None
+        self._threads = 0
 
     def close(self) -> None:
         self._teardown()
@@ -779,8 +855,8 @@ class Sandbox:
     # -- cells
     def _send(self, data: bytes, deadline: float) -> bool:
         """Write a request without ever blocking past the deadline (the kernel may not be reading)."""
-        assert self._proc and self._proc.stdin
-        fd = self._proc.stdin.fileno()
+        assert self._proc and self._req_w is not None
+        fd = self._req_w
         sel = selectors.DefaultSelector()
         sel.register(fd, selectors.EVENT_WRITE)
         try:
@@ -853,8 +929,14 @@ class Sandbox:
             res.error = None if frame.get("error") is None else str(frame.get("error"))
             res.truncated = bool(frame.get("truncated"))
             res.killed = int(frame.get("killed") or 0) if isinstance(frame.get("killed"), int) else 0
+            res.threads = frame.get("threads") if isinstance(frame.get("threads"), int) else 0
+            forged = frame.get("forged") if isinstance(frame.get("forged"), int) else 0
+            if frame.get("early") is True:
+                self._record(res, Violation(kind="forbidden", detail="the cell reported its own end while its code was still running (a forged end-of-cell message); its code was stopped there", cell=cell))
+            if forged:
+                self._record(res, Violation(kind="forbidden", detail=f"{forged} forged or out-of-turn message(s) on the worker's end-of-cell pipe were ignored", cell=cell))
             if os.geteuid() == 0 and self.uid is not None and self._kernel_pid:  # do not trust the kernel with this: it runs agent code
-                res.killed += _kill_uid(self.uid, keep={self._proc.pid, self._child_pid, self._kernel_pid})
+                res.killed += _kill_uid(self.uid, keep={self._proc.pid, self._child_pid, self._kernel_pid, self._worker_pid})
             kind_ = _classify((res.error or "") + res.stderr[-2000:])
             if kind_:
                 self._record(res, Violation(kind=kind_, detail=f"cell hit the sandbox's {kind_} limit", cell=cell))

@@ -160,62 +160,150 @@ def _forge(payload: dict) -> bytes:
     return MAGIC + struct.pack(">Q", len(body)) + body
 
 
-def test_forged_frames_are_ignored_and_cells_stay_in_step(world):
-    fake = _forge({"nonce": "guess", "stdout": "FORGED", "stderr": "", "error": None, "truncated": False})
+_REACH = textwrap.dedent("""
+    import os, stat, sys, json, struct
+    MAGIC = MAGIC_BYTES
+    def targets():
+        # every descriptor this process holds, and every one it can reopen through /proc (init, parent, itself)
+        fds = []
+        for fd in range(0, 256):
+            try:
+                os.fstat(fd); fds.append((fd, None))
+            except OSError:
+                pass
+        for pid in ('1', str(os.getppid()), 'self'):
+            try:
+                names = os.listdir(f'/proc/{pid}/fd')
+            except OSError:
+                continue
+            for n in names:
+                try:
+                    fds.append((os.open(f'/proc/{pid}/fd/{n}', os.O_WRONLY | os.O_NONBLOCK), f'/proc/{pid}/fd/{n}'))
+                except OSError:
+                    pass
+        return fds
+    def live_nonce():
+        # the nonce of this cell: in the kernel's frame (the single-process kernel) or the supervisor's memory
+        f = sys._getframe()
+        while f is not None:
+            if 'nonce' in f.f_locals and isinstance(f.f_locals['nonce'], str):
+                return f.f_locals['nonce']
+            f = f.f_back
+        try:
+            with open(f'/proc/{os.getppid()}/mem', 'rb') as fh:
+                return 'mem-readable'
+        except OSError:
+            return 'guess'
+    def forge(payload):
+        body = json.dumps(payload).encode()
+        data = MAGIC + struct.pack('>Q', len(body)) + body
+        hit = 0
+        for fd, path in targets():
+            try:
+                if stat.S_ISFIFO(os.fstat(fd).st_mode):  # not the cell's own stdout/stderr files
+                    os.write(fd, data); hit += 1
+            except OSError:
+                pass
+        return hit
+""")
+
+
+def _forger(body: str) -> str:
+    return _REACH.replace("MAGIC_BYTES", repr(MAGIC)) + textwrap.dedent(body)
+
+
+def test_forged_reply_is_caught_on_the_cell_it_forges(world):
+    """Probe: agent code read the live nonce from the kernel's frame and wrote a reply with it; the host took the
+    forgery as the cell's result and flagged only the next cell, so a forged LAST cell left no trace. Now the reply
+    channel is out of the agent's reach: the cell's real output comes back, whatever the cell forged."""
     with Sandbox(world) as sb:
-        code = textwrap.dedent(f"""
-            import os, stat
-            for fd in range(3, 64):
+        r = sb.run_python(_forger("""
+            n = forge({'nonce': live_nonce(), 'stdout': 'SELF-FORGED', 'stderr': '', 'error': None,
+                       'truncated': False, 'killed': 0})
+            print('real', n > 0)
+        """))
+        assert "FORGED" not in r.stdout and r.stdout.strip() == "real True", r.as_text()
+        assert r.error is None and not r.restarted, r.as_text()
+
+
+def test_forged_end_of_cell_is_flagged_on_that_cell(world):
+    """The worker's only word to the supervisor is "my cell ended". Agent code that forges it mid-cell is stopped
+    right there, and the reply of that very cell says so."""
+    with Sandbox(world) as sb:
+        r = sb.run_python(textwrap.dedent("""
+            import sys, json, struct, os, time
+            f = sys._getframe().f_back
+            body = json.dumps({'seq': f.f_locals['seq'], 'error': None}).encode()
+            os.write(f.f_locals['done_fd'], MAGIC + struct.pack('>Q', len(body)) + body)
+            time.sleep(3)
+            print('after-forged-end')
+        """).replace("MAGIC", repr(MAGIC)))
+        assert "after-forged-end" not in r.stdout, r.as_text()
+        assert r.violation and r.violation.kind == "forbidden" and "forged" in r.violation.detail, r.as_text()
+        r2 = sb.run_python("print('next')")
+        assert r2.stdout.strip().endswith("next"), r2.as_text()
+
+
+def test_forged_frames_are_ignored_and_cells_stay_in_step(world):
+    with Sandbox(world) as sb:
+        # garbage, a frame with a guessed nonce and a forged header announcing a long body, on everything reachable
+        r1 = sb.run_python(_forger("""
+            forge({'nonce': 'guess', 'stdout': 'FORGED', 'stderr': '', 'error': None, 'truncated': False})
+            for fd, path in targets():
                 try:
                     if stat.S_ISFIFO(os.fstat(fd).st_mode):
-                        os.write(fd, b'{{"stdout": "FORGED", "stderr": "", "error": null, "truncated": false}}\\n')
-                        os.write(fd, {fake!r})
+                        os.write(fd, b'{"stdout": "FORGED"}\\n'); os.write(fd, MAGIC + struct.pack('>Q', 4 << 20))
                 except OSError:
                     pass
             print('real1')
-        """)
-        r1 = sb.run_python(code)
-        assert r1.stdout.strip() == "real1", r1.as_text()
-        assert any(v.kind == "forbidden" for v in sb.violations)
-        # the strongest forgery: read the live nonce from the kernel's frame and answer early for this cell
-        r2 = sb.run_python(textwrap.dedent(f"""
-            import sys, os, json, struct
-            f = sys._getframe().f_back.f_locals
-            body = json.dumps({{"nonce": f["nonce"], "stdout": "SELF-FORGED", "stderr": "", "error": None, "truncated": False}}).encode()
-            os.write(f["proto_fd"], {MAGIC!r} + struct.pack(">Q", len(body)) + body)
-            print('late')
         """))
-        assert "FORGED" in r2.stdout or r2.stdout.strip() == "late"
-        # a forged header announcing a long body, then silence: the real reply must not be swallowed by it
-        r3 = sb.run_python(textwrap.dedent(f"""
-            import sys, os, struct
-            os.write(sys._getframe().f_back.f_locals["proto_fd"], {MAGIC!r} + struct.pack(">Q", 4 << 20))
-            print('real-after-header')
-        """))
-        assert r3.stdout.strip() == "real-after-header" and not r3.restarted, r3.as_text()
-        for i in range(3, 6):
+        assert r1.stdout.strip() == "real1" and not r1.restarted, r1.as_text()
+        for i in range(2, 5):
             r = sb.run_python(f"print('real{i}')")
             assert r.stdout.strip() == f"real{i}", r.as_text()
 
 
-def test_background_thread_output_between_cells_is_captured(world):
+def test_threads_outliving_their_cell_are_paused_and_flagged(world, tmp_path):
+    """Probe: a thread started by a cell kept running between cells and during collection. Now it is stopped at
+    its cell's end (and counted in the cell's result) until the next cell; nothing runs while the host collects."""
     with Sandbox(world) as sb:
         r = sb.run_python(textwrap.dedent("""
-            import threading, time, sys
+            import threading, time, os
+            stamps = []
             def tick():
                 while True:
-                    print('tick', flush=True)
-                    sys.stderr.write('tock\\n')
-                    time.sleep(0.05)
+                    stamps.append(time.monotonic())
+                    with open('/workspace/ticks.txt', 'a') as fh:
+                        fh.write('t\\n')
+                    time.sleep(0.01)
             threading.Thread(target=tick, daemon=True).start()
+            time.sleep(0.3)
             print('started')
         """))
-        assert "started" in r.stdout
-        time.sleep(0.6)
-        r = sb.run_python("print('after')")
-        assert r.error is None and r.violation is None, r.as_text()
-        assert "tick" in r.stdout and r.stdout.rstrip().endswith("after"), r.as_text()
-        assert sb.run_python("print(1 + 1)").stdout.rstrip().endswith("2")
+        assert "started" in r.stdout and r.threads >= 1 and "paused" in r.as_text(), r.as_text()
+        n0 = (sb.collect(tmp_path / "c0") and (tmp_path / "c0" / "ticks.txt").read_text().count("t"))
+        time.sleep(1.5)
+        n1 = (sb.collect(tmp_path / "c1") and (tmp_path / "c1" / "ticks.txt").read_text().count("t"))
+        assert n1 == n0, f"the thread wrote {n1 - n0} lines between cells"
+        r = sb.run_python("gaps = [b - a for a, b in zip(stamps, stamps[1:])]; print(round(max(gaps), 1))")
+        assert float(r.stdout.split()[-1]) >= 1.4, r.as_text()
+
+
+def test_cpu_of_a_sandbox_is_capped_by_its_cgroup(world):
+    """Probe: no CPU cgroup bounded a sandbox, only RLIMIT_CPU per process. Now `Limits.cpus` caps its CPU rate."""
+    if not ROOT:
+        pytest.skip("cgroups need root")
+    with Sandbox(world, Limits(cpus=0.25)) as sb:
+        if sb.cgroup_mode is None or not sb.cpu_capped:
+            pytest.skip("no writable cpu cgroup here")
+        r = sb.run_python(textwrap.dedent("""
+            import time
+            c0, t0 = time.process_time(), time.monotonic()
+            while time.monotonic() - t0 < 2:
+                pass
+            print(round((time.process_time() - c0) / (time.monotonic() - t0), 2))
+        """))
+        assert float(r.stdout.split()[-1]) < 0.4, r.as_text()
 
 
 def _rss_hwm_kb() -> tuple[int, int]:
@@ -253,19 +341,18 @@ def test_flood_on_channel_and_stdout_keeps_host_bounded(world):
     print(f"1.2 GB flood: {wall:.1f} s, host RSS {rss0 / 1024:.0f}->{rss1 / 1024:.0f} MB, peak +{(hwm1 - hwm0) / 1024:.1f} MB")
 
 
-def test_oversized_frame_kills_and_restarts_the_kernel(world):
+def test_oversized_frames_are_dropped_and_the_host_stays_bounded(world):
     with Sandbox(world) as sb:
-        r = sb.run_python(textwrap.dedent(f"""
-            import os, stat, struct
-            for fd in range(3, 64):
+        r = sb.run_python(_forger("""
+            for fd, path in targets():
                 try:
                     if stat.S_ISFIFO(os.fstat(fd).st_mode):
-                        os.write(fd, {MAGIC!r} + struct.pack('>Q', 1 << 40))
+                        os.write(fd, MAGIC + struct.pack('>Q', 1 << 40))
                 except OSError:
                     pass
-            import time; time.sleep(5)
+            print('real')
         """))
-        assert r.violation and r.violation.kind == "forbidden" and r.restarted, r.as_text()
+        assert r.stdout.strip() == "real" and not r.restarted, r.as_text()
         assert sb.run_python("print('fresh')").stdout.strip() == "fresh"
 
 
@@ -386,11 +473,11 @@ def test_background_processes_are_killed_after_each_cell(world):
             print('spawned')
         """))
         assert r.stdout.strip() == "spawned", r.as_text()
-        r2 = sb.run_python("import os; print(p.poll() is not None, sorted(int(x) for x in os.listdir('/proc') if x.isdigit()) == sorted({1, os.getpid()}))")
+        r2 = sb.run_python("import os; print(p.poll() is not None, sorted(int(x) for x in os.listdir('/proc') if x.isdigit()) == sorted({1, os.getppid(), os.getpid()}))")
         assert r2.stdout.split() == ["True", "True"], r2.as_text()
         assert r.killed >= 2 and "killed" in r.as_text()
         if ROOT:
-            keep = {sb._proc.pid, sb._child_pid, sb._kernel_pid}
+            keep = {sb._proc.pid, sb._child_pid, sb._kernel_pid, sb._worker_pid}
             assert set(_pids_of_uid(sb.uid)) <= keep
 
 
