@@ -8,15 +8,19 @@ clinvar.L1.integrity       every integrity detector on calls.vcf.gz + meta.json:
                            trio instead). Findings, measured sizes, and what the products are checked against.
 clinvar.L2.frequency_filter  the proband's candidates: non-reference genotype and filtering AF (max of the 1000
                            Genomes global and continental AFs, whichever tags the header says are 1000 Genomes; an
-                           absent tag = 0) below task.max_allele_frequency (ACMG BA1/BS1 and gnomAD popmax practice).
+                           absent tag = 0) below task.max_allele_frequency (gnomAD popmax practice). Refuses a world
+                           where a carried variant's popmax or global AF lies within 1.5x of the cut-off, where the
+                           text, float32 and bcftools readings disagree, or where the Whiffin faf95 decides otherwise.
                            Also the trap list: the same filter on INFO/AF (whatever it holds).
 clinvar.L2.carrier_screen  per P/LP entry of clinvar_like.tsv: confident carriers (GT carries that exact allele after
                            splitting multi-allelic records, GQ >= 20 and DP >= 10), contigs matched across naming
-                           conventions (22 = chr22). Also the trap counts (string match of the record as written, any
+                           conventions (22 = chr22). Refuses a world with a carrier call between clearly confident
+                           (GQ >= 30, DP >= 10) and clearly low (GQ < 10, DP < 6), where standard filters would differ. Also the trap counts (string match of the record as written, any
                            non-reference GT, no GQ/DP check).
 clinvar.L2.reportable_findings  the proband's findings: exact allele match, aggregate significance P/LP (not
                            conflicting), popmax AF < 0.05 (BA1). Also the trap list (position join, substring
-                           'pathogenic', no frequency check).
+                           'pathogenic', no frequency check). BA1 is AF > 5% (ClinGen: in a population of >= 2,000
+                           alleles); every carried P/LP entry has popmax <= 0.033 or global AF >= 0.075, else refused.
 clinvar.L3.dossier         the dossier's statistics read back from its tables.
 
 Scripted agents (scripted.py): oracle = these analyses run in the sandbox (helpers inlined); naive = tool defaults.
