@@ -93,9 +93,13 @@ class Limits:
     cell_wall_s: float = 300.0  # wall clock per run_python call
     task_wall_s: float = 1800.0  # wall clock for the whole task
     start_wall_s: float = 60.0
+    collect_wall_s: float = 30.0  # wall clock of artefact collection, taken from what is left of task_wall_s
+    collect_entries: int = 20000  # directory entries collection examines at most (files, links, folders, ...)
 
 
-ViolationKind = Literal["timeout", "task_timeout", "memory", "cpu", "processes", "disk", "file_size", "crash", "forbidden"]
+ViolationKind = Literal["timeout", "task_timeout", "memory", "cpu", "processes", "disk", "file_size", "crash", "forbidden",
+                        "collection"]
+COLLECT_LOG_LINES = 200  # detailed collect_log lines kept per collection; the rest are counted by reason
 
 
 class Violation(BaseModel):
@@ -520,6 +524,30 @@ def _venv_layer(venv: Path, base: Path, base_to: str, out: Path) -> None:
             os.chmod(out / "bin" / p.name, 0o755)
 
 
+class _BoundedLog:
+    """Appends to `lines` up to `cap` lines; after that only counts by reason. `close()` adds one summary line."""
+
+    def __init__(self, lines: list[str], cap: int):
+        self.lines, self.cap, self.kept, self.dropped = lines, cap, 0, 0
+        self.counts: dict[str, int] = {}
+        self.dropped_counts: dict[str, int] = {}
+
+    def append(self, line: str, reason: str = "other") -> None:
+        self.counts[reason] = self.counts.get(reason, 0) + 1
+        if self.kept < self.cap:
+            self.lines.append(line)
+            self.kept += 1
+        else:
+            self.dropped += 1
+            self.dropped_counts[reason] = self.dropped_counts.get(reason, 0) + 1
+
+    def close(self) -> None:
+        if self.dropped:
+            by = ", ".join(f"{n} {k}" for k, n in sorted(self.dropped_counts.items()))
+            self.lines.append(f"... and {self.dropped} more line(s) not kept ({by})")
+            self.dropped = 0
+
+
 def _printable(name: str) -> bool:
     return name.isprintable() and not any(0xDC80 <= ord(c) <= 0xDCFF for c in name)
 
@@ -539,6 +567,9 @@ class Sandbox:
         self.label = label
         self.violations: list[Violation] = []
         self.collect_log: list[str] = []
+        self.collect_s = 0.0  # wall clock of the last collection
+        self.collect_summary: dict = {}  # the last collection: copied, entries, wall_s, skipped by reason, cut
+        self._clog: _BoundedLog | None = None
         self.cells = 0
         self.cgroup_mode: str | None = None
         self.seccomp = False  # whether the seccomp filter (sandbox/seccomp.py) is loaded
@@ -1005,15 +1036,27 @@ class Sandbox:
             os.close(pfd)
 
     def collect(self, dest: Path, max_bytes: int = 64 << 20, *, max_file_bytes: int | None = None,
-                max_files: int = 1000, max_depth: int = 16) -> list[str]:
+                max_files: int = 1000, max_depth: int = 16, max_entries: int | None = None,
+                wall_s: float | None = None) -> list[str]:
         """Copy the files the agent wrote in /workspace (not the world's unchanged inputs) to `dest`.
 
         Returns their paths relative to /workspace. Only regular single-link files on the workspace tmpfs are
         copied; every component is opened with O_NOFOLLOW from its parent's descriptor (see module doc). What is
-        skipped, and why, is appended to `collect_log`.
+        skipped, and why, is appended to `collect_log`: at most COLLECT_LOG_LINES lines per collection, then one
+        line counting the rest by reason.
+
+        Bounded inside the task clock: at most `max_entries` (limits.collect_entries) directory entries are
+        examined, and it stops at min(limits.collect_wall_s, what is left of the task's wall clock, at least 2 s).
+        A cap that cuts collection short is recorded as a "collection" violation (kept in the trajectory), with the
+        summary; `collect_s` and `collect_summary` say what the last collection cost and skipped.
         """
+        t0 = time.monotonic()
         dest = Path(dest)
         per_file = max_bytes if max_file_bytes is None else min(max_file_bytes, max_bytes)
+        max_entries = self.limits.collect_entries if max_entries is None else max_entries
+        task_left = self.limits.task_wall_s - (t0 - self._started) if self._started else self.limits.task_wall_s
+        budget = min(self.limits.collect_wall_s if wall_s is None else wall_s, max(task_left, 2.0))
+        deadline = t0 + budget
         wfd = self._open_workspace()
         if wfd is None:
             self.collect_log.append("workspace not reachable (sandbox not running); nothing collected")
@@ -1021,22 +1064,44 @@ class Sandbox:
         inputs = {str(p.relative_to(self.world_dir)): p for p in self.world_dir.rglob("*") if p.is_file() and not p.is_symlink()}
         copied: list[str] = []
         total = 0
-        log = self.collect_log
+        entries = 0
+        cut: list[str] = []  # why collection stopped early, if it did
+        log = _BoundedLog(self.collect_log, COLLECT_LOG_LINES)
+        self._clog = log
 
         def walk(dfd: int, rel: str, depth: int) -> None:
-            nonlocal total
+            nonlocal total, entries
+            names: list[str] = []
             try:
-                names = sorted(os.listdir(dfd))
+                with os.scandir(dfd) as it:  # never more than the entry budget in memory, however big the folder
+                    for e in it:
+                        if entries + len(names) >= max_entries:
+                            if not cut:
+                                cut.append(f"the {max_entries}-entry cap")
+                            break
+                        names.append(e.name)
             except OSError as exc:
-                log.append(f"{rel or '.'}: cannot list ({exc.strerror})")
+                log.append(f"{rel or '.'}: cannot list ({exc.strerror})", "unlistable")
                 return
+            names.sort()
             for name in names:
+                entries += 1
+                if entries > max_entries:
+                    if not cut:
+                        cut.append(f"the {max_entries}-entry cap")
+                    return
+                if time.monotonic() > deadline:
+                    if not cut or "wall" not in cut[-1]:
+                        cut.append(f"the {budget:.1f} s wall-clock cap")
+                    return
                 r = f"{rel}/{name}" if rel else name
                 if len(copied) >= max_files:
-                    log.append(f"{r}: skipped, the {max_files}-file cap is reached")
+                    log.append(f"{r}: skipped, the {max_files}-file cap is reached", "file cap")
+                    if not cut:
+                        cut.append(f"the {max_files}-file cap")
                     return
                 if not _printable(name):
-                    log.append(f"{r!r}: skipped, unprintable name")
+                    log.append(f"{r!r}: skipped, unprintable name", "unprintable name")
                     continue
                 try:
                     st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
@@ -1044,7 +1109,7 @@ class Sandbox:
                     continue
                 if stat.S_ISDIR(st.st_mode):
                     if depth >= max_depth:
-                        log.append(f"{r}: skipped, deeper than {max_depth}")
+                        log.append(f"{r}: skipped, deeper than {max_depth}", "too deep")
                         continue
                     try:
                         sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
@@ -1059,13 +1124,13 @@ class Sandbox:
                 if not stat.S_ISREG(st.st_mode):
                     what = "symlink" if stat.S_ISLNK(st.st_mode) else "fifo" if stat.S_ISFIFO(st.st_mode) else \
                         "socket" if stat.S_ISSOCK(st.st_mode) else "device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "special file"
-                    log.append(f"{r}: skipped, a {what}")
+                    log.append(f"{r}: skipped, a {what}", what)
                     continue
                 if st.st_nlink != 1 or st.st_dev != self._ws_dev:
-                    log.append(f"{r}: skipped, a hard link ({st.st_nlink} links)")
+                    log.append(f"{r}: skipped, a hard link ({st.st_nlink} links)", "hard link")
                     continue
                 if st.st_size > per_file or total + st.st_size > max_bytes:
-                    log.append(f"{r}: skipped, {st.st_size} bytes exceeds the per-file cap {per_file} or the total cap {max_bytes}")
+                    log.append(f"{r}: skipped, {st.st_size} bytes exceeds the per-file cap {per_file} or the total cap {max_bytes}", "too big")
                     continue
                 self._copy_one(dfd, name, st, r, dest, inputs.get(r), min(per_file, max_bytes - total), copied)
                 if copied and copied[-1] == r:
@@ -1075,20 +1140,39 @@ class Sandbox:
             walk(wfd, "", 0)
         finally:
             os.close(wfd)
+            self._clog = None
+        self.collect_s = round(time.monotonic() - t0, 3)
+        log.close()
+        if cut:  # always kept, however full the log
+            self.collect_log.append(f"collection stopped at {' and '.join(cut)} after {entries} entries and "
+                                    f"{self.collect_s} s; the rest of /workspace was not examined")
+        self.collect_summary = {"copied": len(copied), "entries": entries, "wall_s": self.collect_s, "budget_s": round(budget, 3),
+                                "skipped": dict(log.counts), "cut": cut}
+        if cut:
+            reasons = ", ".join(f"{n} {k}" for k, n in sorted(log.counts.items())) or "none"
+            self._record_collect(Violation(kind="collection", detail=(
+                f"collection stopped at {' and '.join(cut)} after {entries} entries and {self.collect_s} s "
+                f"({len(copied)} file(s) copied; skipped: {reasons})")))
         return copied
+
+    def _record_collect(self, v: Violation) -> None:
+        self.violations.append(v)
+
+    def _log(self, line: str, reason: str) -> None:
+        (self._clog or _BoundedLog(self.collect_log, COLLECT_LOG_LINES)).append(line, reason)
 
     def _copy_one(self, dfd: int, name: str, st: os.stat_result, rel: str, dest: Path, world_file: Path | None,
                   cap: int, copied: list[str]) -> None:
         try:
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, dir_fd=dfd)
         except OSError as exc:
-            self.collect_log.append(f"{rel}: skipped, cannot open ({exc.strerror})")
+            self._log(f"{rel}: skipped, cannot open ({exc.strerror})", "unreadable")
             return
         target = dest / rel
         try:
             fst = os.fstat(fd)
             if not stat.S_ISREG(fst.st_mode) or fst.st_dev != self._ws_dev or fst.st_ino != st.st_ino or fst.st_nlink != 1:
-                self.collect_log.append(f"{rel}: skipped, changed while being collected")
+                self._log(f"{rel}: skipped, changed while being collected", "changed")
                 return
             target.parent.mkdir(parents=True, exist_ok=True)
             h = hashlib.sha256()
@@ -1108,7 +1192,7 @@ class Sandbox:
                 os.close(out)
             if n > cap:
                 target.unlink()
-                self.collect_log.append(f"{rel}: skipped, grew past the {cap}-byte cap while being read")
+                self._log(f"{rel}: skipped, grew past the {cap}-byte cap while being read", "too big")
                 return
             if world_file is not None and world_file.stat().st_size == n:
                 wh = hashlib.sha256()
@@ -1120,7 +1204,7 @@ class Sandbox:
                     return
             copied.append(rel)
         except OSError as exc:
-            self.collect_log.append(f"{rel}: skipped ({exc.strerror})")
+            self._log(f"{rel}: skipped ({exc.strerror})", "unreadable")
             if target.exists() and not target.is_symlink():
                 target.unlink()
         finally:

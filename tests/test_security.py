@@ -580,3 +580,43 @@ def test_seccomp_denies_namespaces_mount_ptrace_keyctl_bpf_perf(world):
     assert out.pop("subprocess") == "hi"
     assert out == {**{k: "EPERM" for k in out}, "unshare_Urm": "denied"}, out
     assert sb.seccomp
+
+
+def test_collection_is_capped_inside_the_task_clock_and_its_log_kept(world, tmp_path):
+    """Probe: 300k symlinks in /workspace cost 27 s of host collection outside the task's wall clock, and the
+    300k-line collect_log was not kept. Now collection examines at most `collect_entries` entries within
+    `collect_wall_s` (taken from the task's clock), its log is bounded, and a cut is a recorded violation."""
+    lim = Limits(collect_entries=5000, collect_wall_s=5.0)
+    with Sandbox(world, lim) as sb:
+        r = sb.run_python(textwrap.dedent("""
+            import os
+            os.makedirs('d', exist_ok=True)
+            for i in range(150000):
+                os.symlink('/etc/passwd', f'd/l{i}')
+            open('result.txt', 'w').write('42\\n')
+            print('planted')
+        """))
+        assert r.stdout.strip() == "planted", r.as_text()
+        t0 = time.monotonic()
+        got = sb.collect(tmp_path / "a")
+        wall = time.monotonic() - t0
+        sb.collect(tmp_path / "b", max_entries=10 ** 9, wall_s=0.2)
+        assert any(v.kind == "collection" and "wall-clock cap" in v.detail for v in sb.violations), sb.violations
+    assert wall < 6.0, f"collection took {wall:.1f} s"
+    assert len(sb.collect_log) <= 202, len(sb.collect_log)
+    assert any("entry cap" in line for line in sb.collect_log), sb.collect_log[-3:]
+    cuts = [v for v in sb.violations if v.kind == "collection"]
+    assert cuts and "symlink" in cuts[0].detail, sb.violations
+    assert sb.collect_summary["entries"] <= 5001 and sb.collect_summary["skipped"]["symlink"] >= 4000
+    assert got == [] or got == ["result.txt"]
+
+
+def test_collection_time_comes_out_of_the_task_clock(world, tmp_path):
+    with Sandbox(world, Limits(task_wall_s=8.0, collect_wall_s=60.0)) as sb:
+        r = sb.run_python("import os\nos.makedirs('d')\nfor i in range(100000): os.symlink('x', f'd/l{i}')\nprint('ok')")
+        assert r.stdout.strip() == "ok", r.as_text()
+        time.sleep(max(0.0, sb._started + 8.0 - time.monotonic()))  # the task's clock is spent: a 2 s floor, not 60 s
+        t0 = time.monotonic()
+        sb.collect(tmp_path / "a", max_entries=10 ** 9)
+        assert time.monotonic() - t0 < 4.0
+        assert sb.collect_summary["budget_s"] == 2.0, sb.collect_summary
