@@ -5,8 +5,9 @@ non-targeting guides, BH; worlds/crispr/analysis.py). Written from the public fi
               from the empirical null of the non-targeting sgRNAs' fold changes, alpha-robust rank aggregation of each
               gene's sgRNA p-values, Monte-Carlo (permutation) p-values, BH. Copy-number bias removed by a robust
               regression of gene fold changes on extra copies (CRISPRcleanR/CERES-like, not the reference's median ratio).
-- resistance: gene-level median fold change (drug vs vehicle) against an empirical null of random sets of
-              non-targeting sgRNAs of the same size, BH.
+- resistance: gene-level median of count-aware sgRNA z-scores (drug vs vehicle LFC over the sd from its read counts
+              plus the non-targeting spread) against an empirical null of random same-size sets of non-targeting
+              sgRNAs, BH; the reported LFC is the gene's median sgRNA LFC.
 - selective:  two-point scaled fold changes (non-targeting = 0, core-essential positive controls = -1, as BAGEL/
               Hart et al. scale screens), per-sgRNA query - comparison differences, alpha-RRA against the
               non-targeting differences.
@@ -22,7 +23,7 @@ import pandas as pd
 from tests.alternatives import alternative
 
 PSEUDO = 0.5
-MIN_READS = 20.0          # sgRNAs below this many normalised initial reads are not scored
+MIN_READS = 20.0          # sgRNAs below this many normalised initial reads (or 10% of the median) are not scored
 N_PERM = 20000
 
 
@@ -57,14 +58,16 @@ def _lfc(world_dir: Path, line: str, test: str, ref: str) -> pd.DataFrame:
     n = _norm(counts, lib, sorted(set(ini + tc + rc)))
     lt = np.log2(n[tc] + PSEUDO).mean(1)
     lr = np.log2(n[rc] + PSEUDO).mean(1)
+    # the Poisson (counting) part of each sgRNA's LFC variance, for count-aware scores
+    pois = (1 / np.log(2)) ** 2 * (1 / (n[tc].sum(1) + PSEUDO) + 1 / (n[rc].sum(1) + PSEUDO))
     out = pd.DataFrame({"gene": lib.reindex(n.index)["Gene"], "category": lib.reindex(n.index)["category"],
-                        "lfc": lt - lr, "reads0": n[ini].mean(1)})
-    return out[out["reads0"] >= MIN_READS]
+                        "lfc": lt - lr, "reads0": n[ini].mean(1), "pois_var": pois})
+    return out[out["reads0"] >= max(MIN_READS, 0.1 * out["reads0"].median())]
 
 
 def _cn_regress(g: pd.DataFrame, cn: pd.DataFrame | None, line: str) -> pd.DataFrame:
-    """Remove the copy-number (cutting) bias: a robust (Theil-Sen) slope of gene median LFC on extra copies, fitted on
-    all targeting genes, subtracted from every sgRNA of a gene with CN > 2."""
+    """Remove the copy-number (cutting) bias, low-level gains included: a robust (Theil-Sen) slope of gene median LFC
+    on extra copies, fitted on all targeting genes, subtracted from every sgRNA of a gene with CN > 2."""
     from scipy.stats import theilslopes
 
     if cn is None:
@@ -72,7 +75,7 @@ def _cn_regress(g: pd.DataFrame, cn: pd.DataFrame | None, line: str) -> pd.DataF
     cnl = cn[cn["cell_line"] == line].set_index("gene")["copy_number"]
     med = g[g["category"] == "targeting"].groupby("gene")["lfc"].median()
     extra = (cnl.reindex(med.index).fillna(2) - 2).clip(lower=0)
-    if (extra >= 3).sum() < 3:
+    if (extra >= 1).sum() < 3:
         return g
     slope = min(theilslopes(med.to_numpy(), extra.to_numpy())[0], 0.0)
     g = g.copy()
@@ -207,15 +210,20 @@ def essential_rank_rra(world_dir: Path, out: Path) -> dict:
                                     "corrections": "copy-number regression"}, issues)
 
 
-@alternative("crispr.L2.resistance", "gene median fold change (drug vs vehicle) against an empirical null of random "
-             "non-targeting sgRNA sets",
+@alternative("crispr.L2.resistance", "gene median count-aware z-score (drug vs vehicle LFC over its Poisson + "
+             "non-targeting spread) against an empirical null of random non-targeting sgRNA sets",
              ["crispr.L2.resistance.clean", "crispr.L2.resistance.proliferation", "crispr.L2.resistance.sensitisation",
               "crispr.L2.resistance.sensitisation_moderate"])
 def resistance_median_null(world_dir: Path, out: Path) -> dict:
     _, _, meta, _ = _load(world_dir)
     line = meta["task"]["cell_line"]
     g = _lfc(world_dir, line, "drug", "vehicle")
-    t = _median_null(g, "up")
+    # count-aware score: LFC over its sd (Poisson part from the counts + the extra spread of the non-targeting sgRNAs)
+    nt = g["category"] == "non_targeting"
+    extra = max(float(g.loc[nt, "lfc"].var() - g.loc[nt, "pois_var"].mean()), 0.01)
+    z = g.assign(lfc=g["lfc"] / np.sqrt(extra + g["pois_var"]))
+    t = _median_null(z, "up")
+    t["lfc"] = t["gene"].map(g[g["category"] == "targeting"].groupby("gene")["lfc"].median())
     issues = []
     if g[g["category"] == "targeting"]["lfc"].median() < -0.3:
         issues.append("the drug depletes many knockouts (global depletion): normalised to the non-targeting controls")
