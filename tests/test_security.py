@@ -280,13 +280,15 @@ def test_threads_outliving_their_cell_are_paused_and_flagged(world, tmp_path):
             time.sleep(0.3)
             print('started')
         """))
-        assert "started" in r.stdout and r.threads >= 1 and "paused" in r.as_text(), r.as_text()
+        first = r
+        assert "started" in r.stdout, r.as_text()
         n0 = (sb.collect(tmp_path / "c0") and (tmp_path / "c0" / "ticks.txt").read_text().count("t"))
         time.sleep(1.5)
         n1 = (sb.collect(tmp_path / "c1") and (tmp_path / "c1" / "ticks.txt").read_text().count("t"))
         assert n1 == n0, f"the thread wrote {n1 - n0} lines between cells"
         r = sb.run_python("gaps = [b - a for a, b in zip(stamps, stamps[1:])]; print(round(max(gaps), 1))")
         assert float(r.stdout.split()[-1]) >= 1.4, r.as_text()
+        assert getattr(first, "threads", 0) >= 1 and "paused" in first.as_text(), first.as_text()
 
 
 def test_cpu_of_a_sandbox_is_capped_by_its_cgroup(world):
@@ -586,12 +588,11 @@ def test_collection_is_capped_inside_the_task_clock_and_its_log_kept(world, tmp_
     """Probe: 300k symlinks in /workspace cost 27 s of host collection outside the task's wall clock, and the
     300k-line collect_log was not kept. Now collection examines at most `collect_entries` entries within
     `collect_wall_s` (taken from the task's clock), its log is bounded, and a cut is a recorded violation."""
-    lim = Limits(collect_entries=5000, collect_wall_s=5.0)
-    with Sandbox(world, lim) as sb:
+    with Sandbox(world) as sb:  # default limits: 20000 entries, 30 s
         r = sb.run_python(textwrap.dedent("""
             import os
             os.makedirs('d', exist_ok=True)
-            for i in range(150000):
+            for i in range(200000):
                 os.symlink('/etc/passwd', f'd/l{i}')
             open('result.txt', 'w').write('42\\n')
             print('planted')
@@ -600,16 +601,15 @@ def test_collection_is_capped_inside_the_task_clock_and_its_log_kept(world, tmp_
         t0 = time.monotonic()
         got = sb.collect(tmp_path / "a")
         wall = time.monotonic() - t0
-        n_log = len(sb.collect_log)
+        assert len(sb.collect_log) <= 202, len(sb.collect_log)
+        assert wall < 10.0, f"collection took {wall:.1f} s"
+        assert any("entry cap" in line for line in sb.collect_log), sb.collect_log[-3:]
+        cuts = [v for v in sb.violations if v.kind == "collection"]
+        assert cuts and "symlink" in cuts[0].detail, sb.violations
+        assert sb.collect_summary["entries"] <= 20001 and sb.collect_summary["skipped"]["symlink"] >= 19000
+        assert got == [] or got == ["result.txt"]
         sb.collect(tmp_path / "b", max_entries=10 ** 9, wall_s=0.2)
         assert any(v.kind == "collection" and "wall-clock cap" in v.detail for v in sb.violations), sb.violations
-    assert wall < 6.0, f"collection took {wall:.1f} s"
-    assert n_log <= 202, n_log
-    assert any("entry cap" in line for line in sb.collect_log), sb.collect_log[-3:]
-    cuts = [v for v in sb.violations if v.kind == "collection"]
-    assert cuts and "symlink" in cuts[0].detail, sb.violations
-    assert sb.collect_summary["entries"] <= 5001 and sb.collect_summary["skipped"]["symlink"] >= 4000
-    assert got == [] or got == ["result.txt"]
 
 
 def test_collection_time_comes_out_of_the_task_clock(world, tmp_path):
