@@ -19,6 +19,9 @@ guarantees):
     own cgroup) caps memory (tmpfs pages included) and process count. Fallback when neither is writable: RLIMIT_AS
     per process and RLIMIT_NPROC per (unique) uid, so memory is bounded by address_space x processes, not by a
     total; `Sandbox.cgroup_mode` says which holds.
+  * A CPU quota of `Limits.cpus` cores for the whole sandbox where a cpu cgroup is writable (`cpu_capped`).
+  * A seccomp filter (`sandbox/seccomp.py`, hand-assembled classic BPF, `--seccomp`): no nested namespaces,
+    mounts, ptrace/process_vm_*, keyrings, bpf, perf_event_open, userfaultfd, io_uring, module or kexec calls.
   * rlimits: CPU seconds, address space, processes, file size. The harness enforces a wall-clock limit per cell
     and per task, kills the whole sandbox on overrun, and after every cell kills every process of the sandbox but
     its kernel (the kernel does so in its pid namespace; the host does so again by uid).
@@ -29,15 +32,31 @@ world's files and the kernel are copied in from descriptors (`--file`, `--ro-bin
 shown through read-only overlays whose layers are bound under a private tmpfs at /opt in a throw-away mount
 namespace, so /proc/self/mountinfo names only `/opt/...`. The venv's `pyvenv.cfg`, interpreter links and
 console-script shebangs are regenerated for /opt/venv in an upper overlay layer.
+What is not scrubbed, on purpose: the *contents* of files under the Python roots still hold the host prefixes
+(about 32,000 `.pyc` files record their source path, about 100 `.so` files their RPATH, the base interpreter's
+`_sysconfigdata*.py` and `*.pc` its build prefix). Rewriting them would mean recompiling every `.pyc` and
+patching binaries per sandbox. The leak is harmless: it names where the venv and interpreter live on the host
+(e.g. `/work/main/.venv`, `/root/.pyenv/...`), which anyone reading this public code can guess, and none of those
+paths exists inside (the repository, goldens and caches are never mounted; the seal probe checks it), the
+collector never resolves a path the agent made, and cell code naming such paths is flagged by the audit. Python
+itself reports /opt paths (`sys.prefix`, tracebacks: importlib rewrites `co_filename` on load).
 
-Kernel channel: length-prefixed frames, each reply echoing the request's random nonce; anything else is discarded
-and recorded, every host buffer is bounded (`_Channel`), and `run_python` never raises for what agent code does.
+Kernel channel: two pipes on private descriptors (never the sandbox's stdio, which its dumpable init keeps),
+held inside only by the kernel's non-dumpable supervisor; agent code runs in a forked worker that has none of
+them, so it cannot write a reply at all (`sandbox/kernel.py`). Frames are length-prefixed, each reply echoes the
+request's random nonce; anything else is discarded and recorded, every host buffer is bounded (`_Channel`), and
+`run_python` never raises for what agent code does. At each cell's end the supervisor SIGSTOPs the worker (every
+thread the cell left running stops until the next cell; `CellResult.threads` counts them) and kills every other
+process, so between cells and during collection no agent code runs.
 
 Artefact collection (`collect`): the host opens `/proc/<init>/root/workspace` once, then walks it by descriptor:
 every component is opened with O_NOFOLLOW relative to its parent's descriptor, and only regular files with one
 link, on the workspace's own device, are copied (fstat on the opened descriptor, so a swap after the check is
-caught), under per-file, total and count caps. Symlinks, hardlinks, fifos, sockets and devices are skipped and
-logged in `collect_log`. Nothing is ever resolved through a path the agent made.
+caught), under per-file, total and count caps, and within `Limits.collect_entries` directory entries and
+`Limits.collect_wall_s` seconds taken from what is left of the task's wall clock (at least 2 s). Symlinks,
+hardlinks, fifos, sockets and devices are skipped and logged in `collect_log` (200 lines per collection, the rest
+counted by reason); a cap that cuts collection short is a "collection" violation with that summary, so the
+trajectory keeps it. Nothing is ever resolved through a path the agent made.
 """
 from __future__ import annotations
 
