@@ -995,10 +995,18 @@ class Sandbox:
             self._record(res, Violation(kind="forbidden", detail=f"a {frame}-byte frame on the kernel channel exceeds {MAX_FRAME} bytes; the kernel was killed and its state lost", cell=cell))
             res.error, res.restarted = res.violation.detail, True
         else:
+            if kind == "eof":  # the channel closes when the kernel dies; bwrap exits a moment later
+                try:
+                    self._proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
             alive = self._proc.poll() is None
             self._kill()
-            if alive:
-                vk: ViolationKind = "timeout" if timeout == self.limits.cell_wall_s else "task_timeout"
+            if alive and kind == "eof":
+                vk: ViolationKind = "crash"
+                v = Violation(kind=vk, detail="the kernel closed its channel and was killed; its state was lost", cell=cell)
+            elif alive:
+                vk = "timeout" if timeout == self.limits.cell_wall_s else "task_timeout"
                 v = Violation(kind=vk, detail=f"cell exceeded {timeout:.0f} s wall clock and was killed; kernel state was lost", cell=cell)
             else:
                 rc = self._proc.returncode
