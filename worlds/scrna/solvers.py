@@ -256,10 +256,16 @@ def l1_integrity(world_dir: Path, world) -> dict:
 
 # ---------------------------------------------------------------- L1 work products (product validators)
 
-def _product_lines(path: Path) -> list[str]:
+def _product_bytes(path: Path) -> bytes:
+    """A product's bytes, a gzip product inflated within the grader's size and ratio caps (graders.product_io)."""
+    from graders.product_io import read_bytes_bounded
+
     raw = Path(path).read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
+    return read_bytes_bounded(Path(path)) if raw[:2] == b"\x1f\x8b" else raw
+
+
+def _product_lines(path: Path) -> list[str]:
+    raw = _product_bytes(path)
     return [ln for ln in raw.decode("utf-8", errors="replace").splitlines()]
 
 
@@ -269,10 +275,7 @@ def _read_mtx(path: Path, n_genes: int, n_cells: int) -> np.ndarray:
 
     from scipy.io import mmread
 
-    raw = Path(path).read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    M = mmread(io.BytesIO(raw))
+    M = mmread(io.BytesIO(_product_bytes(path)))
     M = M.toarray() if hasattr(M, "toarray") else np.asarray(M)
     if M.shape == (n_genes, n_cells):
         return M.T.astype(float)
@@ -281,7 +284,7 @@ def _read_mtx(path: Path, n_genes: int, n_cells: int) -> np.ndarray:
     raise ValueError(f"matrix is {M.shape[0]} x {M.shape[1]}, expected {n_genes} genes x {n_cells} cells")
 
 
-@product_validator("scrna.corrected_features")
+@product_validator("scrna.corrected_features", compressed=("gzip",))
 def corrected_features(path: Path, golden: dict, check) -> tuple[float, str]:
     """A corrected features table: one row per matrix row (10x features.tsv layout, CSV, or one symbol a line); the
     gene symbol (second field when there are several, else the first) must name the gene the matrix row holds."""
@@ -298,7 +301,7 @@ def corrected_features(path: Path, golden: dict, check) -> tuple[float, str]:
     return credit, f"{share:.1%} of rows name the gene the matrix row holds (need 98%)"
 
 
-@product_validator("scrna.relabelled_cells")
+@product_validator("scrna.relabelled_cells", compressed=("gzip",))
 def relabelled_cells(path: Path, golden: dict, check) -> tuple[float, str]:
     """Either a corrected cells table (barcode and cell_type columns: the swapped cells must carry the exchanged
     label) or the list of relabelled barcodes, one a line (F1 against the reference >= check.min_f1)."""
@@ -320,7 +323,7 @@ def relabelled_cells(path: Path, golden: dict, check) -> tuple[float, str]:
     return credit, f"relabelled barcodes: precision {prec:.2f}, recall {rec:.2f}, F1 {f1:.2f} (need {check.min_f1:.2f})"
 
 
-@product_validator("scrna.recovered_counts")
+@product_validator("scrna.recovered_counts", compressed=("gzip",))
 def recovered_counts(path: Path, golden: dict, check) -> tuple[float, str]:
     """The recovered UMI counts: the count matrix (Matrix Market, the world's gene and barcode order; integer values)
     or a per-cell table of the recovered library sizes (a `barcode` column and one numeric column). Per-cell totals
