@@ -27,7 +27,9 @@ ALTERNATIVES: list[Alternative] = []
 
 def alternative(family: str, name: str, worlds: list[str]):
     def deco(fn):
-        ALTERNATIVES.append(Alternative(family, name, tuple(worlds), fn))
+        key = (family, f"{fn.__module__}.{fn.__qualname__}")
+        if key not in {(a.family, f"{a.fn.__module__}.{a.fn.__qualname__}") for a in ALTERNATIVES}:  # imported twice
+            ALTERNATIVES.append(Alternative(family, name, tuple(worlds), fn))
         return fn
     return deco
 
