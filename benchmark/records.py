@@ -75,6 +75,8 @@ class Trajectory(BaseModel):
     audit: list[AuditFlag] = Field(default_factory=list)
     report_raw: str | None = None
     outputs: list[str] = Field(default_factory=list, description="files the agent wrote, copied to artifacts/")
+    collect_log: list[str] = Field(default_factory=list, description="what collection skipped and why (bounded)")
+    collect_summary: dict[str, Any] = Field(default_factory=dict, description="what the collection copied and cost")
     status: Status
     error: str | None = None
     wall_s: float = 0.0

@@ -104,6 +104,8 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
     t0 = time.monotonic()
     messages: list = []
     calls, cells, violations, outputs = [], [], [], []
+    collect_log: list[str] = []
+    collect_summary: dict = {}
     report_raw, status, error, refusal = None, "sandbox_error", None, None
     try:
         world_dir = ensure_built(ref)
@@ -113,6 +115,7 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
             report_raw, status, error, refusal = ep.report_raw, ep.status, ep.error, ep.refusal
             outputs = sb.collect(store.artifacts / key)
             violations = list(sb.violations)
+            collect_log, collect_summary = list(sb.collect_log), dict(sb.collect_summary)
     except LockMismatch as exc:  # the world's files changed under the run: not the sandbox's fault
         status, error = "harness_error", str(exc)
     except BenchmarkError as exc:
@@ -122,7 +125,7 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
     traj = Trajectory(world_id=ref.id, model=cfg.model, replicate=replicate, seed=seed, harness_version=HARNESS_VERSION,
                       messages=messages, calls=calls, cells=cells, violations=violations, report_raw=report_raw,
                       outputs=outputs, status=status, error=error, wall_s=round(time.monotonic() - t0, 3),
-                      step_budget=budget)
+                      step_budget=budget, collect_log=collect_log, collect_summary=collect_summary)
     traj.audit = audit_cells(cells)
     g = None
     if status not in ERROR_STATUSES:
@@ -285,6 +288,8 @@ def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, s
     key = result_key(ref.id, replicate)
     t0 = time.monotonic()
     violations, outputs = [], []
+    collect_log: list[str] = []
+    collect_summary: dict = {}
     try:
         world_dir = ensure_built(ref)
         dossier = dossier_text(world_dir, ref.world.public_files)  # whole files: reviewers and judge read every row
@@ -292,6 +297,7 @@ def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, s
             out = run_protocol(ref, cfg.model, sb, dossier, L3Roles(tuple(cfg.reviewers), cfg.judge), budget, seed)
             outputs = sb.collect(store.artifacts / key)
             violations = list(sb.violations)
+            collect_log, collect_summary = list(sb.collect_log), dict(sb.collect_summary)
     except BenchmarkError as exc:
         from benchmark.l3 import L3Outcome
 
@@ -308,7 +314,8 @@ def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, s
     traj = Trajectory(world_id=ref.id, model=cfg.model, replicate=replicate, seed=seed, harness_version=HARNESS_VERSION,
                       messages=out.messages, calls=out.agent_calls, cells=out.cells, violations=violations,
                       report_raw=out.report_raw, outputs=outputs, status=out.status, error=out.error,
-                      wall_s=round(time.monotonic() - t0, 3), step_budget=budget, l3=rec3.model_dump())
+                      wall_s=round(time.monotonic() - t0, 3), step_budget=budget, l3=rec3.model_dump(),
+                      collect_log=collect_log, collect_summary=collect_summary)
     traj.audit = audit_cells(out.cells)
     rel = store.save_trajectory(traj)
     native = 0.0 if out.status == "noncompliant" else rec3.score_native
