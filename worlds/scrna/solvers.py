@@ -169,6 +169,9 @@ def detect(d: dict) -> dict:
     v["duplicate_fraction"] = round(v["n_duplicate_barcodes"] / max(len(bcs), 1), 4)
     v["duplicated_barcodes"] = dup_set
     v["n_duplicated_barcodes"] = len(dup_set)
+    # the other count an expert may give: every column of a duplicated barcode, first copies included
+    v["n_columns_in_duplicates"] = int(cnt[cnt > 1].sum())
+    v["fraction_in_duplicates"] = round(v["n_columns_in_duplicates"] / max(len(bcs), 1), 4)
     if len(first) < len(bcs):
         findings.append("duplicate_barcodes")
         X, bcs = X[first], bcs[first]
@@ -249,7 +252,7 @@ def detect(d: dict) -> dict:
     return {"findings": sorted(findings), **v}
 
 
-@solver("scrna.L1.integrity", version="1")
+@solver("scrna.L1.integrity", version="2")
 def l1_integrity(world_dir: Path, world) -> dict:
     return detect(read_world(world_dir))
 
