@@ -92,3 +92,38 @@ def outside(prompt: str) -> str:
         return prompt
     return re.sub(r"<" + TAG + r" id=" + n + r" source=\"[^\"]*\">\n.*?\n</" + TAG + r" id=" + n + ">", "[quoted]",
                   prompt, flags=re.S)
+
+
+def cut_middle(text: str, head: int, tail: int, marker: str) -> str:
+    """`text[:head] + marker + text[-tail:]`, keeping every quote closed: a cut never splits a frame tag, a quote left
+    open by the head is closed before the marker and one the tail finishes is reopened after it, so the marker (harness
+    text) stays outside the frames and no quoted text is left outside one (a local model's context fit)."""
+    h, t = head, len(text) - tail
+    n = _nonce(text)
+    if n is None:
+        return text[:h] + marker + text[t:]
+    tags = list(re.finditer(r"<" + TAG + r" id=" + n + r" source=\"[^\"]*\">\n|\n</" + TAG + r" id=" + n + ">", text))
+    for m in tags:
+        if m.start() < h < m.end():
+            h = m.start()
+        if m.start() < t < m.end():
+            t = m.end()
+    h, t = max(0, h), min(len(text), max(t, h))
+
+    def open_at(pos: int) -> re.Match | None:  # the opening tag of the quote `pos` is inside, if any
+        last = None
+        for m in tags:
+            if m.end() > pos:
+                break
+            last = m
+        return last if last is not None and not last.group(0).startswith("\n</") else None
+
+    left = open_at(h)
+    right = open_at(t)
+    out = text[:h]
+    if left is not None:
+        out += f"\n</{TAG} id={n}>"
+    out += marker
+    if right is not None:
+        out += f"<{TAG} id={n} source=\"(continued)\">\n"
+    return out + text[t:]

@@ -75,10 +75,17 @@ def _shorten(text: str, keep: int) -> str:
     """Head and tail of an over-long text with a marker between them (the head states the task, the tail asks)."""
     if len(text) <= keep:
         return text
-    keep = max(keep, 200)
-    head = keep * 2 // 3
-    tail = keep - head
-    return text[:head] + CUT_MARKER.format(n=len(text) - keep) + text[len(text) - tail:]
+    from benchmark.untrusted import cut_middle  # a quoted passage of agent text stays framed across the cut
+
+    keep = want = max(keep, 200)
+    for _ in range(4):  # the frame tags a cut closes and reopens count against `keep`
+        head = keep * 2 // 3
+        out = cut_middle(text, head, keep - head, CUT_MARKER.format(n=len(text) - keep))
+        over = len(out) - len(CUT_MARKER.format(n=len(text) - keep)) - want
+        if over <= 0 or keep <= 200:
+            break
+        keep = max(200, keep - over)
+    return out
 
 
 def _fit(messages: list[dict], n_ctx: int, max_tokens: int, budget: int | None = None) -> list[dict]:
@@ -109,7 +116,10 @@ def _fit(messages: list[dict], n_ctx: int, max_tokens: int, budget: int | None =
         excess = size(out) - budget
         if len(text) <= 400:
             break
-        out[i] = {**out[i], "content": _shorten(text, max(200, len(text) - excess - len(CUT_MARKER) - 16))}
+        short = _shorten(text, max(200, len(text) - excess - len(CUT_MARKER) - 16))
+        if len(short) >= len(text):  # nothing left to cut
+            break
+        out[i] = {**out[i], "content": short}
     return out
 
 
