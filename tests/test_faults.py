@@ -605,6 +605,8 @@ def test_litellms_own_processing_is_inside_the_attempts_deadline(endpoint, monke
     {"prompt_tokens": -1_000_000_000_000, "completion_tokens": 7},
     {"prompt_tokens": 11, "completion_tokens": -1},
     {"prompt_tokens": 999_000_000_000, "completion_tokens": 7},
+    {"prompt_tokens": float("nan"), "completion_tokens": 7},
+    {"prompt_tokens": "11", "completion_tokens": float("inf")},
 ])
 def test_negative_or_absurd_token_counts_are_a_model_fault_not_a_figure(endpoint, usage):
     """An endpoint reported prompt_tokens = -1e12: it was recorded and summed (999000000.00 tokens on the board)."""

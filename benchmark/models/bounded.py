@@ -14,14 +14,17 @@ is not `local/...` or `scripted/...`, whose replies are made in this process):
   timeout: the deadline holds end to end, litellm's own processing included (httpx's timeout bounds each read, not
   a reply that drips in or a body that takes litellm minutes to convert). The transport also stops reading at the
   deadline, so an abandoned worker ends soon after; it is bounded by the byte cap either way.
-* **Usage.** `usage_counts` accepts token counts that are whole, finite, non-negative and at most
-  MAX_TOKENS_PER_CALL; anything else is a fault of the endpoint (`BadUsage`), never a figure that is summed.
+* **Usage.** Token counts must be whole, finite, non-negative and at most MAX_TOKENS_PER_CALL; anything else is a
+  fault of the endpoint (`BadUsage`), never a figure that is summed. The transport checks the body's `usage`
+  (`usageMetadata`) before litellm casts it (NaN, "abc" or 1e30 would otherwise surface as litellm's opaque
+  "Invalid response object"), and `usage_counts` checks the parsed reply again.
 
 A fault is raised as a `ModelFault` whose message says what the endpoint did; the agent's retry loop records it as
 a failed attempt like any other provider error.
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import threading
@@ -110,25 +113,31 @@ class _CappedStream(httpx.SyncByteStream):
         return total
 
     def __iter__(self) -> Iterator[bytes]:
+        """The whole body (at most the cap) is read before any of it is handed on, so its usage can be checked first."""
         raw = out = 0
+        parts: list[bytes] = []
         for chunk in self._inner.iter_raw():
             raw = self._count(len(chunk), raw)
             if self._z is None:
                 out = raw
-                yield chunk
+                parts.append(chunk)
                 continue
             data = chunk
             while data:
                 part = self._z.decompress(data, self._guard.cap + 1 - out)
                 out = self._count(len(part), out)
-                if part:
-                    yield part
+                parts.append(part)
                 data = self._z.unconsumed_tail
         if self._z is not None:
             tail = self._z.flush()
             self._count(len(tail), out)
-            if tail:
-                yield tail
+            parts.append(tail)
+        body = b"".join(parts)
+        if 200 <= self._inner.status_code < 300:
+            problem = _usage_problem(body)
+            if problem:
+                raise self._guard.refuse(BadUsage(problem, self._inner.status_code))
+        yield body
 
     def close(self) -> None:
         self._inner.close()
@@ -217,6 +226,35 @@ def bounded_call(fn: Callable[..., Any], kwargs: dict[str, Any], timeout_s: floa
     return box["resp"]
 
 
+def _bad_count(v: Any) -> bool:
+    return (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v)
+            or not 0 <= v <= MAX_TOKENS_PER_CALL)
+
+
+def _usage_problem(body: bytes) -> str | None:
+    """What is wrong with the token counts of a JSON reply body (read whole, within the cap), before litellm casts
+    them; None when they are counts or the body is not a JSON object (litellm reports that itself)."""
+    if b'"usage"' not in body and b"Tokens" not in body:
+        return None
+    try:
+        obj = json.loads(body, parse_constant=lambda c: float(c))
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    for key in ("usage", "usageMetadata"):  # OpenAI/Anthropic style; Gemini style
+        usage = obj.get(key)
+        if not isinstance(usage, dict):
+            continue
+        for name, v in usage.items():
+            if not isinstance(name, str) or not name.endswith(("_tokens", "TokenCount")) or v is None:
+                continue
+            if _bad_count(v):
+                return (f"the endpoint reported {key}.{name[:60]} = {str(v)[:40]}, not a token count (a whole number "
+                        f"from 0 to {MAX_TOKENS_PER_CALL}); the reply is refused")
+    return None
+
+
 def usage_counts(resp: Any) -> tuple[int, int]:
     """(prompt, completion) tokens of a reply; 0 for a count the endpoint did not give; BadUsage for a count that is
     not a whole, finite, non-negative number of at most MAX_TOKENS_PER_CALL."""
@@ -227,9 +265,7 @@ def usage_counts(resp: Any) -> tuple[int, int]:
         if v is None:
             out.append(0)
             continue
-        ok = (not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v == int(v)
-              and 0 <= v <= MAX_TOKENS_PER_CALL)
-        if not ok:
+        if _bad_count(v):
             raise BadUsage(f"the endpoint reported usage.{name} = {str(v)[:40]}, not a token count "
                            f"(a whole number from 0 to {MAX_TOKENS_PER_CALL}); the reply is refused", 200)
         out.append(int(v))
