@@ -616,3 +616,18 @@ def test_negative_or_absurd_token_counts_are_a_model_fault_not_a_figure(endpoint
     assert resp is None and not rec.ok, f"usage {usage} was accepted: tokens_in={rec.tokens_in} out={rec.tokens_out}"
     assert rec.tokens_in == 0 and rec.tokens_out == 0
     assert "not a token count" in rec.error and len(rec.attempts) == 2, rec.error
+
+
+@pytest.mark.slow
+def test_an_endpoint_reporting_negative_tokens_is_a_model_error_in_the_run_never_a_figure(tmp_path):
+    """The probe of issue 19 through the real `run` path: prompt_tokens = -1e12 was recorded and summed."""
+    out = tmp_path / "negative"
+    body = _completion_body({"role": "assistant", "content": json.dumps(valid_report())},
+                            {"prompt_tokens": -1_000_000_000_000, "completion_tokens": 7, "total_tokens": 0})
+    with FakeOpenAI(default=Reply(body=body)) as srv:
+        p = run_cli(out, srv.url, env={"BENCHMARK_MODEL_ATTEMPTS": "2"})
+    assert p.returncode == 3, p.stdout + p.stderr
+    rec = records(out)[W1]
+    assert rec.status == "model_error" and rec.score is None and "not a token count" in rec.error, rec
+    assert rec.tokens_in == 0 and rec.tokens_out == 0
+    assert [a["http_status"] for a in trajectory(out, rec)["calls"][0]["attempts"]] == [200, 200]
