@@ -13,6 +13,7 @@ A model that answers with a valid report is never forced, so a report without an
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -221,9 +222,11 @@ def call_model(model: str, messages: list[dict[str, Any]], step: int, role: str 
         remaining = policy.deadline_s - (time.monotonic() - start)
         t0 = time.monotonic()
         try:
-            kwargs: dict[str, Any] = dict(model=model, messages=messages, metadata=metadata or {}, seed=seed,
+            kwargs: dict[str, Any] = dict(model=model, messages=messages, metadata=metadata or {},
                                           max_tokens=max_tokens, temperature=temperature, num_retries=0, max_retries=0,
                                           timeout=max(1.0, min(policy.timeout_s, remaining)), **extra)
+            if takes_seed(model):
+                kwargs["seed"] = seed
             if tools:
                 kwargs["tools"] = tools
                 if tool_choice:
@@ -295,6 +298,23 @@ def _is_report(text: str | None, schema: dict) -> bool:
     from graders.report import parse_report
 
     return parse_report(text, schema).report is not None
+
+
+@functools.lru_cache(maxsize=64)
+def takes_seed(model: str) -> bool:
+    """Whether the provider accepts a sampling seed: Anthropic's API has none, and litellm refuses the whole call
+    (UnsupportedParamsError) when one is passed; the run's seed is still recorded in its config and trajectories."""
+    import litellm
+
+    from benchmark.models import is_offline
+
+    if is_offline(model):
+        return True
+    try:
+        params = litellm.get_supported_openai_params(model=model)
+    except Exception:  # noqa: BLE001 - a provider litellm cannot describe (local/, scripted/): pass it
+        return True
+    return params is None or "seed" in params
 
 
 def run_episode(ref: WorldRef, model: str, sandbox: Sandbox, budget: int, seed: int = 0,

@@ -631,3 +631,12 @@ def test_an_endpoint_reporting_negative_tokens_is_a_model_error_in_the_run_never
     assert rec.status == "model_error" and rec.score is None and "not a token count" in rec.error, rec
     assert rec.tokens_in == 0 and rec.tokens_out == 0
     assert [a["http_status"] for a in trajectory(out, rec)["calls"][0]["attempts"]] == [200, 200]
+
+
+def test_a_provider_without_a_seed_parameter_is_called_without_one():
+    """Anthropic's API takes no sampling seed and litellm refuses a call that passes one (UnsupportedParamsError):
+    every anthropic/ model failed at once. The seed is sent only where the provider accepts it."""
+    from benchmark.agent import takes_seed
+
+    assert not takes_seed("anthropic/claude-sonnet-4-5")
+    assert takes_seed("openai/gpt-4o") and takes_seed("local/smollm2") and takes_seed("scripted/oracle")
