@@ -173,23 +173,27 @@ def _issues(g: pd.DataFrame, world_dir: Path, line: str) -> list[str]:
     return out
 
 
+def _essential(world_dir: Path, out: Path, ranks: bool, test: str) -> dict:
+    """Gene-level RRA of depletion after copy-number regression; `ranks`: sgRNA ranks among all sgRNAs instead of
+    empirical p-values against the non-targeting sgRNAs."""
+    _, _, meta, cn = _load(world_dir)
+    line = meta["task"]["cell_line"]
+    g = _cn_regress(_lfc(world_dir, line, "final", "initial"), cn, line)
+    t = _rra(g, "down", ranks=ranks)
+    issues = _issues(g, world_dir, line)
+    if g[g["category"] == "targeting"]["lfc"].median() < -0.5:
+        issues.append("strong, widespread depletion: most sgRNAs deplete, so I normalised to the non-targeting controls")
+    return _report(t, out, "down", {"normalization": "median ratio over non-targeting sgRNAs",
+                                    "filtering": f"sgRNAs with < {MIN_READS:.0f} normalised initial reads removed",
+                                    "test": test, "corrections": "copy-number regression"}, issues)
+
+
 @alternative("crispr.L2.essential", "MAGeCK-like alpha-RRA of sgRNA p-values against the non-targeting sgRNAs "
              "(control-sgRNA normalisation, permutation p-values, copy-number regression)",
              ["crispr.L2.essential.clean", "crispr.L2.essential.strong_depletion", "crispr.L2.essential.amplicon",
               "crispr.L2.essential.low_representation"])
 def essential_rra(world_dir: Path, out: Path) -> dict:
-    _, _, meta, cn = _load(world_dir)
-    line = meta["task"]["cell_line"]
-    g = _cn_regress(_lfc(world_dir, line, "final", "initial"), cn, line)
-    t = _rra(g, "down")
-    issues = _issues(g, world_dir, line)
-    nt_all = g[g["category"] == "targeting"]["lfc"].median()
-    if nt_all < -0.5:
-        issues.append("strong, widespread depletion: most sgRNAs deplete, so I normalised to the non-targeting controls")
-    return _report(t, out, "down", {"normalization": "median ratio over non-targeting sgRNAs",
-                                    "filtering": f"sgRNAs with < {MIN_READS:.0f} normalised initial reads removed",
-                                    "test": "alpha-RRA of sgRNA empirical p-values, permutation p-values, BH",
-                                    "corrections": "copy-number regression"}, issues)
+    return _essential(world_dir, out, False, "alpha-RRA of sgRNA empirical p-values, permutation p-values, BH")
 
 
 @alternative("crispr.L2.essential", "MAGeCK RRA on sgRNA ranks among all sgRNAs (control-sgRNA normalisation, "
@@ -197,17 +201,7 @@ def essential_rra(world_dir: Path, out: Path) -> dict:
              "(most sgRNAs neutral) fails",
              ["crispr.L2.essential.clean", "crispr.L2.essential.amplicon", "crispr.L2.essential.low_representation"])
 def essential_rank_rra(world_dir: Path, out: Path) -> dict:
-    _, _, meta, cn = _load(world_dir)
-    line = meta["task"]["cell_line"]
-    g = _cn_regress(_lfc(world_dir, line, "final", "initial"), cn, line)
-    t = _rra(g, "down", ranks=True)
-    issues = _issues(g, world_dir, line)
-    if g[g["category"] == "targeting"]["lfc"].median() < -0.5:
-        issues.append("strong, widespread depletion: most sgRNAs deplete, so I normalised to the non-targeting controls")
-    return _report(t, out, "down", {"normalization": "median ratio over non-targeting sgRNAs",
-                                    "filtering": f"sgRNAs with < {MIN_READS:.0f} normalised initial reads removed",
-                                    "test": "RRA of sgRNA ranks among all sgRNAs, permutation p-values, BH",
-                                    "corrections": "copy-number regression"}, issues)
+    return _essential(world_dir, out, True, "RRA of sgRNA ranks among all sgRNAs, permutation p-values, BH")
 
 
 @alternative("crispr.L2.resistance", "gene median count-aware z-score (drug vs vehicle LFC over its Poisson + "
