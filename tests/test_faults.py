@@ -262,7 +262,9 @@ def cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    """Every data file of a run folder (the harness lock names its latest holder: not data)."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name != ".harness.lock"}
 
 
 RULING = """  - id: {id}
