@@ -135,8 +135,10 @@ def load_run(path: Path, date: dt.date | None = None) -> RunInput:
 
 
 def known_worlds(cfg: dict) -> set[str] | None:
-    """Every world id of the suite (or the private campaign) a run's config names; None when it cannot be loaded
-    here (a run from another checkout), so its records are taken as they are."""
+    """Every world id of the suite (or the private campaign) a run's config names; None when its selection does not
+    resolve here (a run from another checkout, or records made up for a test), so its records are taken as they are."""
+    if suite_assignment(cfg) is None:
+        return None
     try:
         from benchmark.campaign import campaign_suite
         from benchmark.loader import load_suite
