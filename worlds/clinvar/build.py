@@ -560,13 +560,20 @@ def carrier_world(data: VcfData, rng, fraction: float, n_plp: int, n_multi: int,
                 multi_entries.append((i, a))
     pick_multi = [multi_entries[j] for j in rng.choice(len(multi_entries), n_multi, replace=False)] if n_multi else []
     used = {i for i, _ in pick_multi}
-    pick_low = [int(i) for i in rng.choice([i for i in good if i not in used], n_lowgq, replace=False)] if n_lowgq else []
+    def homref_of(row):
+        return [s for s in range(len(data.samples)) if _genotype_fields(row, s).get("GT", "").replace("|", "/") == "0/0"]
+
+    low_pool = [i for i in good if i not in used and homref_of(rows[i])]  # a low call replaces a hom-ref sample
+    if len(low_pool) < n_lowgq:
+        raise ValueError(f"carrier_world: only {len(low_pool)} entries with a hom-ref sample for n_lowgq={n_lowgq}")
+    pick_low = [int(i) for i in rng.choice(low_pool, n_lowgq, replace=False)] if n_lowgq else []
     used |= set(pick_low)
     rows = [list(r) for r in rows]
     for i in pick_low:
-        homref = [s for s in range(len(data.samples)) if _genotype_fields(rows[i], s).get("GT", "").replace("|", "/") == "0/0"]
+        homref = homref_of(rows[i])
         keys = rows[i][8].split(":")
-        for s in sorted(int(x) for x in rng.choice(homref, int(rng.integers(1, 4)), replace=False)):
+        k = min(int(rng.integers(1, 4)), len(homref))  # 1-3 samples, as many as the entry has hom-ref calls
+        for s in sorted(int(x) for x in rng.choice(homref, k, replace=False)):
             rows[i][9 + s] = _low_call(keys, rng)
     pick_good = [int(i) for i in rng.choice([i for i in good if i not in used], n_plp, replace=False)]
     used |= set(pick_good)
