@@ -144,6 +144,10 @@ def build_files(ref: WorldRef, out_dir: Path, truth: dict[str, Any] | None = Non
             data = RECIPES.get(f"{w.track}.{step.name}").fn(data, rng, **params)
         except TypeError as exc:
             raise BenchmarkError(f"{ref.path}: recipe '{step.name}' rejected its params ({exc}); fix recipe.params") from exc
+        except (ValueError, IndexError, KeyError, ZeroDivisionError) as exc:  # a draw the recipe cannot honour
+            raise BenchmarkError(f"{ref.path}: recipe '{step.name}' failed for world seed {ref.world_seed} "
+                                 f"({type(exc).__name__}: {exc}); make the recipe hold for every draw of its ranges "
+                                 "(a private campaign draws others)") from exc
     if out_dir.exists():
         shutil.rmtree(out_dir)
     cw = CanonicalWriter(out_dir)
