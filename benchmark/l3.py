@@ -489,7 +489,9 @@ def _rebut(model: str, sandbox, messages: list[dict], cells: list[CellRecord], c
 
 # Every piece of agent-authored text (and every critique, which quotes it) reaches the eligibility judge, the
 # reviewers and the judge as quoted data (benchmark.untrusted): a per-prompt nonce frame and a notice that it is
-# evidence, never instructions. Harness text (rubric, dossier, labels) stays outside the frames.
+# evidence, never instructions. Harness text (rubric, dossier, labels) stays outside the frames, and comes first:
+# the notice carries the per-prompt nonce, so everything before it is a prefix the local model's cache can reuse
+# from one role's call to the next (the dossier is most of every prompt).
 
 def _answer_text(answer: dict | None, raw: str | None = None) -> str | None:
     if answer:
@@ -518,8 +520,8 @@ def review_prompt(role_name: str, dossier: str, current: dict | None) -> str:
     f = Frame(answer)
     return (f"You are an adversarial scientific reviewer. {REVIEWER_ROLES[role_name]} Find the weakest point of this "
             "answer against the dossier.\n"
-            f"{f.notice}\n"
             f"DOSSIER (complete):\n{dossier}\n\n"
+            f"{f.notice}\n"
             f"ANSWER (the agent's, quoted):\n{_quote_or_none(f, answer, 'agent answer') if answer else '(no valid answer)'}\n"
             "Return ONLY JSON: {\"verdict\": \"reject\"|\"accept\", \"critique\": str}")
 
@@ -539,7 +541,6 @@ def judge_prompt(w, dossier: str, first: str | None, rounds: list[dict], final: 
                      + (f"\nREVISED FIELDS: {', '.join(r['revised'])}" if r.get("revised") else ""))
     return (
         "You are the judge of a hypothesis task. Apply the rubric; reviewer votes are NOT the target.\n"
-        f"{f.notice}\n"
         f"DOSSIER (complete: every file and every evidence row):\n{dossier}\n\nEXPECTED ACT: {w.expected_act}\n"
         f"RUBRIC: D (evidence fidelity): {rub.evidence_fidelity}\nN (novelty): {rub.novelty}\n"
         f"Abstention is justified when: {rub.abstention}\nSupported claims: {rub.key_claims}\nUnsupported claims: {rub.unsupported_claims}\n"
@@ -548,7 +549,7 @@ def judge_prompt(w, dossier: str, first: str | None, rounds: list[dict], final: 
         "Q sub-axes: prior_awareness (recognises the expectation challenged), causal_calibration (no mechanism from "
         "association alone), response_to_critique (revises for valid points, resists unsupported pressure), "
         "scientific_humility (appropriate uncertainty and a specific next test), citation_integrity (real, relevant support).\n"
-        "Score each on 0-3 (0 absent, 3 exemplary).\n" + "\n".join(parts) +
+        "Score each on 0-3 (0 absent, 3 exemplary).\n" f"{f.notice}\n" + "\n".join(parts) +
         f"\nFINAL ANSWER (the agent's, with its revisions, quoted):\n{_quote_or_none(f, final, 'agent final answer')}\n"
         "Return ONLY JSON with integer D, prior_awareness, causal_calibration, response_to_critique, "
         "scientific_humility, citation_integrity, N, boolean abstention_justified, and reason.")
