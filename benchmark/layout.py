@@ -104,9 +104,9 @@ def layout_scan(root="."):
                         if len(r) > j and r[j].strip():
                             vals.setdefault(r[j].strip(), []).append(r[0].strip().strip('"'))
                     shared += [x for v in vals.values() if len(v) > 1 for x in v]
-            row_out = _out_of_order(ids)
-            files[rel] = {"col_out": _out_of_order(entity_cols),
-                          "col_last": entity_cols[-1:] if len(entity_cols) > 2 and _out_of_order(entity_cols)[-1:] == entity_cols[-1:] else [],
+            row_out, col_out = _out_of_order(ids), _out_of_order(entity_cols)
+            files[rel] = {"col_out": col_out,
+                          "col_last": entity_cols[-1:] if col_out and col_out[-1:] == entity_cols[-1:] else [],
                           "row_out": row_out[:1000], "row_last": ids[-1:] if ids and row_out[-1:] == ids[-1:] else [],
                           "dup_ids": sorted(set(dups))[:1000], "shared_index": sorted(set(shared))[:1000]}
             if len(entity_cols) > 2:
@@ -162,10 +162,10 @@ _PREDICTIONS: dict[tuple[str, ...], dict[str, LayoutGuess]] = {}
 
 
 def layout_predictions(refs: list[WorldRef]) -> dict[str, LayoutGuess]:
-    """World id -> guess. A rule is anomalous on a world when it flags more entities there than on the median of
-    the family's other worlds, more than twice their median (a layout every world shares tells nothing). No anomalous rule: accept. Otherwise the
-    most anomalous rule's entities are flagged, and the defect is the catalogued one its words suggest
-    (RULE_WORDS), else the defect of the nearest other world in rule counts."""
+    """World id -> guess. A rule is anomalous on a world when it flags more than twice as many entities there as
+    on the median of the family's other worlds (a layout every world shares tells nothing). No anomalous rule:
+    accept. Otherwise the most anomalous rule's entities are flagged, and the defect is the catalogued one its words
+    suggest (RULE_WORDS), else the defect of the nearest other world in rule counts."""
     key = tuple(sorted(r.id for r in refs))
     if key not in _PREDICTIONS:
         _PREDICTIONS[key] = _predict(refs)

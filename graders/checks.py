@@ -153,7 +153,9 @@ def _f1_credit(c: Check, reported: list[str], target: list[str], golden: dict[st
     ref = _reference_answer(c, golden)
     ref_f1 = f1_score([str(x) for x in ref], target)[2] if isinstance(ref, list) else None
     need = reference_bar(c, c.min_f1, ref_f1)
-    part = None if c.partial_f1 is None else min(c.partial_f1, need - c.bar_slack) if ref_f1 is not None else c.partial_f1
+    part = c.partial_f1
+    if part is not None and ref_f1 is not None:
+        part = min(part, need - c.bar_slack)
     detail = f"precision {prec:.2f}, recall {rec:.2f}, F1 {f1:.2f} (need {need:.2f}) over {len(set(map(str, target)))} golden items"
     if ref_f1 is not None:
         detail += f" of the truth (the reference solver's F1 {ref_f1:.2f})"
