@@ -206,13 +206,14 @@ def call_model(model: str, messages: list[dict[str, Any]], step: int, role: str 
     stream in, the attempt's timeout holds end to end (litellm's processing included), and token counts that are not
     whole, finite and non-negative fail the attempt (a model fault, retried like a malformed body), never summed.
     """
-    import litellm
-
-    from benchmark.models import is_offline, register_providers
+    from benchmark.models import is_offline, offline_complete, register_providers
     from benchmark.models.bounded import bounded_call, usage_counts
 
-    register_providers()
     offline = is_offline(model)
+    if not offline:
+        import litellm
+
+        register_providers()
     policy = policy or RetryPolicy.from_env()
     temperature = extra.pop("temperature", 0.0)
     retries: list[str] = []
@@ -231,8 +232,9 @@ def call_model(model: str, messages: list[dict[str, Any]], step: int, role: str 
                 kwargs["tools"] = tools
                 if tool_choice:
                     kwargs["tool_choice"] = tool_choice
-            if offline:
-                resp = litellm.completion(**kwargs)
+            if offline:  # in-process: litellm's call shape without its import (benchmark.models)
+                resp = offline_complete(**{k: v for k, v in kwargs.items()
+                                           if k not in ("num_retries", "max_retries", "timeout")})
             else:  # a hosted reply: bytes capped as they stream in, the attempt's timeout held end to end
                 resp = bounded_call(litellm.completion, kwargs, kwargs["timeout"])
             choice = resp.choices[0]
@@ -304,12 +306,12 @@ def _is_report(text: str | None, schema: dict) -> bool:
 def takes_seed(model: str) -> bool:
     """Whether the provider accepts a sampling seed: Anthropic's API has none, and litellm refuses the whole call
     (UnsupportedParamsError) when one is passed; the run's seed is still recorded in its config and trajectories."""
-    import litellm
-
     from benchmark.models import is_offline
 
     if is_offline(model):
         return True
+    import litellm
+
     try:
         params = litellm.get_supported_openai_params(model=model)
     except Exception:  # noqa: BLE001 - a provider litellm cannot describe (local/, scripted/): pass it

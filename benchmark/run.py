@@ -215,6 +215,9 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
         raise BenchmarkError(f"model '{cfg.model}' is not a litellm model string (provider/name), e.g. local/smollm2 or anthropic/claude-...")
     refs = select_worlds(cfg)
     preflight(refs)
+    from benchmark.models import set_workers
+
+    set_workers(cfg.concurrency)
     with progress("verifying locks", len(refs)) as step:
         for ref in refs:
             step(ref.id)

