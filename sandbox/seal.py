@@ -15,6 +15,17 @@ What is masked (`masked_paths`):
     `scanpy/datasets/10x_pbmc68k_reduced.h5ad` inside a package) and whatever `register_sealed` added.
 
 `seal_problems(limits)` proves it on the real sandbox (called by `worlds check`).
+
+On-disk cache (issue 20): walking the Python roots and /usr costs about a second, so the walk's result is kept in
+`.cache/sandbox/masked-<env>.json` (or `$DISCERN_SANDBOX_CACHE`), written atomically (temporary file + rename).
+It is keyed by a fingerprint of what the walk depends on: the interpreter (version, prefixes, executable), the
+walked roots, this file's own bytes, and the inode, size and mtime of every entry one level inside each
+site-packages folder and two levels inside /usr, plus dpkg's status file. Installing, upgrading or removing a
+package with pip (its dist-info folder is replaced) or apt (dpkg's status is rewritten) changes the fingerprint,
+so the walk runs again. A cache file that does not parse, has another version or key, or whose digest does not
+match its contents is ignored and rewritten. What the fingerprint does not see (a data file copied by hand deep
+inside an existing package folder) is caught by `seal_problems`, which recomputes the walk and probes again before
+it reports anything. Substrate sources, gold packages, editable hooks and `register_sealed` items are not cached.
 """
 from __future__ import annotations
 
@@ -24,6 +35,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -36,6 +48,7 @@ TEST_DATA_DIRS = {"data", "testdata", "test_data", "test-data", "_data", "exampl
 TEST_DIRS = {"test", "tests", "testing"}
 GOLD_PACKAGES = ("graders", "worlds", "benchmark", "sandbox", "ledgers", "pricing")
 REPO_ROOT = Path(__file__).resolve().parent.parent
+CACHE_VERSION = 1
 
 _registry: list[Callable[[], Iterable[Path]] | Path] = []
 
@@ -56,7 +69,7 @@ def _site_dirs() -> list[Path]:
     for root in python_roots():
         out += [p for p in root.glob("lib*/python3*/site-packages") if p.is_dir()]
         out += [p for p in root.glob("lib*/python3*/dist-packages") if p.is_dir()]
-    return sorted(set(out))
+    return sorted({p.resolve() for p in out})  # lib64 -> lib: walk each folder once
 
 
 def _is_data(name: str) -> bool:
@@ -110,12 +123,131 @@ def _walk(top: Path, masked: set[Path]) -> None:
                 masked.add(d / name)
 
 
+def _walk_roots() -> list[Path]:
+    """What `masked_paths` walks: every site-packages folder of the Python roots, and /usr."""
+    return _site_dirs() + [Path("/usr")]
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("DISCERN_SANDBOX_CACHE") or REPO_ROOT / ".cache" / "sandbox")
+
+
+def _stat_line(h, p: str) -> None:
+    try:
+        st = os.stat(p, follow_symlinks=False)
+    except OSError:
+        h.update(f"{p}\0-\n".encode(errors="surrogateescape"))
+        return
+    h.update(f"{p}\0{st.st_mode}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\n".encode(errors="surrogateescape"))
+
+
+def _children(p: Path) -> list[str]:
+    try:
+        return sorted(e.path for e in os.scandir(p))
+    except OSError:
+        return []
+
+
+def walk_fingerprint(roots: list[Path] | None = None) -> str:
+    """sha256 of what the cached walk depends on (see module doc). About 10 ms: stats only, no walk."""
+    roots = _walk_roots() if roots is None else roots
+    h = hashlib.sha256()
+    h.update(json.dumps({"version": CACHE_VERSION, "python": sys.version, "prefix": sys.prefix,
+                         "base_prefix": sys.base_prefix, "executable": sys.executable, "roots": [str(r) for r in roots],
+                         "code": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()}, sort_keys=True).encode())
+    for root in roots:
+        _stat_line(h, str(root))
+        for child in _children(root):  # a pip install replaces dist-info folders here
+            _stat_line(h, child)
+            if root == Path("/usr") and os.path.isdir(child) and not os.path.islink(child):
+                for grand in _children(Path(child)):
+                    _stat_line(h, grand)
+    for extra in ("/var/lib/dpkg/status", "/var/lib/rpm", "/lib/apk/db/installed"):
+        _stat_line(h, extra)
+    return h.hexdigest()
+
+
+def _cache_file() -> Path:
+    env = hashlib.sha256(f"{sys.prefix}\0{sys.base_prefix}\0{sys.executable}".encode()).hexdigest()[:16]
+    return cache_dir() / f"masked-{env}.json"
+
+
+def _paths_digest(paths: list[str]) -> str:
+    return hashlib.sha256(json.dumps(paths).encode()).hexdigest()
+
+
+def _load_walk_cache(key: str) -> list[Path] | None:
+    """The cached walk for `key`, or None when the file is missing, unreadable, corrupt or stale."""
+    try:
+        doc = json.loads(_cache_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(doc, dict) or doc.get("version") != CACHE_VERSION or doc.get("key") != key:
+        return None
+    paths = doc.get("paths")
+    if not isinstance(paths, list) or not all(isinstance(p, str) and p.startswith("/") and "\0" not in p for p in paths):
+        return None
+    if doc.get("digest") != _paths_digest(paths):
+        return None
+    return [Path(p) for p in paths]
+
+
+def _store_walk_cache(key: str, paths: list[Path]) -> None:
+    """Atomically (temporary file in the same folder, fsync, rename); a failure to write is not an error."""
+    items = sorted(str(p) for p in paths)
+    body = json.dumps({"version": CACHE_VERSION, "key": key, "paths": items, "digest": _paths_digest(items)}, indent=0)
+    target = _cache_file()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(body)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError:
+        pass
+
+
+def walked_paths(use_cache: bool = True) -> list[Path]:
+    """Data files and test-data folders under the Python roots and /usr: from the on-disk cache when its key still
+    matches, else walked (and the cache rewritten)."""
+    roots = _walk_roots()
+    key = walk_fingerprint(roots)
+    if use_cache:
+        cached = _load_walk_cache(key)
+        if cached is not None:
+            return cached
+    masked: set[Path] = set()
+    for root in roots:
+        _walk(root, masked)  # /usr: e.g. samtools' example reads under /usr/share/doc
+    out = sorted(masked)
+    _store_walk_cache(key, out)
+    return out
+
+
+def clear_cache() -> None:
+    """Forget the walk, on disk and in this process (the next `masked_paths` walks again)."""
+    try:
+        _cache_file().unlink()
+    except OSError:
+        pass
+    masked_paths.cache_clear()
+
+
 @functools.lru_cache(maxsize=1)
 def masked_paths() -> tuple[Path, ...]:
-    """Every host path to mask in the sandbox (files and folders, resolved, none inside another). Cached per process."""
-    masked: set[Path] = set()
+    """Every host path to mask in the sandbox (files and folders, resolved, none inside another). Cached per process,
+    and the expensive walk on disk (`walked_paths`)."""
+    masked: set[Path] = set(walked_paths())
     for site in _site_dirs():
-        _walk(site, masked)
         for name in GOLD_PACKAGES:
             if (site / name).is_dir():
                 masked.add(site / name)
@@ -128,7 +260,6 @@ def masked_paths() -> tuple[Path, ...]:
                         masked.add(p)
                 except OSError:
                     pass
-    _walk(Path("/usr"), masked)  # e.g. samtools' example reads under /usr/share/doc
     masked.update(substrate_sources())
     for item in _registry:
         masked.update(Path(p) for p in (item() if callable(item) else [item]))
@@ -208,13 +339,20 @@ def seal_problems(limits=None) -> list[str]:
     want = {"suffixes": list(DATA_SUFFIXES), "sources": sources, "gold": ["graders", "worlds", "benchmark"],
             "tops": ["/"]}
     code = "WANT = " + repr(json.dumps(want)) + "\n" + _PROBE
-    with tempfile.TemporaryDirectory(prefix="seal-probe-") as tmp:
-        world = Path(tmp) / "world"
-        world.mkdir()
-        lim = limits or Limits()
-        with Sandbox(world, lim, label="seal probe") as sb:
-            res = sb.run_python(code)
-    out = [ln for ln in res.stdout.splitlines() if ln.startswith("SEAL")]
-    if not out:
-        return [f"the seal probe did not finish in the sandbox: {res.as_text()[:2000]}"]
-    return json.loads(out[-1][4:])
+
+    def probe() -> list[str]:
+        with tempfile.TemporaryDirectory(prefix="seal-probe-") as tmp:
+            world = Path(tmp) / "world"
+            world.mkdir()
+            with Sandbox(world, limits or Limits(), label="seal probe") as sb:
+                res = sb.run_python(code)
+        out = [ln for ln in res.stdout.splitlines() if ln.startswith("SEAL")]
+        if not out:
+            return [f"the seal probe did not finish in the sandbox: {res.as_text()[:2000]}"]
+        return json.loads(out[-1][4:])
+
+    problems = probe()
+    if problems:  # never blame a cached walk: walk afresh and probe again before reporting
+        clear_cache()
+        problems = probe()
+    return problems
