@@ -395,10 +395,10 @@ def main() -> None:
             os.kill(wpid, signal.SIGSTOP)  # the cell has ended: nothing of it runs until the next request
         except OSError:
             pass
-        for _ in range(200):
-            if _state(wpid) in (b"T", b"t", b"Z", b"X", None):
-                break
-            time.sleep(0.005)
+        pause, stop_by = 0.0001, time.monotonic() + 1.0  # SIGSTOP lands within microseconds: poll finely, then back off
+        while _state(wpid) not in (b"T", b"t", b"Z", b"X", None) and time.monotonic() < stop_by:
+            time.sleep(pause)
+            pause = min(pause * 2, 0.005)
         killed = kill_strays({me, wpid})
         try:
             threads = max(0, len(os.listdir(f"/proc/{wpid}/task")) - 1)
