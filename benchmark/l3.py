@@ -514,13 +514,20 @@ def eligibility_prompt(w, prior: dict) -> str:
             "Return ONLY JSON: {\"conflicts\": true|false, \"reason\": str}")
 
 
+def dossier_block(dossier: str) -> str:
+    """The opening every reviewer and judge prompt shares, word for word: the whole dossier, then the role's task.
+    Role calls then share one long prefix, which a model server's prompt cache reads once per dossier (the local
+    model re-read ~1,700 tokens per reviewer call when each role's instructions came first)."""
+    return f"DOSSIER (complete: every file and every evidence row):\n{dossier}\n\n"
+
+
 def review_prompt(role_name: str, dossier: str, current: dict | None) -> str:
     """One reviewer's critique of the current answer (quoted) against the whole dossier."""
     answer = _answer_text(current)
     f = Frame(answer)
-    return (f"You are an adversarial scientific reviewer. {REVIEWER_ROLES[role_name]} Find the weakest point of this "
-            "answer against the dossier.\n"
-            f"DOSSIER (complete):\n{dossier}\n\n"
+    return (dossier_block(dossier) +
+            f"You are an adversarial scientific reviewer. {REVIEWER_ROLES[role_name]} Find the weakest point of this "
+            "answer against the dossier above.\n"
             f"{f.notice}\n"
             f"ANSWER (the agent's, quoted):\n{_quote_or_none(f, answer, 'agent answer') if answer else '(no valid answer)'}\n"
             "Return ONLY JSON: {\"verdict\": \"reject\"|\"accept\", \"critique\": str}")
@@ -540,8 +547,9 @@ def judge_prompt(w, dossier: str, first: str | None, rounds: list[dict], final: 
                      f"ROUND {n} REBUTTAL (the agent's, quoted):\n{_quote_or_none(f, r['rebuttal'], f'agent rebuttal, round {n}')}"
                      + (f"\nREVISED FIELDS: {', '.join(r['revised'])}" if r.get("revised") else ""))
     return (
-        "You are the judge of a hypothesis task. Apply the rubric; reviewer votes are NOT the target.\n"
-        f"DOSSIER (complete: every file and every evidence row):\n{dossier}\n\nEXPECTED ACT: {w.expected_act}\n"
+        dossier_block(dossier) +
+        "You are the judge of a hypothesis task. Apply the rubric to the dossier above; reviewer votes are NOT the "
+        f"target.\nEXPECTED ACT: {w.expected_act}\n"
         f"RUBRIC: D (evidence fidelity): {rub.evidence_fidelity}\nN (novelty): {rub.novelty}\n"
         f"Abstention is justified when: {rub.abstention}\nSupported claims: {rub.key_claims}\nUnsupported claims: {rub.unsupported_claims}\n"
         "The expected act is one defensible answer, not the only one: credit every answer the rubric and the evidence "

@@ -193,3 +193,24 @@ def test_local_pool_gives_each_worker_a_server_and_keeps_a_conversation_on_its_o
         local._release(again_b, "y")
     finally:
         local.set_workers(1)
+
+
+def test_local_fit_drops_old_exchanges_in_blocks_so_the_prompt_prefix_stays_cacheable():
+    """A conversation over the local model's context loses its oldest exchanges in blocks, not one per turn: the same
+    cut holds turn after turn (the server's prompt cache then answers the prefix), and no tool result is kept
+    without its call."""
+    from benchmark.models.local import _fit
+
+    head = [{"role": "system", "content": "S" * 100}, {"role": "user", "content": "TASK"}]
+    conv: list = []
+    prefixes = []
+    for turn in range(80):
+        conv += [{"role": "assistant", "content": f"turn {turn:02d} " + "a" * 200},
+                 {"role": "tool", "tool_call_id": str(turn), "content": "r" * 100}]
+        out = _fit(head + conv, n_ctx=4096, max_tokens=192)
+        assert out[:2] == head and out[2]["role"] != "tool"
+        assert sum(len(m["content"]) for m in out) <= (4096 - 192 - 256) * 2.5
+        prefixes.append(out[2]["content"][:7])
+    over = sum(p != "turn 00" for p in prefixes)  # turns at which old exchanges had to go
+    changes = sum(a != b for a, b in zip(prefixes, prefixes[1:]))
+    assert over > 40 and 0 < changes <= over // 8  # one exchange dropped per turn would change it at every turn

