@@ -2,8 +2,16 @@
 
     .venv/bin/python bench/sandbox_overhead.py [--n 10]
 
-start-up ratio   = (bwrap sandbox start + first cell) / (plain `python -c pass` subprocess)
-round-trip ratio = (sandbox cell `pass`) / (in-process exec of `pass` via a pipe-connected child python)
+start ratio     = (sandbox start + first cell `pass`) / (plain `python -c pass` subprocess)         goal <= 1.5
+import ratio    = (sandbox start + first cell `import numpy, pandas`) / (`python -c "import numpy, pandas"`)
+                                                                                                     goal <= 0.5
+round-trip      = (sandbox cell `pass`) / (exec of `pass` in a pipe-connected child python)          (no goal)
+seal walk       = masked_paths' walk of site-packages and /usr, fresh vs from the on-disk cache      (no goal)
+
+Each sandbox ratio is printed twice: "cold" (`Sandbox(..., pool=False)`: bwrap and a fresh kernel per world, as
+before issue 20) and "warm" (handed out by the pool of pre-started sandboxes, sandbox/pool.py). Warm samples wait,
+untimed, until the pool has a sandbox ready, as a campaign's next world does when the previous world ran longer
+than a pre-start (about a second with numpy and pandas preloaded); what is timed is what the world waits for.
 """
 from __future__ import annotations
 
@@ -17,32 +25,85 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sandbox.bwrap import Sandbox  # noqa: E402
+from sandbox import seal  # noqa: E402
+from sandbox.bwrap import Limits, Sandbox  # noqa: E402
+from sandbox.pool import POOL  # noqa: E402
+
+START_GOAL, IMPORT_GOAL = 1.5, 0.5
 
 
-def timed(fn, n: int) -> float:
+def timed(fn, n: int, before=None) -> float:
     xs = []
     for _ in range(n):
+        if before is not None:
+            before()
         t0 = time.perf_counter()
         fn()
         xs.append(time.perf_counter() - t0)
     return statistics.median(xs)
 
 
+def line(what: str, got: float, base: float, base_what: str, goal: float | None) -> str:
+    ratio = got / base
+    mark = "" if goal is None else f" | goal <= {goal:<4} {'met' if ratio <= goal else 'MISSED'}"
+    return f"{what:<44} {got * 1e3:8.1f} ms | {base_what:<30} {base * 1e3:7.1f} ms | ratio {ratio:6.2f}{mark}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=10)
     n = ap.parse_args().n
-    world = Path(tempfile.mkdtemp())
+    world = Path(tempfile.mkdtemp()) / "world"
+    world.mkdir()
     (world / "meta.json").write_text("{}\n")
+    (world / "data").mkdir()
+    (world / "data" / "counts.csv").write_text("gene,a,b\n" + "".join(f"g{i},{i},{i + 1}\n" for i in range(2000)))
+
+    t0 = time.perf_counter()
+    seal.walked_paths(use_cache=False)
+    walk_fresh = time.perf_counter() - t0
+    walk_cached = timed(seal.walked_paths, n)
 
     plain = timed(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), n)
+    plain_np = timed(lambda: subprocess.run([sys.executable, "-c", "import numpy, pandas"], check=True), n)
 
-    def start_and_cell() -> None:
-        with Sandbox(world) as sb:
-            sb.run_python("pass")
+    closes: list[float] = []
 
-    sandboxed = timed(start_and_cell, n)
+    def first_cell(code: str, pool: bool):
+        def run() -> None:
+            sb = Sandbox(world, pool=pool)
+            try:
+                sb.start()
+                r = sb.run_python(code)
+                assert r.error is None and sb.warm == pool, (r.as_text(), sb.warm, POOL.last_error)
+            finally:
+                t_close.append(time.perf_counter())
+                sb.close()
+                closes.append(time.perf_counter() - t_close.pop())
+        return run
+
+    t_close: list[float] = []
+
+    def timed_excl_close(fn, n: int, before=None) -> float:
+        """Median of start + first cell; the teardown after it (off the world's clock) is timed apart."""
+        xs = []
+        for _ in range(n):
+            if before is not None:
+                before()
+            t0 = time.perf_counter()
+            fn()
+            xs.append(time.perf_counter() - t0 - closes[-1])
+        return statistics.median(xs)
+
+    def ready() -> None:
+        if not POOL.wait_for(Limits(), world, "task", timeout=120):
+            raise SystemExit(f"the warm pool did not get a sandbox ready: {POOL.last_error}")
+
+    cold = timed_excl_close(first_cell("pass", False), n)
+    cold_np = timed_excl_close(first_cell("import numpy, pandas", False), n)
+    warm = timed_excl_close(first_cell("pass", True), n, before=ready)
+    warm_np = timed_excl_close(first_cell("import numpy, pandas", True), n, before=ready)
+
     child = subprocess.Popen([sys.executable, "-u", "-c",
                               "import sys\nfor line in sys.stdin:\n    exec(line)\n    print('ok', flush=True)"],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -54,10 +115,17 @@ def main() -> None:
 
     piped = timed(pipe_cell, n * 20)
     child.kill()
-    with Sandbox(world) as sb:
+    with Sandbox(world, pool=False) as sb:
         cell = timed(lambda: sb.run_python("pass"), n * 20)
-    print(f"sandbox start + first cell: {sandboxed * 1e3:8.1f} ms | plain python start: {plain * 1e3:8.1f} ms | ratio {sandboxed / plain:6.2f}")
-    print(f"sandbox cell round trip:    {cell * 1e3:8.2f} ms | piped child exec:   {piped * 1e3:8.2f} ms | ratio {cell / piped:6.2f}")
+
+    print(line("cold sandbox start + first cell `pass`", cold, plain, "python -c pass", START_GOAL))
+    print(line("warm sandbox start + first cell `pass`", warm, plain, "python -c pass", START_GOAL))
+    print(line("cold start + first cell `import numpy, pandas`", cold_np, plain_np, "python -c 'import numpy, pandas'", IMPORT_GOAL))
+    print(line("warm start + first cell `import numpy, pandas`", warm_np, plain_np, "python -c 'import numpy, pandas'", IMPORT_GOAL))
+    print(f"{'sandbox cell round trip':<44} {cell * 1e3:8.2f} ms | {'piped child exec':<30} {piped * 1e3:7.2f} ms | ratio {cell / piped:6.2f}")
+    print(f"{'sandbox teardown (close, after the world)':<44} {statistics.median(closes) * 1e3:8.1f} ms (median, not in the ratios above)")
+    print(f"{'seal walk (masked_paths)':<44} {walk_fresh * 1e3:8.1f} ms fresh | {walk_cached * 1e3:7.1f} ms from the disk cache")
+    print(f"pool: {POOL.stats}")
 
 
 if __name__ == "__main__":

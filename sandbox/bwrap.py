@@ -49,6 +49,13 @@ request's random nonce; anything else is discarded and recorded, every host buff
 thread the cell left running stops until the next cell; `CellResult.threads` counts them) and kills every other
 process, so between cells and during collection no agent code runs.
 
+Warm sandboxes (issue 20, `sandbox/pool.py`): `start()` takes, when one is ready, a sandbox the pool started ahead
+of time with the same start-time limits: sealed exactly as above, with its own uid, cgroup and tmpfs mounts, an
+EMPTY /workspace, and a kernel that has already imported the track's heavy packages. The host checks that its
+/workspace is still empty, and the kernel's supervisor writes the world's files into it (`put` requests; see
+`sandbox/kernel.py`); the task's wall clock starts then. A pool's sandbox serves one world and is torn down with
+it, never returned; restarts after a kill are cold starts. `Sandbox(..., pool=False)` always starts cold.
+
 Artefact collection (`collect`): the host opens `/proc/<init>/root/workspace` once, then walks it by descriptor:
 every component is opened with O_NOFOLLOW relative to its parent's descriptor, and only regular files with one
 link, on the workspace's own device, are copied (fstat on the opened descriptor, so a swap after the check is
@@ -60,6 +67,7 @@ trajectory keeps it. Nothing is ever resolved through a path the agent made.
 """
 from __future__ import annotations
 
+import base64
 import fcntl
 import hashlib
 import json
@@ -94,6 +102,7 @@ MAGIC = b"\x00\x1eDISCERN-KERNEL-FRAME\x1f"  # same bytes as sandbox/kernel.py
 MAX_FRAME = 8 * MiB  # a real reply is < 100 KB (the kernel truncates output)
 SANDBOX_PREFIX = "benchmark-sandbox-"
 OPT_VENV, OPT_PYTHON = "/opt/venv", "/opt/python"
+PUT_CHUNK = 8 * MiB  # raw bytes of world files per `put` request to a warm sandbox's kernel (base64 in a frame)
 
 
 @dataclass(frozen=True)
@@ -575,15 +584,27 @@ class Sandbox:
     """One fresh sealed workspace for one task. Use as a context manager; `run_python` keeps state between cells.
 
     `slot` is accepted for compatibility and ignored: each live sandbox leases its own uid (see module doc).
+
+    `start()` takes a warm sandbox from the pool (`sandbox/pool.py`) when one of the same start-time limits and
+    preload list is ready, and falls back to a cold start otherwise; `pool=False` always starts cold. `preload`
+    (default: numpy, pandas and the packages of the world's track) is what a warm sandbox has imported ahead of
+    time; `warm` says whether this one came from the pool.
     """
 
-    def __init__(self, world_dir: Path, limits: Limits = Limits(), slot: int = 0, label: str = "task"):
+    def __init__(self, world_dir: Path | None, limits: Limits = Limits(), slot: int = 0, label: str = "task", *,
+                 pool: bool = True, preload: tuple[str, ...] | None = None):
         if not shutil.which("bwrap"):
             raise BenchmarkError("bubblewrap (bwrap) is not installed; run `bash scripts/setup.sh`")
-        self.world_dir = Path(world_dir).resolve()
+        self.world_dir = Path(world_dir).resolve() if world_dir is not None else None  # None: a pool's blank
         self.limits = limits
         self.uid: int | None = None
         self.label = label
+        self.warm = False  # whether start() took a pre-started sandbox from the pool
+        self._use_pool = pool and self.world_dir is not None
+        self._preload_req = preload
+        self._pool_key: tuple | None = None  # set while this sandbox counts as live in the pool's demand
+        self._masks: tuple | None = None  # masked_paths() this sandbox was started with
+        self._nice = 0  # niceness of a pool's blank while it waits (reset when handed out)
         self.violations: list[Violation] = []
         self.collect_log: list[str] = []
         self.collect_s = 0.0  # wall clock of the last collection
@@ -621,7 +642,9 @@ class Sandbox:
 
     def _world_args(self, fds: list[int]) -> list[str]:
         """`--dir`/`--file FD` pairs that copy the world's public files into /workspace (no host path shown)."""
-        args = []
+        args: list[str] = []
+        if self.world_dir is None:
+            return args
         for p in sorted(self.world_dir.rglob("*")):
             rel = p.relative_to(self.world_dir)
             if p.is_symlink():
@@ -678,6 +701,8 @@ class Sandbox:
             self._cgroup.join()
         lim = self.limits
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if self._nice:
+            os.nice(self._nice)
         if os.geteuid() != 0:  # as root, prlimit sets them after the staging mounts
             resource.setrlimit(resource.RLIMIT_CPU, (lim.cpu_seconds, lim.cpu_seconds + 5))
             resource.setrlimit(resource.RLIMIT_AS, (lim.address_space, lim.address_space))
@@ -685,6 +710,119 @@ class Sandbox:
             resource.setrlimit(resource.RLIMIT_FSIZE, (lim.file_size, lim.file_size))
 
     def start(self) -> None:
+        """Take a warm sandbox from the pool and copy the world's files in, or start cold (`_cold_start`).
+
+        The task's wall clock starts when the sandbox is ready for the world's first cell.
+        """
+        t_start = time.monotonic()
+        clean_leftovers()
+        if self._use_pool and self._lease is None and self._pool_key is None:
+            from sandbox import pool
+            from sandbox.seal import masked_paths
+
+            preload = self._preload_req if self._preload_req is not None else pool.preload_for(self.world_dir, self.label, self.limits)
+            key = pool.pool_key(self.limits, preload)
+            blank = pool.POOL.take(key, masked_paths())
+            if blank is not None:
+                try:
+                    self._adopt(blank)
+                except Exception as exc:  # noqa: BLE001 - a warm sandbox that cannot be used is closed; start cold
+                    pool.POOL.last_error = f"hand-out failed: {type(exc).__name__}: {exc}"
+                    self.close()
+                    blank.close()
+            pool.POOL.started(key, self.limits)
+            self._pool_key = key
+        if not self.warm:
+            try:
+                self._cold_start()
+            except BaseException:
+                self.close()
+                raise
+        self.start_s = round(time.monotonic() - t_start, 3)
+
+    def _adopt(self, blank: "Sandbox") -> None:
+        """Become `blank` (a pool's sandbox with an empty /workspace), then copy this world's files in."""
+        moved = ("uid", "_lease", "_cgroup", "cgroup_mode", "cpu_capped", "_proc", "_chan", "_child_pid", "_child_start",
+                 "_kernel_pid", "_worker_pid", "_req_w", "_rep_r", "_ws_dev", "_host_tmp", "seccomp", "_masks")
+        for name in moved:
+            setattr(self, name, getattr(blank, name))
+        blank._lease = blank._cgroup = blank._proc = blank._chan = blank._host_tmp = None  # blank.close() is a no-op now
+        blank._req_w = blank._rep_r = blank.uid = None
+        blank._child_pid = blank._kernel_pid = blank._worker_pid = None
+        if blank._nice and os.geteuid() == 0 and self.uid is not None:
+            os.setpriority(os.PRIO_USER, self.uid, 0)  # every process of the sandbox's uid: full priority again
+        self._oom_seen = self._cgroup.oom_kills() if self._cgroup else 0
+        self._fill_workspace()
+        self.warm = True
+        self._started = time.monotonic()
+
+    def _fill_workspace(self) -> None:
+        """Copy the world's files into the (empty) /workspace of a live sandbox no agent code has run in.
+
+        The kernel's supervisor writes them (`put` requests on the host's channel; `put_files` in sandbox/kernel.py):
+        inside the sandbox, as its uid, charged to its cgroup, as bwrap's --file would; folders 0755, files 0644,
+        each created with O_EXCL|O_NOFOLLOW. The host checks first that /workspace is empty.
+        """
+        assert self.world_dir is not None
+        wfd = self._open_workspace()
+        if wfd is None:
+            raise BenchmarkError("the warm sandbox's /workspace is not reachable")
+        try:
+            if os.listdir(wfd):
+                raise BenchmarkError("the warm sandbox's /workspace is not empty")
+        finally:
+            os.close(wfd)
+        batch: list[dict] = []
+        size = 0
+        for p in sorted(self.world_dir.rglob("*")):
+            if p.is_symlink():
+                continue
+            rel = p.relative_to(self.world_dir).as_posix()
+            if p.is_dir():
+                batch.append({"path": rel, "dir": True})
+            elif p.is_file():
+                with open(p, "rb") as fh:
+                    first = True
+                    while True:
+                        chunk = fh.read(PUT_CHUNK)
+                        if not chunk and not first:
+                            break
+                        batch.append({"path": rel, "data": base64.b64encode(chunk).decode(), "append": not first})
+                        size += len(chunk)
+                        first = False
+                        if size >= PUT_CHUNK:
+                            self._put(batch)
+                            batch, size = [], 0
+                        if len(chunk) < PUT_CHUNK:
+                            break
+        if batch:
+            self._put(batch)
+
+    def _put(self, entries: list[dict]) -> None:
+        nonce = secrets.token_hex(16)
+        deadline = time.monotonic() + self.limits.start_wall_s
+        if not self._send(_frame({"nonce": nonce, "put": entries}), deadline):
+            raise BenchmarkError("the warm sandbox's kernel did not take the world's files")
+        while True:
+            kind, frame = self._chan.read(deadline)
+            if kind != "frame":
+                raise BenchmarkError(f"the warm sandbox's kernel did not answer the world's files ({kind})")
+            if frame.get("nonce") == nonce:
+                break
+        if frame.get("error") or frame.get("put") != len(entries):
+            raise BenchmarkError(f"could not copy the world's files into the warm sandbox: {frame.get('error')}")
+
+    def _preload(self, modules: tuple[str, ...]) -> None:
+        """A pool's blank: import `modules` in the kernel's worker, leaving the agent's namespace empty."""
+        from sandbox.pool import PRELOAD_CELL
+
+        if modules:
+            res = self.run_python(PRELOAD_CELL.format(mods=list(modules)))
+            if res.error or res.violation or res.restarted or self.violations:
+                raise BenchmarkError(f"the preload cell failed: {res.as_text()[:500]}")
+        self.cells = 0
+
+    def _cold_start(self) -> None:
         """Lease a uid, stage the neutral /opt tree, and launch the kernel under bwrap; wait for its ready frame.
 
         As root the roots are shown through overlays staged inside a throw-away mount namespace (`unshare
@@ -693,8 +831,6 @@ class Sandbox:
         """
         from sandbox.seal import masked_paths
 
-        t_start = time.monotonic()
-        clean_leftovers()
         as_root = os.geteuid() == 0
         if self._lease is None:
             self._lease = _UidLease()
@@ -725,7 +861,8 @@ class Sandbox:
                     return to + str(p)[len(str(root)):]
             return str(p)
 
-        masks = [inside(p) + ("/" if p.is_dir() else "") for p in masked_paths()]
+        self._masks = masked_paths()
+        masks = [inside(p) + ("/" if p.is_dir() else "") for p in self._masks]
         py_home = inside(venv) if venv else inside(base)
         python = f"{py_home}/bin/python{sys.version_info.major}.{sys.version_info.minor}"
         if not (venv or base).joinpath("bin", Path(python).name).exists():
@@ -826,7 +963,6 @@ class Sandbox:
                 self._ws_dev = os.stat(f"/proc/{self._child_pid}/root/workspace").st_dev
             except OSError:
                 self._ws_dev = None
-        self.start_s = round(time.monotonic() - t_start, 3)
 
     def _find_worker(self) -> int | None:
         """Host pid of the kernel's worker (the process that runs cells): the supervisor's one child."""
@@ -901,6 +1037,11 @@ class Sandbox:
         if self._lease:
             self._lease.release()
             self._lease = None
+        if self._pool_key is not None:
+            from sandbox.pool import POOL
+
+            POOL.stopped(self._pool_key)
+            self._pool_key = None
 
     # -- cells
     def _send(self, data: bytes, deadline: float) -> bool:
@@ -1032,7 +1173,7 @@ class Sandbox:
         self.restarts += 1
         self._teardown()
         started = self._started
-        self.start()
+        self._cold_start()  # with this world's files; never a pool's sandbox (the uid lease is kept)
         self._started = started  # the task's wall clock keeps running across restarts
 
     # -- outputs

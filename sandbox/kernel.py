@@ -13,6 +13,9 @@ Protocol with the host (framed, see `sandbox/bwrap.py` `_Channel`):
   reply    on REP_FD: MAGIC + 8-byte big-endian length + JSON {"nonce": str (echoed), "stdout": str,
                       "stderr": str, "error": str | null, "truncated": bool, "killed": int, "threads": int,
                       "forged": int}
+  put      on REQ_FD: {"nonce": str, "put": [{"path": rel, "dir": true} | {"path": rel, "data": base64, "append": bool}]}
+           sent by the host only to a warm sandbox's kernel before the world's first cell (`put_files`); the reply
+           is {"nonce": str, "put": entries written, "error": str (only on failure)}, and no cell runs.
 The nonce binds a reply to its request, and only the supervisor ever sees it: agent code has no descriptor on
 the reply pipe and cannot read the supervisor's memory, so a reply on the host's channel is the supervisor's.
 The worker's word is taken for one thing only, when its cell ended ("done" with the cell's sequence number and
@@ -37,6 +40,7 @@ go to the cell's own capture files (subprocesses such as macs3 and samtools are 
 Truncation policy: each stream keeps its first HEAD and last TAIL characters with a marker in between saying how
 much was cut; only the head and tail are ever read back, so a 600 MB output costs no memory here.
 """
+import base64
 import ctypes
 import io
 import json
@@ -289,6 +293,52 @@ def worker(cmd_fd: int, done_fd: int, ambient: int, out_fd: int, err_fd: int, sa
         send(done_fd, {"seq": seq, "error": error})
 
 
+def put_files(entries) -> dict:
+    """Write the world's files into /workspace (a warm sandbox's, before any agent cell): the host's `put` request,
+    a list of {"path": relative, "dir": true} or {"path": relative, "data": base64, "append": bool}. Folders 0755 and
+    files 0644 of this uid, created with O_EXCL|O_NOFOLLOW from their parent folder's descriptor (never through a
+    link); a chunk with "append" extends the file the previous entry created."""
+    made = 0
+    dirs = {"": os.open("/workspace", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)}
+    try:
+        for e in entries:
+            parts = str(e.get("path", "")).split("/")
+            if any(part in ("", ".", "..") or "\0" in part for part in parts):
+                raise ValueError(f"bad path {e.get('path')!r}")
+            parent, name = "/".join(parts[:-1]), parts[-1]
+            if parent not in dirs:  # made by an earlier request: walk to it, never through a link
+                at = ""
+                for part in parts[:-1]:
+                    nxt = f"{at}/{part}" if at else part
+                    if nxt not in dirs:
+                        dirs[nxt] = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirs[at])
+                    at = nxt
+            pfd = dirs[parent]
+            if e.get("dir"):
+                os.mkdir(name, 0o755, dir_fd=pfd)
+                dfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
+                os.fchmod(dfd, 0o755)
+                dirs["/".join(parts)] = dfd
+            else:
+                data = base64.b64decode(e.get("data", ""), validate=True)
+                flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_APPEND if e.get("append") else os.O_CREAT | os.O_EXCL)
+                fd = os.open(name, flags, 0o644, dir_fd=pfd)
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view):]
+                    os.fchmod(fd, 0o644)
+                finally:
+                    os.close(fd)
+            made += 1
+        return {"put": made}
+    except Exception as exc:  # noqa: BLE001 - reported to the host, which falls back to a cold start
+        return {"put": made, "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        for fd in dirs.values():
+            os.close(fd)
+
+
 def _awaits(wpid: int, fd: int, wait_s: float = 1.0) -> bool:
     """Whether the worker's main thread is back in read() on its command pipe, i.e. its cell really returned (a
     "done" forged by agent code mid-cell leaves it elsewhere). True when /proc/PID/syscall cannot be read."""
@@ -360,6 +410,9 @@ def main() -> None:
             os.kill(wpid, signal.SIGKILL)
             return
         nonce, code = str(req.get("nonce", "")), req.get("code", "")
+        if "put" in req:  # the host fills a warm sandbox's /workspace; the worker stays stopped
+            send(rep_fd, {"nonce": nonce, **put_files(req["put"])})
+            continue
         seq += 1
         between, t0 = read_capture(ambient)
         os.ftruncate(ambient, 0)

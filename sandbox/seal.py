@@ -344,7 +344,7 @@ def seal_problems(limits=None) -> list[str]:
         with tempfile.TemporaryDirectory(prefix="seal-probe-") as tmp:
             world = Path(tmp) / "world"
             world.mkdir()
-            with Sandbox(world, limits or Limits(), label="seal probe") as sb:
+            with Sandbox(world, limits or Limits(), label="seal probe", pool=False) as sb:  # one-off: no warm pool
                 res = sb.run_python(code)
         out = [ln for ln in res.stdout.splitlines() if ln.startswith("SEAL")]
         if not out:

@@ -9,6 +9,16 @@ from benchmark.loader import REPO_ROOT
 from sandbox.bwrap import Limits, Sandbox
 
 
+@pytest.fixture(autouse=True)
+def _warm_pool():
+    """Let the warm pool (sandbox/pool.py) catch up, so that most sandboxes here are pre-started ones handed to this
+    test's world: every check must hold for warm sandboxes as for cold ones (the first and custom-limit ones)."""
+    from sandbox.pool import POOL
+
+    POOL.wait_for(timeout=60)
+    yield
+
+
 @pytest.fixture
 def world(tmp_path) -> Path:
     d = tmp_path / "world"

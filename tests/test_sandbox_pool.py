@@ -89,3 +89,255 @@ def test_fingerprint_tracks_the_real_environment():
     roots = seal._walk_roots()
     assert Path("/usr") in roots and all(r.is_dir() for r in roots)
     assert os.path.realpath(roots[0]) == str(roots[0]), "site folders are walked once, resolved"
+
+
+# ---------------------------------------------------------------- warm sandboxes (sandbox/pool.py)
+
+import base64  # noqa: E402
+import textwrap  # noqa: E402
+import time  # noqa: E402
+
+from sandbox import pool as pool_mod  # noqa: E402
+from sandbox.bwrap import Limits, Sandbox  # noqa: E402
+from sandbox.pool import POOL, WarmPool  # noqa: E402
+
+
+def _world(root: Path, name: str, files: dict[str, str]) -> Path:
+    d = root / name
+    for rel, text in files.items():
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).write_text(text)
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _warm(world: Path, limits: Limits | None = None, label: str = "task") -> Sandbox:
+    assert POOL.wait_for(limits, world, label, timeout=90), POOL.last_error
+    sb = Sandbox(world, limits or Limits(), label=label)
+    sb.start()
+    assert sb.warm, f"expected a pre-started sandbox ({POOL.stats}, {POOL.last_error})"
+    return sb
+
+
+_LIST = "import os; print(sorted(os.path.relpath(os.path.join(d, f), '/workspace') for d, _, fs in os.walk('/workspace') for f in fs))"
+
+_PLANT = textwrap.dedent("""
+    import os, sys, numpy
+    secret = 'world-A'
+    numpy.planted_by_a = True
+    sys.modules['planted_by_a'] = sys
+    os.environ['PLANTED_BY_A'] = '1'
+    os.makedirs('out', exist_ok=True)
+    open('out/a_result.txt', 'w').write('A')
+    open('/tmp/a_tmp.txt', 'w').write('A')
+    open('/dev/shm/a_shm', 'w').write('A')
+    print(os.getpid(), os.getppid())
+""")
+
+_PROBE = textwrap.dedent("""
+    import os, sys, numpy
+    print(sorted(k for k in globals() if not k.startswith('__') and k not in ('os', 'sys', 'numpy')),
+          hasattr(numpy, 'planted_by_a'), 'planted_by_a' in sys.modules, 'PLANTED_BY_A' in os.environ,
+          sorted(os.listdir('/tmp')), sorted(os.listdir('/dev/shm')))
+""")
+
+
+def test_consecutive_worlds_on_warm_sandboxes_share_nothing(tmp_path):
+    a_world = _world(tmp_path, "world_a", {"meta.json": '{"w": "A"}\n', "a_only/input.csv": "a,1\n"})
+    b_world = _world(tmp_path, "world_b", {"meta.json": '{"w": "B"}\n', "b_only.txt": "b\n"})
+    a = _warm(a_world)
+    try:
+        assert a.run_python(_LIST).stdout.strip() == "['a_only/input.csv', 'meta.json']"
+        r = a.run_python(_PLANT)
+        assert r.error is None, r.as_text()
+        a_proc, a_kernel = a._proc, a._kernel_pid
+    finally:
+        a.close()
+    assert a_proc.poll() is not None, "world A's sandbox is torn down, never returned to the pool"
+    assert all(s._kernel_pid != a_kernel for s in POOL.ready())
+    b = _warm(b_world)
+    try:
+        assert b._kernel_pid != a_kernel
+        assert b.run_python(_LIST).stdout.strip() == "['b_only.txt', 'meta.json']", "B sees its own files only"
+        assert b.run_python("print(open('meta.json').read())").stdout.strip() == '{"w": "B"}'
+        r = b.run_python(_PROBE)
+        assert r.error is None, r.as_text()
+        got = r.stdout.strip()
+        assert got.startswith("[] False False False"), got
+        assert "a_tmp.txt" not in got and "a_shm" not in got, got
+        assert "NameError" in (b.run_python("secret").error or "")
+    finally:
+        b.close()
+
+
+def test_warm_sandbox_namespace_is_empty_and_preloads_are_imported(tmp_path):
+    sb = _warm(_world(tmp_path, "world", {"meta.json": "{}\n"}))
+    try:
+        r = sb.run_python("import sys\nprint(sorted(k for k in globals() if k != 'sys'), 'numpy' in sys.modules, 'pandas' in sys.modules)")
+        assert r.stdout.strip() == "['__builtins__', '__name__'] True True", r.as_text()
+        assert sb.cells == 1 and sb.violations == [] and sb.restarts == 0
+        r = sb.run_python("import time; t = time.perf_counter(); import numpy, pandas; print(time.perf_counter() - t < 0.05)")
+        assert r.stdout.strip() == "True", r.as_text()
+    finally:
+        sb.close()
+
+
+def test_concurrent_warm_and_cold_sandboxes_see_only_their_own_world(tmp_path):
+    a_world = _world(tmp_path, "world_a", {"a.txt": "A\n"})
+    b_world = _world(tmp_path, "world_b", {"b.txt": "B\n"})
+    a = _warm(a_world)
+    b = Sandbox(b_world)
+    b.start()  # warm if the pool kept up, cold otherwise: the same either way
+    try:
+        assert a.uid != b.uid
+        a.run_python("open('from_a.txt', 'w').write('A')")
+        b.run_python("open('from_b.txt', 'w').write('B')")
+        assert a.run_python(_LIST).stdout.strip() == "['a.txt', 'from_a.txt']"
+        assert b.run_python(_LIST).stdout.strip() == "['b.txt', 'from_b.txt']"
+    finally:
+        a.close()
+        b.close()
+
+
+def _ready_blank(world: Path) -> Sandbox:
+    key = POOL.prewarm(Limits(), world, "task")
+    assert POOL.wait_ready(key, 90), POOL.last_error
+    blanks = POOL.ready(key)
+    assert blanks
+    return blanks[0]
+
+
+def test_blanks_in_the_pool_hold_no_world(tmp_path):
+    blank = _ready_blank(tmp_path / "world")
+    assert blank.world_dir is None and not blank.warm
+    wfd = blank._open_workspace()
+    assert wfd is not None
+    try:
+        assert os.listdir(wfd) == []
+    finally:
+        os.close(wfd)
+
+
+def test_a_blank_whose_workspace_is_not_empty_is_never_handed_out(tmp_path):
+    world = _world(tmp_path, "world", {"mine.txt": "mine\n"})
+    blank = _ready_blank(world)
+    blank._put([{"path": "foreign.txt", "data": base64.b64encode(b"not this world's").decode()}])  # as if from another world
+    while POOL.ready():  # only the planted blank may be left to take
+        if POOL.ready()[0] is blank:
+            break
+        POOL.ready()[0].close()
+        time.sleep(0.1)
+    sb = Sandbox(world)
+    sb.start()
+    try:
+        assert not sb.warm and "not empty" in (POOL.last_error or ""), POOL.last_error
+        assert sb.run_python(_LIST).stdout.strip() == "['mine.txt']"
+        assert blank._proc is None or blank._proc.poll() is not None, "the planted blank was closed"
+    finally:
+        sb.close()
+
+
+def test_a_blank_started_with_other_masks_is_not_handed_out(tmp_path, monkeypatch):
+    from sandbox import seal
+
+    world = _world(tmp_path, "world", {"x.txt": "x\n"})
+    _ready_blank(world)
+    licence = next(p for p in sorted(Path("/usr/share/common-licenses").glob("*")) if p.is_file() and p.stat().st_size > 0) \
+        if Path("/usr/share/common-licenses").is_dir() else None
+    if licence is None:
+        pytest.skip("no small /usr file to mask here")
+    real = seal.masked_paths()
+    monkeypatch.setattr(seal, "masked_paths", lambda: real + (licence,))
+    discarded = POOL.stats["discarded"]
+    sb = Sandbox(world)
+    sb.start()
+    try:
+        assert not sb.warm and POOL.stats["discarded"] > discarded
+        r = sb.run_python(f"try:\n    print(len(open({str(licence)!r}).read()))\nexcept OSError:\n    print(0)")
+        assert r.stdout.strip() == "0", f"the new mask holds: {r.as_text()}"
+        assert licence.stat().st_size > 0
+    finally:
+        sb.close()
+        monkeypatch.undo()
+        POOL.drain()  # blanks built meanwhile carry the extra mask
+
+
+def test_restart_of_a_warm_sandbox_is_cold_with_its_own_files(tmp_path):
+    sb = _warm(_world(tmp_path, "world", {"meta.json": "{}\n"}), Limits(cell_wall_s=3))
+    try:
+        sb.run_python("open('scratch.txt', 'w').write('x'); y = 1")
+        r = sb.run_python("import os; os._exit(3)")
+        assert r.restarted and r.violation and r.violation.kind == "crash", r.as_text()
+        assert sb.run_python(_LIST).stdout.strip() == "['meta.json']"
+        assert "NameError" in (sb.run_python("y").error or "")
+    finally:
+        sb.close()
+
+
+def test_preload_follows_the_track_and_the_cpu_budget():
+    scrna = pool_mod.preload_for(Path("/x/scrna.L1.integrity.clean"), "scrna.L1.integrity.clean", Limits())
+    assert scrna[:2] == ("numpy", "pandas") and "scanpy" in scrna and "sklearn" in scrna and "scikit-learn" not in scrna
+    assert pool_mod.preload_for(Path("/tmp/world"), "task", Limits()) == ("numpy", "pandas")
+    assert pool_mod.preload_for(Path("/x/scrna.L1.a"), "scrna.L1.a", Limits(cpu_seconds=5)) == ()
+    a = pool_mod.pool_key(Limits(), ("numpy",))
+    assert a == pool_mod.pool_key(Limits(cell_wall_s=3, task_wall_s=9), ("numpy",)), "host-side clocks do not split keys"
+    assert a != pool_mod.pool_key(Limits(memory_bytes=1 << 30), ("numpy",))
+
+
+def test_pool_off_starts_cold(tmp_path, monkeypatch):
+    monkeypatch.setenv("DISCERN_SANDBOX_POOL", "0")
+    with Sandbox(_world(tmp_path, "world", {"a": "1"})) as sb:
+        assert not sb.warm
+        assert sb.run_python(_LIST).stdout.strip() == "['a']"
+    with Sandbox(_world(tmp_path, "world2", {"b": "1"}), pool=False) as sb:
+        assert not sb.warm
+
+
+def test_shutdown_closes_every_blank(tmp_path):
+    p = WarmPool()
+    key = p.prewarm(Limits(), tmp_path / "world", "task")
+    try:
+        assert p.wait_ready(key, 90), p.last_error
+        blanks = p.ready(key)
+        procs = [b._proc for b in blanks]
+        uids = [b.uid for b in blanks]
+    finally:
+        p.shutdown()
+    assert procs and all(pr.poll() is not None for pr in procs)
+    assert p.take(key, ()) is None
+    if os.geteuid() == 0:
+        from sandbox.bwrap import _pids_of_uid, _state
+
+        time.sleep(0.2)
+        assert not [q for u in uids for q in _pids_of_uid(u) if _state(q) not in ("Z", "X", None)]
+
+
+def test_warm_hand_out_copies_big_empty_and_nested_files_exactly(tmp_path):
+    import hashlib
+
+    world = _world(tmp_path, "world", {"a/b/c/deep.txt": "deep\n", "empty.txt": ""})
+    (world / "empty_dir").mkdir()
+    big = os.urandom(1 << 20) * 19  # 19 MiB: three `put` requests, the file split across them
+    (world / "a" / "big.bin").write_bytes(big)
+    sb = _warm(world)
+    try:
+        r = sb.run_python(textwrap.dedent("""
+            import hashlib, os, stat
+            for d, dirs, fs in sorted(os.walk('.')):
+                for name in sorted(dirs + fs):
+                    p = os.path.join(d, name)
+                    st = os.stat(p)
+                    h = hashlib.sha256(open(p, 'rb').read()).hexdigest()[:16] if os.path.isfile(p) else '-'
+                    print(p, oct(stat.S_IMODE(st.st_mode)), st.st_uid == os.getuid(), st.st_size if os.path.isfile(p) else '-', h)
+        """))
+        assert r.error is None, r.as_text()
+        rows = {ln.split()[0]: ln.split()[1:] for ln in r.stdout.strip().splitlines()}
+        assert rows["./a/big.bin"] == ["0o644", "True", str(len(big)), hashlib.sha256(big).hexdigest()[:16]]
+        assert rows["./empty.txt"][:3] == ["0o644", "True", "0"] and rows["./a/b/c/deep.txt"][2] == "5"
+        assert rows["./empty_dir"][:2] == ["0o755", "True"] and rows["./a/b"][:2] == ["0o755", "True"]
+        assert set(rows) == {"./a", "./a/b", "./a/b/c", "./a/b/c/deep.txt", "./a/big.bin", "./empty.txt", "./empty_dir"}
+    finally:
+        sb.close()
+    with Sandbox(world, pool=False) as cold:  # the same tree as bwrap's own --dir/--file copy
+        r2 = cold.run_python("import os; print(sorted(os.path.join(d, n) for d, ds, fs in os.walk('.') for n in ds + fs))")
+    assert r2.stdout.strip() == str(sorted(rows)), r2.as_text()

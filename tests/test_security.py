@@ -36,6 +36,16 @@ def _live(uid: int, wait_s: float = 5.0) -> list[int]:
         time.sleep(0.1)
 
 
+@pytest.fixture(autouse=True)
+def _warm_pool():
+    """Let the warm pool (sandbox/pool.py) catch up, so that most sandboxes here are pre-started ones handed to this
+    test's world: every check must hold for warm sandboxes as for cold ones (the first and custom-limit ones)."""
+    from sandbox.pool import POOL
+
+    POOL.wait_for(timeout=60)
+    yield
+
+
 @pytest.fixture
 def world(tmp_path) -> Path:
     d = tmp_path / "world"
