@@ -186,7 +186,8 @@ def cmd_run(args) -> int:
     cfg = RunConfig(model=args.model, out=out, worlds=args.worlds, tracks=args.tracks,
                     levels=args.levels or ["L1", "L2", "L3"], replicates=args.replicates, concurrency=args.concurrency,
                     resume=args.resume, seed=args.seed, reviewers=parse_reviewers(args.reviewers), judge=args.judge,
-                    force_config=args.force_config, suite=Path(args.suite) if args.suite else None)
+                    force_config=args.force_config, suite=Path(args.suite) if args.suite else None,
+                    executor=args.executor, address=args.address)
     records = execute(cfg)
     Console().print(summary_table(records))
     print(f"results: {out / 'results.jsonl'}")
@@ -367,6 +368,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "in all three roles (an ensemble of roles, not of models)")
     sp.add_argument("--judge", default="local/smollm2", help="the L3 judge model")
     sp.add_argument("--suite", help="a private campaign folder from `worlds freeze --all --seed S --out DIR`")
+    sp.add_argument("--executor", choices=["local", "ray"], default="local",
+                    help="where episodes run: local (this machine, --concurrency sandboxes) or ray (one task per "
+                         "episode on a Ray cluster; records are written here); see EVALUATE_MODEL.md")
+    sp.add_argument("--address", help="with --executor ray: the cluster's address, e.g. 10.0.0.5:6379 (default "
+                                      "RAY_ADDRESS, else the cluster started on this machine; 'local' starts one)")
     sp.set_defaults(fn=cmd_run)
 
     sp = sub.add_parser("grade", help="recompute every grade of a run from its stored trajectories")

@@ -55,6 +55,8 @@ class RunConfig:
     force_config: bool = False
     suite: Path | None = None  # a private campaign frozen with `worlds freeze --seed S --out DIR`
     max_steps: int | None = None  # smoke tests only: caps each level's step budget (recorded in config.json)
+    executor: str = "local"  # "local": a thread pool on this machine; "ray": a Ray cluster (benchmark.ray_executor)
+    address: str | None = None  # with executor "ray": the cluster's address (default RAY_ADDRESS, else "auto")
 
     def describe(self) -> dict:
         d = asdict(self)
@@ -211,6 +213,10 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
 
     if cfg.replicates < 1 or cfg.concurrency < 1:
         raise BenchmarkError("--replicates and --concurrency must be at least 1")
+    if cfg.executor not in ("local", "ray"):
+        raise BenchmarkError(f"--executor must be local or ray, not {cfg.executor!r}")
+    if cfg.address and cfg.executor != "ray":
+        raise BenchmarkError("--address names a Ray cluster: pass it with --executor ray")
     if not is_offline(cfg.model) and "/" not in cfg.model:
         raise BenchmarkError(f"model '{cfg.model}' is not a litellm model string (provider/name), e.g. local/smollm2 or anthropic/claude-...")
     refs = select_worlds(cfg)
@@ -222,11 +228,16 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
         for ref in refs:
             step(ref.id)
             ensure_built(ref)
+    remote = None
+    if cfg.executor == "ray":  # joined before the run folder is touched: a wrong address writes nothing
+        from benchmark.ray_executor import RayExecutor
+
+        remote = RayExecutor.connect(cfg)
     store = RunStore(cfg.out)
-    store.init({**cfg.describe(), "run_id": cfg.out.resolve().name, "harness_version": HARNESS_VERSION, "tool_versions": tool_versions(),
-                "python": sys.version.split()[0], "platform": platform.platform(),
-                "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}, cfg.resume, force=cfg.force_config)
     try:
+        store.init({**cfg.describe(), "run_id": cfg.out.resolve().name, "harness_version": HARNESS_VERSION, "tool_versions": tool_versions(),
+                    "python": sys.version.split()[0], "platform": platform.platform(),
+                    "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}, cfg.resume, force=cfg.force_config)
         done = store.done_keys()
         todo = [(r, k) for r in refs for k in range(cfg.replicates) if result_key(r.id, k) not in done]
         slots: queue.Queue[int] = queue.Queue()
@@ -240,16 +251,22 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
             finally:
                 slots.put(slot)
 
-        with progress(f"running {cfg.model}", len(todo)) as step, ThreadPoolExecutor(cfg.concurrency) as pool:
-            futures = {pool.submit(work, r, k): (r, k) for r, k in todo}
-            for fut in as_completed(futures):
-                r, k = futures[fut]
-                fut.result()
-                step(f"{r.id} r{k}")
+        if remote is not None:  # each episode on a Ray worker; recorded here, in completion order
+            with progress(f"running {cfg.model} on Ray", len(todo), finished=True) as step:
+                remote.run(todo, cfg, store, step)
+        else:
+            with progress(f"running {cfg.model}", len(todo)) as step, ThreadPoolExecutor(cfg.concurrency) as pool:
+                futures = {pool.submit(work, r, k): (r, k) for r, k in todo}
+                for fut in as_completed(futures):
+                    r, k = futures[fut]
+                    fut.result()
+                    step(f"{r.id} r{k}")
         wanted = {result_key(r.id, k) for r in refs for k in range(cfg.replicates)}
         return [rec for rec in store.results() if result_key(rec.world_id, rec.replicate) in wanted]
     finally:
         store.close()
+        if remote is not None:
+            remote.close()
 
 
 def summary_table(records: list[ResultRecord]):

