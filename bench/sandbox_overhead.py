@@ -46,7 +46,7 @@ def timed(fn, n: int, before=None) -> float:
 def line(what: str, got: float, base: float, base_what: str, goal: float | None) -> str:
     ratio = got / base
     mark = "" if goal is None else f" | goal <= {goal:<4} {'met' if ratio <= goal else 'MISSED'}"
-    return f"{what:<44} {got * 1e3:8.1f} ms | {base_what:<30} {base * 1e3:7.1f} ms | ratio {ratio:6.2f}{mark}"
+    return f"{what:<48} {got * 1e3:8.1f} ms | {base_what:<32} {base * 1e3:7.1f} ms | ratio {ratio:6.2f}{mark}"
 
 
 def main() -> None:
@@ -122,9 +122,9 @@ def main() -> None:
     print(line("warm sandbox start + first cell `pass`", warm, plain, "python -c pass", START_GOAL))
     print(line("cold start + first cell `import numpy, pandas`", cold_np, plain_np, "python -c 'import numpy, pandas'", IMPORT_GOAL))
     print(line("warm start + first cell `import numpy, pandas`", warm_np, plain_np, "python -c 'import numpy, pandas'", IMPORT_GOAL))
-    print(f"{'sandbox cell round trip':<44} {cell * 1e3:8.2f} ms | {'piped child exec':<30} {piped * 1e3:7.2f} ms | ratio {cell / piped:6.2f}")
-    print(f"{'sandbox teardown (close, after the world)':<44} {statistics.median(closes) * 1e3:8.1f} ms (median, not in the ratios above)")
-    print(f"{'seal walk (masked_paths)':<44} {walk_fresh * 1e3:8.1f} ms fresh | {walk_cached * 1e3:7.1f} ms from the disk cache")
+    print(f"{'sandbox cell round trip':<48} {cell * 1e3:8.2f} ms | {'piped child exec':<32} {piped * 1e3:7.2f} ms | ratio {cell / piped:6.2f}")
+    print(f"{'sandbox teardown (close, after the world)':<48} {statistics.median(closes) * 1e3:8.1f} ms (median, not in the ratios above)")
+    print(f"{'seal walk (masked_paths)':<48} {walk_fresh * 1e3:8.1f} ms fresh | {walk_cached * 1e3:7.1f} ms from the disk cache")
     print(f"pool: {POOL.stats}")
 
 

@@ -208,8 +208,8 @@ class WarmPool:
         with self._cv:
             while not self._ready.get(key):
                 left = deadline - time.monotonic()
-                if left <= 0 or not self._usable() or key not in self._recent:  # never asked for: none will come
-                    return False
+                if left <= 0 or not self._usable() or key not in self._recent or self._failures.get(key, 0) >= MAX_FAILURES:
+                    return False  # never asked for, or given up on: none will come
                 self._cv.wait(min(left, 1.0))
             return True
 
@@ -297,8 +297,9 @@ class WarmPool:
                 try:
                     if not self._closed:
                         blank.start()
-                        blank._preload(preload)
-                        ok = True
+                        if not self._closed:  # at exit, do not spend seconds importing for nobody
+                            blank._preload(preload)
+                            ok = True
                 except Exception as exc:  # noqa: BLE001 - a failed build is retried (up to MAX_FAILURES in a row)
                     self.last_error = f"{type(exc).__name__}: {exc}"
                 with self._cv:
