@@ -181,10 +181,12 @@ def cmd_run(args) -> int:
     from benchmark.run import RunConfig, execute, summary_table
 
     out = Path(args.out) if args.out else Path("runs") / args.model.replace("/", "_")
+    from benchmark.estimate import default_concurrency
     from benchmark.run import failure_line
 
     cfg = RunConfig(model=args.model, out=out, worlds=args.worlds, tracks=args.tracks,
-                    levels=args.levels or ["L1", "L2", "L3"], replicates=args.replicates, concurrency=args.concurrency,
+                    levels=args.levels or ["L1", "L2", "L3"], replicates=args.replicates,
+                    concurrency=default_concurrency(args.model) if args.concurrency is None else args.concurrency,
                     resume=args.resume, seed=args.seed, reviewers=parse_reviewers(args.reviewers), judge=args.judge,
                     force_config=args.force_config, suite=Path(args.suite) if args.suite else None,
                     executor=args.executor, address=args.address)
@@ -356,7 +358,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tracks", nargs="+")
     sp.add_argument("--levels", nargs="+", choices=["L1", "L2", "L3"])
     sp.add_argument("--replicates", type=int, default=1)
-    sp.add_argument("--concurrency", type=int, default=1)
+    sp.add_argument("--concurrency", type=int, default=None,
+                    help="worlds run at once (default: one per core for local/ and scripted/ models, whose local "
+                         "model keeps one server per world; 4 for a hosted model)")
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--out", help="run directory (default runs/<model>)")
     sp.add_argument("--resume", action="store_true", help="continue a killed run without redoing finished worlds")

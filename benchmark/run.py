@@ -240,6 +240,11 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
                     "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}, cfg.resume, force=cfg.force_config)
         done = store.done_keys()
         todo = [(r, k) for r in refs for k in range(cfg.replicates) if result_key(r.id, k) not in done]
+        if todo and remote is None:  # the first world's sandbox starts while the run says what to expect
+            from sandbox.pool import POOL
+
+            POOL.prewarm(cfg.limits, ensure_built(todo[0][0]), todo[0][0].id)
+        print(expected(cfg, todo, store), file=sys.stderr, flush=True)
         slots: queue.Queue[int] = queue.Queue()
         for s in range(cfg.concurrency):
             slots.put(s)
@@ -255,7 +260,7 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
             with progress(f"running {cfg.model} on Ray", len(todo), finished=True) as step:
                 remote.run(todo, cfg, store, step)
         else:
-            with progress(f"running {cfg.model}", len(todo)) as step, ThreadPoolExecutor(cfg.concurrency) as pool:
+            with progress(f"running {cfg.model}", len(todo), finished=True) as step, ThreadPoolExecutor(cfg.concurrency) as pool:
                 futures = {pool.submit(work, r, k): (r, k) for r, k in todo}
                 for fut in as_completed(futures):
                     r, k = futures[fut]
@@ -267,6 +272,19 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
         store.close()
         if remote is not None:
             remote.close()
+
+
+def expected(cfg: RunConfig, todo: list[tuple[WorldRef, int]], store: RunStore) -> str:
+    """The line a run prints before its first world: how long the rest should take (benchmark.estimate)."""
+    from collections import defaultdict
+
+    from benchmark.estimate import expected_line
+
+    finished: dict[str, list[float]] = defaultdict(list)
+    for rec in store.results():
+        if rec.model == cfg.model and rec.status not in ERROR_STATUSES:
+            finished[rec.level].append(rec.wall_s)
+    return expected_line(cfg.model, [str(r.world.level) for r, _ in todo], cfg.concurrency, dict(finished))
 
 
 def summary_table(records: list[ResultRecord]):

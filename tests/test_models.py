@@ -214,3 +214,33 @@ def test_local_fit_drops_old_exchanges_in_blocks_so_the_prompt_prefix_stays_cach
     over = sum(p != "turn 00" for p in prefixes)  # turns at which old exchanges had to go
     changes = sum(a != b for a, b in zip(prefixes, prefixes[1:]))
     assert over > 40 and 0 < changes <= over // 8  # one exchange dropped per turn would change it at every turn
+
+
+def test_a_reply_caught_in_a_verbatim_loop_is_cut_after_its_first_copy():
+    from benchmark.models.local import loop_cut
+
+    sentence = "The evidence is a table of the evidence that supports the hypothesis. "
+    text = "The dossier is a dataset. " + sentence * 3
+    assert loop_cut(text) == len("The dossier is a dataset. ") + len(sentence)
+    assert loop_cut("The dossier is a dataset. " + sentence * 2) is None  # two copies are not yet a loop
+    assert loop_cut("print('=' * 80)\n" + "=" * 80) is None  # a ruler is not a loop
+    assert loop_cut('{"code": "import os\\nprint(os.listdir())"}') is None
+
+
+def test_local_smollm2_stops_a_looping_reply_early_with_real_counts():
+    """The first free-text answer to an L3 dossier loops (it repeated one sentence to the cap before): it ends at the
+    loop, with finish_reason 'length' as at the cap, well before the cap, and real token counts."""
+    from benchmark.agent import RUN_PYTHON_TOOL
+    from benchmark.l3 import L3_SYSTEM, MIN_STEPS
+    from benchmark.loader import load_suite
+    from benchmark.models.local import MAX_REPLY_TOKENS, loop_cut
+
+    ref = next(r for r in load_suite().select(["clinvar.L3.dossier.germline_spectrum"], None, None))
+    messages = [{"role": "system", "content": L3_SYSTEM.format(min=MIN_STEPS, max=8)},
+                {"role": "user", "content": ref.family.prompt}]
+    resp, rec = call_model("local/smollm2", messages, step=0, tools=[RUN_PYTHON_TOOL], tool_choice="auto",
+                           max_tokens=8192)
+    assert rec.ok, rec.error
+    text = resp.choices[0].message.content
+    assert rec.finish_reason == "length" and 0 < rec.tokens_out < MAX_REPLY_TOKENS * 3 // 4, (rec.tokens_out, text)
+    assert text and loop_cut(text) is None and rec.tokens_in > 100

@@ -242,6 +242,64 @@ def _as_tool_call(choice: dict, fn: dict) -> dict:
     return {**choice, "message": {"role": "assistant", "content": None, "tool_calls": [call]}, "finish_reason": "tool_calls"}
 
 
+LOOP_MIN_CHARS, LOOP_COPIES, LOOP_MIN_DISTINCT = 20, 3, 5
+
+
+def loop_cut(text: str) -> int | None:
+    """Where a reply that has fallen into a verbatim loop ends: after the first copy of a span of at least
+    LOOP_MIN_CHARS characters (LOOP_MIN_DISTINCT distinct ones, so a ruler of '=' is no loop) that the reply then
+    repeats back to back until it has LOOP_COPIES copies; None while there is no such loop.
+
+    At temperature 0 a small model that has repeated a sentence three times keeps repeating it until the token cap
+    (every free-text reply of SmolLM2-135M in an L3 dossier did); what follows the first copy carries nothing, and
+    decoding it is most of an offline episode's time."""
+    n = len(text)
+    for p in range(LOOP_MIN_CHARS, n // LOOP_COPIES + 1):
+        span = text[n - p:]
+        if len(set(span)) >= LOOP_MIN_DISTINCT and all(
+                text[n - (k + 1) * p:n - k * p] == span for k in range(1, LOOP_COPIES)):
+            return n - (LOOP_COPIES - 1) * p
+    return None
+
+
+def _streamed(server, request: dict) -> dict:
+    """One request, streamed so that a reply caught in a loop (loop_cut) is stopped there; the answer in the
+    non-streamed shape (choices, usage) or the server's error. A stopped reply ends with finish_reason 'length', as
+    a reply cut by the token cap does; its completion tokens are the tokens streamed, and its prompt tokens are the
+    server's count from a one-token call on the same prompt (answered from the prompt cache)."""
+    text: list[str] = []
+    state: dict[str, Any] = {"finish": None, "usage": None, "error": None, "tokens": 0, "cut": None}
+
+    def on_chunk(chunk: dict) -> bool:
+        if "error" in chunk:
+            state["error"] = chunk["error"]
+            return True
+        for c in chunk.get("choices") or []:
+            piece = (c.get("delta") or {}).get("content")
+            if piece:
+                text.append(piece)
+                state["tokens"] += 1
+            state["finish"] = c.get("finish_reason") or state["finish"]
+        state["usage"] = chunk.get("usage") or state["usage"]
+        if state["tokens"] >= 12 and not state["finish"]:
+            state["cut"] = loop_cut("".join(text))
+            return state["cut"] is not None
+        return False
+
+    server.handle_chat_completions({**request, "stream": True, "stream_options": {"include_usage": True}}, on_chunk)
+    if state["error"] is not None:
+        return {"error": state["error"]}
+    content = "".join(text)
+    usage = state["usage"]
+    if state["cut"] is not None:
+        content = content[:state["cut"]]
+        count = server.handle_chat_completions({**request, "max_tokens": 1})
+        prompt = (count.get("usage") or {}).get("prompt_tokens", 0) if isinstance(count, dict) else 0
+        usage, state["finish"] = {"prompt_tokens": prompt, "completion_tokens": state["tokens"]}, "length"
+    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                         "finish_reason": state["finish"] or "stop"}], "usage": usage or {}}
+
+
 class LocalLLM:
     def complete(self, model: str, messages: list, optional_params: dict, metadata: dict) -> Reply:
         name = model.split("/")[-1]
@@ -266,7 +324,7 @@ class LocalLLM:
         slot = _acquire(name, key)
         try:
             server = slot.server
-            out = server.handle_chat_completions(request)
+            out = _streamed(server, request)
             budget = int((n_ctx - max_tokens - 256) * CHARS_PER_TOKEN)
             for _ in range(3):  # over the context by the server's count: refit to its tokens-per-character ratio
                 m = _OVER_CONTEXT.search(str(out.get("error", {}).get("message", "")) if isinstance(out, dict) else "")
@@ -274,7 +332,7 @@ class LocalLLM:
                     break
                 budget = int(budget * (n_ctx - max_tokens - 64) / int(m.group(1)) * 0.95)
                 request["messages"] = _fit(messages, n_ctx, max_tokens, budget) + hint
-                out = server.handle_chat_completions(request)
+                out = _streamed(server, request)
         finally:
             _release(slot, json.dumps(request["messages"], sort_keys=True, default=str))
         if not isinstance(out, dict) or "choices" not in out:
