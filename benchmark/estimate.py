@@ -1,7 +1,7 @@
 """The expected duration of a run, said before its first world starts.
 
 From the run's own finished worlds when it resumes (median wall time per level); else, for the offline local model,
-from CPU seconds per world measured on the reference machine (bench/main_job.py: 2 cores, idle), divided over the
+from seconds per world measured on one core of the reference machine (2 cores, idle), divided over the
 cores the run can use. A hosted model's time depends on its endpoint, so none is guessed; the progress line
 extrapolates from the worlds done either way.
 """
@@ -14,8 +14,9 @@ from typing import Iterable
 
 from benchmark.progress import minutes
 
-# CPU seconds per world of local/smollm2, by level: whole-suite run of 2026-12-01 (bench/main_job.py), 2 cores.
-LOCAL_CPU_S = {"L1": 20.0, "L2": 25.0, "L3": 190.0}
+# Seconds per world of local/smollm2 on one core, by level: the README main job of 2026-12-01 on a 2-core machine
+# (two worlds at once, one model thread each; mean wall of 46 L1, 52 L2 and 11 L3 worlds).
+LOCAL_CPU_S = {"L1": 9.0, "L2": 6.0, "L3": 230.0}
 
 
 def cores() -> int:

@@ -19,6 +19,7 @@ import functools
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import tempfile
 from importlib import metadata
@@ -416,13 +417,17 @@ def ensure_built(ref: WorldRef, cache_root: Path | None = None) -> Path:
     """The world's verified public files: rebuilt into the cache when absent, refused when they differ from the lock."""
     lock = read_lock(ref)
     d = world_cache(ref, cache_root)
-    if not d.exists():
-        tmp = d.with_name(f".{ref.id}.building")
+    if not d.exists():  # built aside under a name of this process, then renamed: two processes may race here
+        tmp = d.with_name(f".{ref.id}.{os.getpid()}.{secrets.token_hex(4)}.building")
         tmp.parent.mkdir(parents=True, exist_ok=True)
-        build_files(ref, tmp)
-        if d.exists():
-            shutil.rmtree(d)
-        os.replace(tmp, d)
+        try:
+            build_files(ref, tmp)
+            os.rename(tmp, d)
+        except OSError:
+            if not d.exists():
+                raise
+        finally:  # another process renamed its build first (ours is not needed), or the build failed
+            shutil.rmtree(tmp, ignore_errors=True)
     problems = compare(ref, lock, d)
     if problems:
         raise LockMismatch("; ".join(problems[:3]) + ("" if len(problems) <= 3 else f" (+{len(problems) - 3} more)"))

@@ -240,6 +240,8 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
                     "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}, cfg.resume, force=cfg.force_config)
         done = store.done_keys()
         todo = [(r, k) for r in refs for k in range(cfg.replicates) if result_key(r.id, k) not in done]
+        if cfg.concurrency > 1:
+            todo = longest_first(todo)
         if todo and remote is None:  # the first world's sandbox starts while the run says what to expect
             from sandbox.pool import POOL
 
@@ -272,6 +274,18 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
         store.close()
         if remote is not None:
             remote.close()
+
+
+def longest_first(todo: list[tuple[WorldRef, int]]) -> list[tuple[WorldRef, int]]:
+    """Worlds in the order that ends a parallel run soonest: the longest first (L3 dossiers, the largest first; then
+    L2, then L1), so the run does not end with one long dossier on one core while the others idle."""
+    rank = {"L3": 0, "L2": 1, "L1": 2}
+
+    def size(ref: WorldRef) -> int:
+        d = ensure_built(ref)
+        return -sum(p.stat().st_size for p in d.rglob("*") if p.is_file()) if ref.world.level == Level.L3 else 0
+
+    return sorted(todo, key=lambda rk: (rank.get(str(rk[0].world.level), 3), size(rk[0]), rk[0].id, rk[1]))
 
 
 def expected(cfg: RunConfig, todo: list[tuple[WorldRef, int]], store: RunStore) -> str:

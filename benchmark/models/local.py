@@ -133,15 +133,22 @@ CUT_MARKER = "\n...[{n} characters cut here to fit the local model's context; he
 _OVER_CONTEXT = re.compile(r"request \((\d+) tokens\) exceeds the available context size")
 
 
+TAIL_CHARS = 4000  # the tail a cut keeps: the ask and the quoted answer, which follow the shared dossier
+
+
 def _shorten(text: str, keep: int) -> str:
-    """Head and tail of an over-long text with a marker between them (the head states the task, the tail asks)."""
+    """Head and tail of an over-long text with a marker between them (the head states the task, the tail asks).
+
+    The tail is at most TAIL_CHARS, so the head's length depends on the budget, not on the text: prompts that open
+    with the same long dossier (three reviewers, three rounds, the judge) keep the same head, which the server's
+    prompt cache then reads once per dossier instead of once per call."""
     if len(text) <= keep:
         return text
     from benchmark.untrusted import cut_middle  # a quoted passage of agent text stays framed across the cut
 
     keep = want = max(keep, 200)
     for _ in range(4):  # the frame tags a cut closes and reopens count against `keep`
-        head = keep * 2 // 3
+        head = keep - min(keep // 3, TAIL_CHARS)
         out = cut_middle(text, head, keep - head, CUT_MARKER.format(n=len(text) - keep))
         over = len(out) - len(CUT_MARKER.format(n=len(text) - keep)) - want
         if over <= 0 or keep <= 200:
