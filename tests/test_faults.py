@@ -42,9 +42,10 @@ def valid_report(world: str = W1) -> dict:
 
 
 def run_cli(out: Path, base_url: str, *extra: str, worlds=(W1,), env: dict | None = None, timeout: int = 300):
-    """`python -m benchmark run` in a subprocess, as a user runs it, with the key and endpoint in its environment."""
+    """`python -m benchmark run` in a subprocess, as a user runs it, with the key and endpoint in its environment; one
+    world at a time (a hosted model's default is 4), since the fake endpoint answers its scripted replies in order."""
     cmd = [sys.executable, "-m", "benchmark", "run", "--model", MODEL, "--out", str(out), "--levels", "L1",
-           "--worlds", *worlds, *extra]
+           "--concurrency", "1", "--worlds", *worlds, *extra]
     e = dict(os.environ, OPENAI_API_BASE=base_url, OPENAI_API_KEY=SECRET, BENCHMARK_PROGRESS="0", **(env or {}))
     return subprocess.run(cmd, cwd=REPO_ROOT, env=e, capture_output=True, text=True, timeout=timeout)
 
