@@ -32,14 +32,16 @@ from sandbox.pool import POOL  # noqa: E402
 START_GOAL, IMPORT_GOAL = 1.5, 0.5
 
 
-def timed(fn, n: int, before=None) -> float:
+def timed(fn, n: int, before=None, minus=None) -> float:
+    """Median seconds of fn() over n runs; `before()` runs untimed first, and `minus()` (read after each run) is a
+    part of it timed apart, taken off."""
     xs = []
     for _ in range(n):
         if before is not None:
             before()
         t0 = time.perf_counter()
         fn()
-        xs.append(time.perf_counter() - t0)
+        xs.append(time.perf_counter() - t0 - (minus() if minus is not None else 0.0))
     return statistics.median(xs)
 
 
@@ -86,14 +88,7 @@ def main() -> None:
 
     def timed_excl_close(fn, n: int, before=None) -> float:
         """Median of start + first cell; the teardown after it (off the world's clock) is timed apart."""
-        xs = []
-        for _ in range(n):
-            if before is not None:
-                before()
-            t0 = time.perf_counter()
-            fn()
-            xs.append(time.perf_counter() - t0 - closes[-1])
-        return statistics.median(xs)
+        return timed(fn, n, before, minus=lambda: closes[-1])
 
     def ready() -> None:
         if not POOL.wait_for(Limits(), world, "task", timeout=120):

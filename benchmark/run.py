@@ -26,7 +26,7 @@ from benchmark import scripted_plans
 from benchmark.agent import HARNESS_VERSION, RetryPolicy, run_episode
 from benchmark.audit import audit_cells
 from benchmark.errors import BenchmarkError, LockMismatch
-from benchmark.freeze import ensure_built, read_golden, tool_versions
+from benchmark.freeze import ensure_built, read_golden, tool_versions, world_cache
 from benchmark.loader import WorldRef, load_suite
 from benchmark.manifest import STEP_BUDGET, Level
 from benchmark.records import ERROR_STATUSES, ResultRecord, RoleUsage, Trajectory
@@ -245,7 +245,7 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
         if todo and remote is None:  # the first world's sandbox starts while the run says what to expect
             from sandbox.pool import POOL
 
-            POOL.prewarm(cfg.limits, ensure_built(todo[0][0]), todo[0][0].id)
+            POOL.prewarm(cfg.limits, world_cache(todo[0][0]), todo[0][0].id)
         print(expected(cfg, todo, store), file=sys.stderr, flush=True)
         slots: queue.Queue[int] = queue.Queue()
         for s in range(cfg.concurrency):
@@ -281,8 +281,8 @@ def longest_first(todo: list[tuple[WorldRef, int]]) -> list[tuple[WorldRef, int]
     L2, then L1), so the run does not end with one long dossier on one core while the others idle."""
     rank = {"L3": 0, "L2": 1, "L1": 2}
 
-    def size(ref: WorldRef) -> int:
-        d = ensure_built(ref)
+    def size(ref: WorldRef) -> int:  # the files were built and verified against the lock before the run
+        d = world_cache(ref)
         return -sum(p.stat().st_size for p in d.rglob("*") if p.is_file()) if ref.world.level == Level.L3 else 0
 
     return sorted(todo, key=lambda rk: (rank.get(str(rk[0].world.level), 3), size(rk[0]), rk[0].id, rk[1]))
