@@ -8,8 +8,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from benchmark.errors import BenchmarkError, ManifestError
-from benchmark.ledger import (LEDGER_ROOT, Ledger, Ruling, append_ruling, cross_file_contradictions, effective_rulings,
-                              ledger_paths, load_ledger)
+from benchmark.ledger import (LEDGER_ROOT, Ledger, Ruling, append_ruling, append_rulings, cross_file_contradictions,
+                              effective_rulings, ledger_paths, ledgers_version, load_ledger)
 from benchmark.loader import _line_of, load_suite, read_yaml
 from benchmark.store import RunStore, result_key
 from benchmark.verify import Discrepancy, load_verifications
@@ -31,7 +31,8 @@ class PendingItem:
 
 
 def load_ledgers(paths: list[Path] | None = None) -> list[Ledger]:
-    return [led for p in (paths or ledger_paths()) for led in [load_ledger(p)] if isinstance(led, Ledger)]
+    """The adjudication ledgers of these files (None: every ledgers/*.yaml; an empty list: none)."""
+    return [led for p in (ledger_paths() if paths is None else paths) for led in [load_ledger(p)] if isinstance(led, Ledger)]
 
 
 def pending(run_dir: Path, ledgers: list[Ledger] | None = None) -> list[PendingItem]:
@@ -56,8 +57,8 @@ def pending(run_dir: Path, ledgers: list[Ledger] | None = None) -> list[PendingI
                 cells = traj.cells[-2:]
                 evidence = "\n".join(f"[code step {c.step}]\n{c.code[:1200]}\n[output]\n{(c.stdout + (c.error or ''))[:1200]}" for c in cells)
                 checks = getattr(ref.world.rubric, "checks", None) or getattr(ref.world.rubric, "actions", [])
-                rubric = "\n".join(f"- {c.id} ({c.component or 'action'}): {c.why or c.kind}" for c in checks) or ref.world.expected_response
-                rubric = f"expected: {ref.world.expected_response}\n{rubric}"
+                lines = "\n".join(f"- {c.id} ({c.component or 'action'}): {c.why or c.kind}" for c in checks)
+                rubric = f"expected: {ref.world.expected_response}" + (f"\n{lines}" if lines else "")
                 report = (traj.report_raw or "(no report)")[:3000]
                 evidence = evidence or "(no code was run)"
             items.append(PendingItem(run_id, v.key, v.world_id, v.replicate, rec.model, d, v.verifier_model, v.reason,
@@ -88,8 +89,12 @@ def _l3_evidence(ref, traj) -> tuple[str, str, str]:
     return rubric, report, "\n".join(lines)
 
 
-def rule(run_dir: Path, ledger_path: Path, world: str, component: str, ruling: str, adjudicator: str, rationale: str,
-         replicate: int = 0, date: dt.date | None = None, supersedes: int | None = None) -> Ruling:
+def prepare_ruling(run_dir: Path, ledger_path: Path, world: str, component: str, ruling: str, adjudicator: str,
+                   rationale: str, replicate: int = 0, date: dt.date | None = None,
+                   supersedes: int | None = None) -> Ruling:
+    """Every check a ruling passes before it is written (the CLI's `ledger rule` and the web view share it): the
+    run has the result, the value parses and is in range for the component, and no other ledger file in the same
+    folder rules differently on the same key. Nothing is written."""
     store = RunStore(run_dir)
     recs = {result_key(r.world_id, r.replicate): r for r in store.results()}
     key = result_key(world, replicate)
@@ -130,7 +135,110 @@ def rule(run_dir: Path, ledger_path: Path, world: str, component: str, ruling: s
                 raise BenchmarkError(f"{led.where(i)}: ruling {e.id} already rules {e.ruling!r} on this run, world, "
                                      f"replicate and component; record the new ruling in {other} with --supersedes {e.id} "
                                      f"(nothing was written to {ledger_path})")
+    return r
+
+
+def rule(run_dir: Path, ledger_path: Path, world: str, component: str, ruling: str, adjudicator: str, rationale: str,
+         replicate: int = 0, date: dt.date | None = None, supersedes: int | None = None) -> Ruling:
+    """Validate one ruling (prepare_ruling) and append it to the ledger file atomically."""
+    r = prepare_ruling(run_dir, ledger_path, world, component, ruling, adjudicator, rationale, replicate, date, supersedes)
     return append_ruling(ledger_path, r)
+
+
+class LedgerConflict(BenchmarkError):
+    """The ledgers changed since the adjudicator looked at them, or the result is already ruled: nothing written."""
+
+
+@dataclass
+class Draft:
+    """One component of a ruling form: the value to record and, when it replaces a ruling in force, that id."""
+
+    component: str
+    ruling: str
+    supersedes: int | None = None
+
+
+@dataclass
+class InForce:
+    """A ruling in force on a result, with the ledger file that holds it."""
+
+    ruling: Ruling
+    path: Path
+    where: str
+
+
+def rulings_in_force(ledger_dir: Path, run_id: str, world: str, replicate: int) -> list[InForce]:
+    """The rulings in force on one (run, world, replicate), over every adjudication ledger of a folder."""
+    out: dict[str, InForce] = {}
+    for p in ledger_paths(ledger_dir) if Path(ledger_dir).is_dir() else []:
+        led = load_ledger(p)
+        if not isinstance(led, Ledger):
+            continue
+        for i, e in enumerate(led.entries):
+            if (e.run, e.world, e.replicate) == (run_id, world, replicate):
+                out[e.component] = InForce(e, p, led.where(i))  # the last in a file supersedes the earlier ones
+    return [out[c] for c in sorted(out)]
+
+
+def record_rulings(run_dir: Path, ledger_path: Path, world: str, replicate: int, drafts: list[Draft],
+                   adjudicator: str, rationale: str, expected_version: str, date: dt.date | None = None) -> list[Ruling]:
+    """Record the rulings of one form submission, all or none, through the same checks as `ledger rule`.
+
+    Refused (LedgerConflict, nothing written) when any ledger file in the folder changed since the form was rendered
+    (`expected_version` is `ledgers_version` of the folder then), or when a ruling is already in force on this run,
+    world and replicate and the submission does not supersede it, component by component."""
+    if not drafts:
+        raise BenchmarkError("the form names no component to rule on; choose a decision for at least one component")
+    comps = [d.component for d in drafts]
+    if len(set(comps)) != len(comps):
+        raise BenchmarkError(f"the form rules twice on one component ({', '.join(comps)}); rule once per component")
+    ledger_dir = Path(ledger_path).parent
+    run_id = RunStore(run_dir).run_id()
+    prepared = [prepare_ruling(run_dir, ledger_path, world, d.component, d.ruling, adjudicator, rationale, replicate,
+                               date, d.supersedes) for d in drafts]
+
+    def check() -> None:
+        if ledgers_version(ledger_dir) != expected_version:
+            raise LedgerConflict(f"the ledgers in {ledger_dir} changed since this page was rendered (another ruling was "
+                                 "recorded or a file was edited); nothing was written: reload the page, read the "
+                                 "rulings now in force and submit again")
+        for f in rulings_in_force(ledger_dir, run_id, world, replicate):
+            d = next((d for d in drafts if d.component == f.ruling.component), None)
+            if d is None or d.supersedes != f.ruling.id:
+                raise LedgerConflict(f"{f.where}: ruling {f.ruling.id} already rules {f.ruling.component} = "
+                                     f"{f.ruling.ruling!r} on run {run_id}, world {world}, replicate {replicate}; "
+                                     f"nothing was written: to replace it, rule on {f.ruling.component} again and "
+                                     f"supersede ruling {f.ruling.id}")
+            if f.path.resolve() != Path(ledger_path).resolve():
+                raise LedgerConflict(f"{f.where}: ruling {f.ruling.id} is in {f.path.name}, and 'supersedes' works "
+                                     f"within one file; record the new ruling in {f.path.name}")
+
+    return append_rulings(Path(ledger_path), prepared, before_write=check)
+
+
+def verification_progress(run_dir: Path) -> tuple[int, int]:
+    """(verified, verifiable) results of a run: `verify` checks every L1/L2 result and every L3 dossier the judge
+    scored; a partly verified run has discrepancies nobody has seen yet."""
+    store = RunStore(run_dir)
+    keys = {result_key(r.world_id, r.replicate) for r in store.results()
+            if r.level in ("L1", "L2") or (r.level == "L3" and r.l3_axes)}
+    done = {v.key for v in load_verifications(run_dir)}
+    return len(keys & done), len(keys)
+
+
+def resolve_ledger_args(paths: list[str]) -> list[Path]:
+    """Ledger files named on a command line: folders are read for *.yaml, a shell glob that matched nothing (it stays
+    literal, e.g. `ledgers/*.yaml` in a fresh clone) is dropped, and any other missing file is an error naming it."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            out += ledger_paths(p)
+        elif p.exists():
+            out.append(p)
+        elif not any(ch in raw for ch in "*?["):
+            raise BenchmarkError(f"ledger file {p} does not exist; check the path (ledgers live in ledgers/*.yaml)")
+    return out
 
 
 def _deterministic(rec, component: str):

@@ -14,8 +14,12 @@ or for an L3 dossier a judged axis `D`/`Q`/`N` (0-3, as the judge scores them) o
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
+import hashlib
+import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal, Union
+from typing import Callable, Iterator, Literal, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
@@ -204,26 +208,63 @@ def effective_rulings(ledgers: list[Ledger]) -> dict[tuple[str, str, int, str], 
     return out
 
 
-def append_ruling(path: Path, ruling: Ruling, campaign: str | None = None) -> Ruling:
-    """Append a ruling atomically; the file is re-validated first and after, so nothing recorded can be lost."""
-    if path.exists():
-        led = load_ledger(path)
-        if not isinstance(led, Ledger):
-            raise BenchmarkError(f"{path} is a reconstruction ledger; rulings go to an adjudication ledger")
-        data, _ = read_yaml(path)
-    else:
-        data = {"kind": "adjudication", "campaign": campaign or path.stem, "description": "", "entries": []}
-    entries = data.setdefault("entries", []) or []
-    ruling = ruling.model_copy(update={"id": max((e["id"] for e in entries), default=0) + 1})
-    entries.append(ruling.model_dump(mode="json", exclude_none=True))
-    data["entries"] = entries
-    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.check")
-    tmp.write_text(text)
+def ledgers_version(root: Path) -> str:
+    """A fingerprint of every ledger file in a folder (names and bytes): a page rendered from one version may only
+    record a ruling while the folder still has that version, so a concurrent change is refused, never overwritten."""
+    h = hashlib.sha256()
+    root = Path(root)
+    for f in sorted(root.glob("*.yaml")) if root.is_dir() else []:
+        h.update(f.name.encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()
+
+
+@contextmanager
+def ledger_lock(root: Path) -> Iterator[None]:
+    """An exclusive flock on the ledger folder itself (no lock file to commit) while one writer checks and appends:
+    two rulings recorded at once (the web view and the CLI) are applied one after the other, never interleaved."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        load_ledger(tmp)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
     finally:
-        tmp.unlink(missing_ok=True)
-    _atomic_write(path, text.encode())
-    return ruling
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def append_rulings(path: Path, rulings: list[Ruling], campaign: str | None = None,
+                   before_write: Callable[[], None] | None = None) -> list[Ruling]:
+    """Append rulings atomically, all or none, under the folder's lock; the file is re-validated first and after, so
+    nothing recorded can be lost. `before_write` runs under the lock (a conflict check that raises to refuse)."""
+    path = Path(path)
+    with ledger_lock(path.parent):
+        if before_write is not None:
+            before_write()
+        if path.exists():
+            led = load_ledger(path)
+            if not isinstance(led, Ledger):
+                raise BenchmarkError(f"{path} is a reconstruction ledger; rulings go to an adjudication ledger")
+            data, _ = read_yaml(path)
+        else:
+            data = {"kind": "adjudication", "campaign": campaign or path.stem, "description": "", "entries": []}
+        entries = data.setdefault("entries", []) or []
+        out = []
+        for r in rulings:
+            r = r.model_copy(update={"id": max((e["id"] for e in entries), default=0) + 1})
+            entries.append(r.model_dump(mode="json", exclude_none=True))
+            out.append(r)
+        data["entries"] = entries
+        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+        tmp = path.with_name(f".{path.name}.check")
+        tmp.write_text(text)
+        try:
+            load_ledger(tmp)  # a ruling that would make the file invalid (a contradiction) is refused here
+        finally:
+            tmp.unlink(missing_ok=True)
+        _atomic_write(path, text.encode())
+    return out
+
+
+def append_ruling(path: Path, ruling: Ruling, campaign: str | None = None) -> Ruling:
+    """Append one ruling atomically (see append_rulings)."""
+    return append_rulings(path, [ruling], campaign)[0]
