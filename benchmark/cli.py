@@ -438,6 +438,10 @@ def build_parser() -> argparse.ArgumentParser:
     from benchmark.grounding.cli import add_grounding_parser
 
     add_grounding_parser(sub)
+
+    from benchmark.export import add_export_parser
+
+    add_export_parser(sub)
     return p
 
 

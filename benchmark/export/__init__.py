@@ -1,0 +1,28 @@
+"""`export`: write recorded runs in other tools' formats.
+
+    python -m benchmark export inspect RUN [RUN ...] --out DIR
+
+`inspect` writes Inspect AI eval logs (`.eval`), one per (model, level); see benchmark/export/inspect_log.py. The
+parser is built here without importing inspect_ai (slow to import): the converter loads only when the command runs.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def cmd_export_inspect(args) -> int:
+    from benchmark.export.inspect_log import export_runs
+
+    written = export_runs([Path(p) for p in args.runs], Path(args.out))
+    for w in written:
+        print(f"wrote {w.path} ({w.samples} samples, {w.model} {w.level}, mean {w.mean_text})")
+    return 0
+
+
+def add_export_parser(sub) -> None:
+    sp = sub.add_parser("export", help="write recorded runs in another tool's format (Inspect AI eval logs)")
+    esub = sp.add_subparsers(dest="export_format", required=True)
+    ip = esub.add_parser("inspect", help="Inspect AI .eval logs, one per (model, level), one sample per world x replicate")
+    ip.add_argument("runs", nargs="+", metavar="RUN", help="run directories (the --out folders of `run`)")
+    ip.add_argument("--out", required=True, help="folder for the .eval logs (created; `inspect view --log-dir DIR`)")
+    ip.set_defaults(fn=cmd_export_inspect)
