@@ -181,39 +181,50 @@ def rulings_in_force(ledger_dir: Path, run_id: str, world: str, replicate: int) 
 
 
 def record_rulings(run_dir: Path, ledger_path: Path, world: str, replicate: int, drafts: list[Draft],
-                   adjudicator: str, rationale: str, expected_version: str, date: dt.date | None = None) -> list[Ruling]:
+                   adjudicator: str, rationale: str, expected_version: str, acknowledged: set[int] | None = None,
+                   date: dt.date | None = None) -> list[Ruling]:
     """Record the rulings of one form submission, all or none, through the same checks as `ledger rule`.
 
-    Refused (LedgerConflict, nothing written) when any ledger file in the folder changed since the form was rendered
-    (`expected_version` is `ledgers_version` of the folder then), or when a ruling is already in force on this run,
-    world and replicate and the submission does not supersede it, component by component."""
+    Refused (LedgerConflict, nothing written) when any ledger file of the folder changed since the form was rendered
+    (`expected_version`: `ledgers_version` of the folder then), or when rulings are in force on this run, world and
+    replicate that the adjudicator did not acknowledge (`acknowledged`: their ids as the form showed them). A draft
+    on a component that has a ruling in force supersedes it (in the same file: `supersedes` works within one)."""
     if not drafts:
         raise BenchmarkError("the form names no component to rule on; choose a decision for at least one component")
     comps = [d.component for d in drafts]
     if len(set(comps)) != len(comps):
         raise BenchmarkError(f"the form rules twice on one component ({', '.join(comps)}); rule once per component")
-    ledger_dir = Path(ledger_path).parent
+    ledger_path, ledger_dir, acknowledged = Path(ledger_path), Path(ledger_path).parent, set(acknowledged or ())
     run_id = RunStore(run_dir).run_id()
-    prepared = [prepare_ruling(run_dir, ledger_path, world, d.component, d.ruling, adjudicator, rationale, replicate,
-                               date, d.supersedes) for d in drafts]
 
-    def check() -> None:
+    def conflicts() -> dict[str, InForce]:
         if ledgers_version(ledger_dir) != expected_version:
             raise LedgerConflict(f"the ledgers in {ledger_dir} changed since this page was rendered (another ruling was "
                                  "recorded or a file was edited); nothing was written: reload the page, read the "
                                  "rulings now in force and submit again")
-        for f in rulings_in_force(ledger_dir, run_id, world, replicate):
-            d = next((d for d in drafts if d.component == f.ruling.component), None)
-            if d is None or d.supersedes != f.ruling.id:
+        in_force = {f.ruling.component: f for f in rulings_in_force(ledger_dir, run_id, world, replicate)}
+        for f in in_force.values():
+            if f.ruling.id not in acknowledged:
                 raise LedgerConflict(f"{f.where}: ruling {f.ruling.id} already rules {f.ruling.component} = "
-                                     f"{f.ruling.ruling!r} on run {run_id}, world {world}, replicate {replicate}; "
-                                     f"nothing was written: to replace it, rule on {f.ruling.component} again and "
-                                     f"supersede ruling {f.ruling.id}")
-            if f.path.resolve() != Path(ledger_path).resolve():
-                raise LedgerConflict(f"{f.where}: ruling {f.ruling.id} is in {f.path.name}, and 'supersedes' works "
-                                     f"within one file; record the new ruling in {f.path.name}")
+                                     f"{f.ruling.ruling!r} on run {run_id}, world {world}, replicate {replicate}, and "
+                                     "this submission does not acknowledge it; nothing was written: reload the page, "
+                                     "read the rulings in force and confirm that yours add to or replace them")
+            if f.ruling.component in comps and f.path.resolve() != ledger_path.resolve():
+                raise LedgerConflict(f"{f.where}: ruling {f.ruling.id} on {f.ruling.component} is in {f.path.name}, and "
+                                     f"a replacement must be recorded in that file ('supersedes' works within one file); "
+                                     "nothing was written")
+        return in_force
 
-    return append_rulings(Path(ledger_path), prepared, before_write=check)
+    in_force = conflicts()  # early, for a clear message and the ids to supersede; checked again under the lock
+    prepared = []
+    for d in drafts:
+        f = in_force.get(d.component)
+        if d.supersedes is not None and (f is None or d.supersedes != f.ruling.id):
+            raise LedgerConflict(f"the form supersedes ruling {d.supersedes} on {d.component}, which is not the ruling "
+                                 "in force; nothing was written: reload the page and submit again")
+        prepared.append(prepare_ruling(run_dir, ledger_path, world, d.component, d.ruling, adjudicator, rationale,
+                                       replicate, date, f.ruling.id if f else None))
+    return append_rulings(ledger_path, prepared, before_write=conflicts)
 
 
 def verification_progress(run_dir: Path) -> tuple[int, int]:

@@ -254,13 +254,18 @@ def cmd_verify(args) -> int:
 
 
 def cmd_ledger_pending(args) -> int:
-    from benchmark.adjudicate import load_ledgers, pending
+    from benchmark.adjudicate import load_ledgers, pending, resolve_ledger_args, verification_progress
 
-    items = pending(Path(args.run_dir), load_ledgers([Path(p) for p in args.ledgers] if args.ledgers else None))
+    items = pending(Path(args.run_dir), load_ledgers(resolve_ledger_args(args.ledgers)) if args.ledgers else load_ledgers())
+    done, total = verification_progress(Path(args.run_dir))
+    partial = (f"{done} of {total} results verified; run `python -m benchmark verify {args.run_dir}` again to finish "
+               "(unverified results have no discrepancies listed yet)") if done < total else None
     if args.json:
         import dataclasses
 
         print(json.dumps([dataclasses.asdict(i) | {"discrepancy": i.discrepancy.model_dump()} for i in items], indent=2))
+        if partial:
+            _console().print(f"[bold yellow]warning:[/] {safe_markup(partial)}", highlight=False, soft_wrap=True)
         return 0
     for i in items:
         d = i.discrepancy
@@ -268,6 +273,8 @@ def cmd_ledger_pending(args) -> int:
         print(safe_text(f"== {i.world_id} r{i.replicate} [{i.model}] component {d.component}: deterministic {d.deterministic} vs verifier {d.verifier} ({i.verifier_model})"))
         print(safe_text(f"verifier reason: {i.verifier_reason}\nrubric: {i.rubric}\nreport: {i.report}\nevidence:\n{i.evidence}\n"))
     print(f"{len(items)} pending item(s); record a ruling with `python -m benchmark ledger rule {args.run_dir} --world W --component C --ruling V --adjudicator NAME --rationale TEXT`")
+    if partial:
+        _console().print(f"[bold yellow]warning:[/] {safe_markup(partial)}", highlight=False, soft_wrap=True)
     return 0
 
 
@@ -284,10 +291,14 @@ def cmd_ledger_rule(args) -> int:
 
 
 def cmd_ledger_validate(args) -> int:
-    from benchmark.adjudicate import validate_ledgers
-    from benchmark.ledger import ledger_paths
+    from benchmark.adjudicate import resolve_ledger_args, validate_ledgers
+    from benchmark.ledger import LEDGER_ROOT, ledger_paths
 
-    paths = [Path(p) for p in args.paths] if args.paths else ledger_paths()
+    paths = resolve_ledger_args(args.paths) if args.paths else ledger_paths()
+    if not paths:  # a fresh clone: ledgers/ holds only its README, and the shell leaves `ledgers/*.yaml` literal
+        where = " ".join(args.paths) if args.paths else f"{LEDGER_ROOT}/*.yaml"
+        print(f"no ledger file matches {where}: nothing to validate (`ledger rule` creates one with the first ruling)")
+        return 0
     problems = validate_ledgers(paths, [Path(r) for r in args.runs] if args.runs else None)
     for p in problems:
         print(p, file=sys.stderr)
@@ -438,6 +449,10 @@ def build_parser() -> argparse.ArgumentParser:
     from benchmark.grounding.cli import add_grounding_parser
 
     add_grounding_parser(sub)
+
+    from benchmark.oversight.view.cli import add_view_parser
+
+    add_view_parser(sub)
 
     from benchmark.export import add_export_parser
 

@@ -1,0 +1,172 @@
+"""One result's page: what the agent was given, every turn and code cell, its report and products, the grader's
+checks, the verifier's verdicts, the L3 protocol record, and the rulings in force. Everything here is plain data;
+agent text stays text (the templates escape it)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+from urllib.parse import quote
+
+from benchmark.oversight.view.files import resolve_artifact
+from benchmark.oversight.view.workbench import Row, Run, Workbench
+
+MAX_TEXT = 200_000  # characters of one field shown; the rest is in the trajectory file
+
+
+def clip(value: Any, limit: int = MAX_TEXT) -> str:
+    """Any recorded value as text (JSON for structures), cut at `limit` with a note saying where the rest is."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, indent=1, ensure_ascii=False, default=str)
+    if len(text) > limit:
+        return text[:limit] + f"\n[... {len(text) - limit} more characters in the trajectory file]"
+    return text
+
+
+def _content(c: Any) -> str:
+    if isinstance(c, list):  # multi-part content: text parts as text, anything else as JSON
+        return "\n".join(p.get("text", "") if isinstance(p, dict) and p.get("type") == "text" else clip(p) for p in c)
+    return clip(c)
+
+
+@dataclass
+class Turn:
+    index: int
+    role: str
+    content: str
+    tool_calls: list[dict[str, str]] = field(default_factory=list)
+    tool_call_id: str = ""
+
+
+def turns(messages: list[dict[str, Any]]) -> list[Turn]:
+    out = []
+    for i, m in enumerate(messages):
+        calls = []
+        for tc in m.get("tool_calls") or []:
+            fn = (tc or {}).get("function") or {}
+            args = fn.get("arguments", "")
+            try:  # a run_python call: show its code as code, not as an escaped JSON string
+                parsed = json.loads(args) if isinstance(args, str) else args
+                args = parsed["code"] if isinstance(parsed, dict) and set(parsed) == {"code"} else clip(parsed)
+            except (ValueError, TypeError):
+                args = clip(args)
+            calls.append({"name": clip(fn.get("name", "")), "arguments": clip(args), "id": clip(tc.get("id", ""))})
+        out.append(Turn(i, clip(m.get("role", "")), _content(m.get("content")), calls, clip(m.get("tool_call_id", ""))))
+    return out
+
+
+def artifact_url(run_id: str, key: str, rel: str) -> str:
+    return f"/run/{quote(run_id, safe='')}/artifact/{quote(key, safe='')}/{quote(rel, safe='/')}"
+
+
+def products(run: Run, key: str, outputs: list[str]) -> list[dict[str, Any]]:
+    """The files the agent wrote, as the artifact route will serve them: an image only when its bytes are one."""
+    out = []
+    for rel in outputs:
+        art = resolve_artifact(run.root, key, rel)
+        out.append({"rel": rel, "url": artifact_url(run.run_id, key, rel), "image": bool(art and art.inline),
+                    "exists": art is not None, "size": art.size if art else None})
+    return out
+
+
+def inputs_of(ref) -> list[str]:
+    """The files the agent's workspace held at the start: the world's lock lists them (with their hashes)."""
+    if ref is None:
+        return []
+    try:
+        return sorted(json.loads(ref.lock_path.read_text()).get("files", {}))
+    except (OSError, ValueError):
+        return list(ref.world.public_files)
+
+
+def verifier_value(verifications: list, component: str):
+    """The latest verifier's value for a component: its discrepancy value, else what its verdict says."""
+    from benchmark.verify import L3_SUBAXES
+
+    for v in reversed(verifications):
+        for d in v.discrepancies:
+            if d.component == component:
+                return d.verifier
+        verdict = v.verdict or {}
+        if component in verdict and component in ("state", "A", "I", "M", "C", "D", "N"):
+            return verdict[component]
+        if component == "Q" and all(isinstance(verdict.get(q), (int, float)) for q in L3_SUBAXES):
+            return round(sum(float(verdict[q]) for q in L3_SUBAXES) / len(L3_SUBAXES), 6)  # as compare_l3 computes it
+        if component == "eligible" and isinstance(verdict.get("conflicts"), bool):
+            return "eligible" if verdict["conflicts"] else "ineligible"
+    return None
+
+
+def component_rows(row: Row, verifications: list, in_force: list) -> list[dict[str, Any]]:
+    from benchmark.adjudicate import _deterministic
+    from benchmark.ledger import LEVEL_COMPONENTS
+
+    forced = {f.ruling.component: f for f in in_force}
+    disc = {d.component for v in verifications for d in v.discrepancies}
+    out = []
+    for comp in LEVEL_COMPONENTS.get(row.rec.level, ("score",)):
+        out.append({"component": comp, "deterministic": _deterministic(row.rec, comp),
+                    "verifier": verifier_value(verifications, comp), "discrepancy": comp in disc,
+                    "pending": comp in row.pending, "in_force": forced.get(comp)})
+    return out
+
+
+def world_page(wb: Workbench, run: Run, world_id: str, replicate: int) -> dict[str, Any] | None:
+    from benchmark.adjudicate import rulings_in_force
+    from benchmark.verify import load_verifications
+
+    snap = wb.snapshot()
+    row = next((r for r in snap.rows if r.run is run and r.rec.world_id == world_id and r.rec.replicate == replicate), None)
+    if row is None:
+        return None
+    rec, key = row.rec, row.key
+    traj = run.store.load_trajectory(rec.trajectory) if rec.trajectory else None
+    ref = wb.world_ref(world_id)
+    verifs = [v for v in load_verifications(run.root) if v.key == key]
+    in_force = rulings_in_force(wb.ledger_dir, run.run_id, world_id, replicate)
+    msgs = turns(traj.messages) if traj else []
+    n_prompt = next((i + 1 for i, t in enumerate(msgs) if t.role == "user"), 0)
+    prods = products(run, key, traj.outputs) if traj else []
+    images = [p for p in prods if p["image"] and p["exists"]]
+    cells = []
+    for i, c in enumerate(traj.cells if traj else []):
+        named = [p for p in images if PurePosixPath(p["rel"]).name in c.code]  # figures this cell wrote
+        cells.append({"index": i, "step": c.step, "code": clip(c.code), "stdout": clip(c.stdout), "stderr": clip(c.stderr),
+                      "error": clip(c.error), "violation": c.violation.model_dump() if c.violation else None,
+                      "via": c.via, "truncated": c.truncated, "wall_s": c.wall_s, "images": named})
+    l3 = traj.l3 if traj is not None and isinstance(traj.l3, dict) else None
+    files = wb.adjudication_files()
+    return {
+        "run": run, "row": row, "rec": rec, "key": key, "ref": ref, "traj": traj,
+        "prompt": msgs[:n_prompt], "turns": msgs[n_prompt:], "inputs": inputs_of(ref), "products": prods,
+        "images": images, "cells": cells, "report": clip(traj.report_raw) if traj else "",
+        "grade": rec.grade, "verifications": verifs, "l3": l3 and _l3_view(l3),
+        "components": component_rows(row, verifs, in_force), "in_force": in_force,
+        "ledger_files": files, "version": snap.version,
+        "default_ledger": in_force[0].path.name if in_force else (files[0] if len(files) == 1 else "adjudication.yaml"),
+        "expected": ref.world.expected_response if ref else None,
+    }
+
+
+def _l3_view(l3: dict[str, Any]) -> dict[str, Any]:
+    rounds = []
+    for r in l3.get("rounds") or []:
+        rounds.append({"round": r.get("round"), "rejection_fraction": r.get("rejection_fraction"),
+                       "concessions": r.get("concessions"), "revised": r.get("revised") or [],
+                       "critiques": [{"reviewer": clip(c.get("reviewer", "")), "model": clip(c.get("model", "")),
+                                      "verdict": clip(c.get("verdict", "")), "critique": clip(c.get("critique", ""))}
+                                     for c in r.get("critiques") or []],
+                       "rebuttal": clip(r.get("rebuttal")) if r.get("rebuttal") is not None else clip(r.get("rebuttal_raw")),
+                       "hypothesis_after": clip(r.get("hypothesis_after", ""))})
+    draws = []
+    for d in l3.get("judge_draws") or []:
+        draws.append({"axes": {k: v for k, v in d.items() if k != "reason"}, "reason": clip(d.get("reason", ""))})
+    return {"prior": clip(l3.get("prior")) if l3.get("prior") is not None else clip(l3.get("prior_raw")),
+            "eligible": l3.get("eligible"), "eligibility_reason": clip(l3.get("eligibility_reason")),
+            "reviewers": l3.get("reviewers") or [], "first_answer": clip(l3.get("first_answer")),
+            "final_answer": clip(l3.get("final_answer")), "commitment": l3.get("commitment"),
+            "axes": l3.get("axes"), "hyp_drift": l3.get("hyp_drift"), "rounds": rounds, "draws": draws,
+            "unparsed": clip(l3.get("unparsed")) if l3.get("unparsed") else "",
+            "truncations": clip(l3.get("truncations")) if l3.get("truncations") else ""}
