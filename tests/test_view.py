@@ -80,6 +80,7 @@ def make_run(root: Path, run_id: str = "crafted") -> Path:
     (art / "sub" / "notes.txt").write_text("notes")
     (art / "leak.png").symlink_to(store.root / "config.json")
     (art / "up").symlink_to(store.root)
+    (art / "alias.png").symlink_to(art / "plot.png")  # even a link that stays inside is not followed
     outputs = ["plot.png", "evil.svg", "page.html", "fake.png", "sub/notes.txt", "leak.png"]
     store.save_trajectory(_traj(CLEAN))
     store.save_trajectory(_traj(DOUBLETS, outputs=outputs))
@@ -181,7 +182,7 @@ def test_work_products_never_leave_the_artifacts_folder_nor_render_as_documents(
         r = c.get(f"{base}/{name}")
         assert r.status_code == 200 and r.mimetype == "application/octet-stream", name
         assert r.headers["Content-Disposition"].startswith("attachment"), name
-    refused = ["leak.png", "up/config.json", "../../config.json", "%2e%2e/%2e%2e/config.json", "..%2f..%2fconfig.json",
+    refused = ["leak.png", "alias.png", "up/config.json", "../../config.json", "%2e%2e/%2e%2e/config.json", "..%2f..%2fconfig.json",
                "sub/../../../config.json", "/etc/passwd", "%2fetc%2fpasswd", "sub", "missing.png"]
     for rel in refused:
         assert c.get(f"{base}/{rel}", follow_redirects=True).status_code == 404, rel
@@ -200,6 +201,15 @@ def test_figures_are_rendered_server_side(crafted):
         r = c.get(f"/figure/{name}.png")
         assert r.status_code == 200 and r.data.startswith(b"\x89PNG"), name
     assert c.get("/figure/../../x.png").status_code == 404
+
+
+def test_a_broken_ledger_is_named_on_the_page_not_a_traceback(crafted):
+    _, ledgers, _, app = crafted
+    ledgers.mkdir()
+    (ledgers / "broken.yaml").write_text("kind: adjudication\ncampaign: c\nentries:\n  - id: 1\n    ruling: true\n")
+    r = app.test_client().get("/")
+    html = r.get_data(as_text=True)
+    assert r.status_code == 500 and f"{ledgers / 'broken.yaml'}" in html and "field" in html and "Traceback" not in html
 
 
 # ---------------------------------------------------------------- access

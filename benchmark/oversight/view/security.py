@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import secrets
@@ -41,6 +42,8 @@ def _same(a: str | None, b: str) -> bool:
 def install(app: Flask, token: str | None, bind_host: str) -> str:
     """Install the request checks and response headers; returns the CSRF token the forms carry."""
     csrf = secrets.token_urlsafe(32)
+    # cookies ignore ports: one name per token, so two workbenches on one host do not overwrite each other's cookie
+    cookie = f"{COOKIE}_{hashlib.sha256(token.encode()).hexdigest()[:12]}" if token else COOKIE
 
     @app.before_request
     def _gate():
@@ -54,9 +57,9 @@ def install(app: Flask, token: str | None, bind_host: str) -> str:
                 if request.method == "GET":  # keep the token out of history and Referer: cookie, then a clean URL
                     qs = urlencode([(k, v) for k, v in request.args.items(multi=True) if k != "token"])
                     resp = redirect(request.path + (f"?{qs}" if qs else ""), code=303)
-                    resp.set_cookie(COOKIE, token, httponly=True, samesite="Strict")
+                    resp.set_cookie(cookie, token, httponly=True, samesite="Strict")
                     return resp
-            elif not _same(request.cookies.get(COOKIE), token):
+            elif not _same(request.cookies.get(cookie), token):
                 abort(Response("refused: this workbench needs its access token; open the URL that `python -m benchmark "
                                "view` printed (it ends in ?token=...)", 403, mimetype="text/plain"))
         if request.method == "POST":
