@@ -7,8 +7,13 @@ no timestamp or software metadata.
         [--ledgers FILE_OR_DIR ...] [--date YYYY-MM-DD] [--fallback X=Y ...]
 
 Writes into DIR (default `leaderboard/`): leaderboard.md | leaderboard.csv + leaderboard_tracks.csv |
-leaderboard.json, and stage_profile.png, quality_vs_cost.png, threshold_curve.png. The JSON carries every number
-the tables show (unrounded to 6 decimals) and more.
+leaderboard.json, and stage_profile.png, quality_vs_cost.png, threshold_curve.png (drawn by
+benchmark/leaderboard_figures.py). The JSON carries every number the tables show (unrounded to 6 decimals) and more.
+
+The markdown uses one scale, 0-100, for scores, shares and rates alike (SCALE_NOTE, its first line). Table 1 says
+per model how many results the LLM verifier has not checked and how many verifier discrepancies await a ruling
+(`verification_status`): such numbers are shown, but are not final. Progress goes to stderr: a bar on a terminal,
+a periodic line in a log (benchmark.progress).
 """
 from __future__ import annotations
 
@@ -23,9 +28,11 @@ from benchmark.errors import BenchmarkError
 LEVELS = ("L1", "L2", "L3")
 THRESHOLDS = tuple(range(0, 101))
 
-FIGURE_DPI = 100
 FORMATS = ("md", "csv", "json")
-COLORS = ("#1f77b4", "#ff7f50", "#2a9d8f", "#6a4c93", "#e9c46a", "#8d99ae", "#d62828", "#588157")
+SCALE_NOTE = ("Scale: every score, share and rate in this file is on 0-100 (a share is the per cent of its stated base, "
+              "printed without a % sign); tokens are in millions and costs in USD.")
+PRICING_HOWTO = ("to price it, add its per-million-token rates to a new dated rate card, pricing/<date>.yaml (a worked "
+                 "example is in pricing/README.md), and regenerate the leaderboard")
 
 
 # ------------------------------------------------------------------ formatting
@@ -35,7 +42,20 @@ def _f(v, nd: int = 1, none: str = "-") -> str:
 
 
 def _pct(v, none: str = "-") -> str:
-    return none if v is None else f"{100 * v:.1f}%"
+    """A share (0-1) on the file's one scale, 0-100, without a % sign (SCALE_NOTE says so once)."""
+    return none if v is None else f"{100 * v:.1f}"
+
+
+def verification_text(v: dict | None) -> str:
+    """'3 of 110 unverified; 2 rulings pending', 'verified', or '-' (a replay row, or nothing to verify)."""
+    if not v or not v.get("verifiable"):
+        return "-"
+    parts = []
+    if v["unverified"]:
+        parts.append(f"{v['unverified']} of {v['verifiable']} unverified")
+    if v["pending"]:
+        parts.append(f"{v['pending']} ruling{'s' if v['pending'] != 1 else ''} pending")
+    return "; ".join(parts) or "verified"
 
 
 def _usd(v, nd: int, unpriced: bool) -> str:
@@ -65,7 +85,7 @@ def table1_rows(data: dict) -> list[dict]:
             "usd_per_qpt": acc["usd_per_qpt"], "unpriced_models": acc["unpriced_models"], "calls": acc["agent"]["calls"],
             "coverage": s["coverage"]["coverage"], "ranked": s["ranked"], "flagged_tracks": s["flagged_tracks"],
             "complete": s["coverage"]["complete"], "answered": s["coverage"]["answered"],
-            "assigned": s["coverage"]["assigned"],
+            "assigned": s["coverage"]["assigned"], "verification": s.get("verification"),
         })
     return sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["model"]))
 
@@ -77,7 +97,7 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def render_markdown(data: dict) -> str:
-    L: list[str] = ["# Leaderboard", ""]
+    L: list[str] = ["# Leaderboard", "", SCALE_NOTE, ""]
     inp = data["inputs"]
     L.append(f"Assigned tasks: {inp['assigned_tasks']} over {len(inp['tracks'])} tracks ({', '.join(inp['tracks'])}). "
              f"Rate cards: {', '.join(inp['rate_cards']) or 'none'}. Ledgers: {', '.join(inp['ledgers']) or 'none'} "
@@ -88,7 +108,9 @@ def render_markdown(data: dict) -> str:
     L.append("Scores 0-100; L1-L3 mean ± SD across tracks; Overall = mean of track composites (geometric mean of L1-L3) "
              "with its 95% bootstrap interval. Tokens in millions; Q/Mtok: Overall per million tokens; $/task: USD per "
              "assigned task; $/q.pt: $/task per Overall point; Calls: recorded agent API calls (one pass, replicates "
-             "averaged). Agent usage only: verifier, reviewer and judge usage are listed below.")
+             "averaged); Coverage: share of assigned tasks answered; Verification: results the LLM verifier has not checked "
+             "yet and verifier discrepancies no ruling has settled yet (both shown as not final). Agent usage only: "
+             "verifier, reviewer and judge usage are listed below.")
     L.append("")
     rows = []
     for r in table1_rows(data):
@@ -104,14 +126,15 @@ def render_markdown(data: dict) -> str:
         rows.append([str(r["rank"]) if r["rank"] else "-", name, overall, _pm(r["L1"], r["L1_sd"]), _pm(r["L2"], r["L2_sd"]),
                      _pm(r["L3"], r["L3_sd"]), _f(r["tokens_m"], 2), _f(r["q_per_mtok"], 2),
                      _usd(r["usd_per_task"], 3, unpriced), _usd(r["usd_per_qpt"], 4, unpriced),
-                     _f(r["calls"], 0), _pct(r["coverage"])])
+                     _f(r["calls"], 0), _pct(r["coverage"]), verification_text(r["verification"])])
     L += _md_table(["Rank", "Model", "Overall [95% CI]", "L1", "L2", "L3", "Tokens (M)", "Q/Mtok", "$/task", "$/q.pt",
-                    "Calls", "Coverage"], rows)
+                    "Calls", "Coverage", "Verification"], rows)
     L.append("")
     notes = []
     for s in data["models"]:
         if s["accounting"]["unpriced_models"]:
-            notes.append(f"{s['model']}: unpriced ({', '.join(s['accounting']['unpriced_models'])} not on the rate card in force).")
+            notes.append(f"{s['model']}: unpriced ({', '.join(s['accounting']['unpriced_models'])} not on the rate card in "
+                         f"force); {PRICING_HOWTO}.")
         if s["flagged_tracks"]:
             notes.append(f"{s['model']} †: composite over the levels present in {', '.join(s['flagged_tracks'])} "
                          f"(missing: {'; '.join(t + ' ' + '/'.join(s['tracks'][t]['levels_missing']) for t in s['flagged_tracks'])}).")
@@ -122,6 +145,12 @@ def render_markdown(data: dict) -> str:
                          f"{c['refused']} refused, {c['missing']} missing"
                          + (f", of which {failed} failed with model, sandbox or harness errors: rerun them with "
                             "`run --resume`" if failed else "") + ").")
+        v = s.get("verification")
+        if v and (v["unverified"] or v["pending"]):
+            todo = ([f"`python -m benchmark verify RUN` checks the unverified"] if v["unverified"] else []) + \
+                   ([f"`python -m benchmark ledger pending RUN` lists the discrepancies to rule on"] if v["pending"] else [])
+            notes.append(f"{s['model']}: {verification_text(v)}: these results are not final; "
+                         f"{' and '.join(todo)} (RUN: {', '.join(v['runs'])}).")
     L += [f"- {n}" for n in notes] + ([""] if notes else [])
 
     L.append("## Per-track scores")
@@ -284,10 +313,11 @@ def render_csv(data: dict) -> tuple[str, str]:
                      _f(r["overall_sd"], 4, ""), _f(r["L1"], 4, ""), _f(r["L1_sd"], 4, ""), _f(r["L2"], 4, ""),
                      _f(r["L2_sd"], 4, ""), _f(r["L3"], 4, ""), _f(r["L3_sd"], 4, ""), _f(r["tokens_m"], 6, ""),
                      _f(r["q_per_mtok"], 4, ""), _usd(r["usd_per_task"], 6, unpriced), _usd(r["usd_per_qpt"], 6, unpriced),
-                     _f(r["calls"], 2, ""), _f(r["coverage"], 4, ""), int(r["ranked"]), ";".join(r["flagged_tracks"])])
+                     _f(r["calls"], 2, ""), _f(r["coverage"], 4, ""), int(r["ranked"]), ";".join(r["flagged_tracks"]),
+                     *((v["verifiable"], v["unverified"], v["pending"]) if (v := r["verification"]) else ("", "", ""))])
     t1 = _csv_text(["rank", "model", "overall", "overall_ci_lo", "overall_ci_hi", "overall_sd", "L1", "L1_sd", "L2", "L2_sd",
                     "L3", "L3_sd", "tokens_m", "q_per_mtok", "usd_per_task", "usd_per_qpt", "calls", "coverage", "ranked",
-                    "flagged_tracks"], rows)
+                    "flagged_tracks", "verifiable", "unverified", "pending_rulings"], rows)
     trows = []
     for s in data["models"]:
         for t in sorted(s["tracks"]):
@@ -304,99 +334,73 @@ def render_json(data: dict) -> str:
     return json.dumps(clean_floats(data), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-# ------------------------------------------------------------------ figures
+# ------------------------------------------------------------------ figures (benchmark/leaderboard_figures.py)
 
-def _figure(width: float, height: float):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+def stage_profile_figure(data: dict, target) -> None:
+    from benchmark.leaderboard_figures import stage_profile_figure as fig
 
-    fig = Figure(figsize=(width, height), dpi=FIGURE_DPI)
-    FigureCanvasAgg(fig)
-    return fig
+    fig(data, target)
 
 
-def _save(fig, path: Path) -> None:
-    import matplotlib
+def quality_cost_figure(data: dict, target) -> None:
+    from benchmark.leaderboard_figures import quality_cost_figure as fig
 
-    with matplotlib.rc_context({"svg.hashsalt": "discern-leaderboard", "path.simplify": True}):
-        fig.savefig(path, format="png", dpi=FIGURE_DPI, metadata={"Software": None})
-
-
-def stage_profile_figure(data: dict, path: Path) -> None:
-    import numpy as np
-
-    models = [s for s in data["models"]]
-    fig = _figure(max(6.0, 1.2 * len(models) + 2), 4.5)
-    ax = fig.add_subplot(1, 1, 1)
-    x = np.arange(len(models))
-    width = 0.25
-    for i, lv in enumerate(LEVELS):
-        means = [s["levels"][lv]["mean"] if s["levels"][lv]["mean"] is not None else 0.0 for s in models]
-        sds = [s["levels"][lv]["sd"] or 0.0 for s in models]
-        ax.bar(x + (i - 1) * width, means, width, yerr=sds, capsize=2, label=lv, color=COLORS[i])
-    ov = [s["overall"] if s["overall"] is not None else np.nan for s in models]
-    ax.plot(x, ov, "kD", label="Overall")
-    ax.set_xticks(x)
-    ax.set_xticklabels([s["model"] for s in models], rotation=30, ha="right", fontsize=8)
-    ax.set_ylim(0, 105)
-    ax.set_ylabel("score (0-100), mean ± SD across tracks")
-    ax.set_title("Stage profile per model")
-    ax.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
-    _save(fig, path)
+    fig(data, target)
 
 
-def quality_cost_figure(data: dict, path: Path) -> None:
-    fig = _figure(6.0, 4.5)
-    ax = fig.add_subplot(1, 1, 1)
-    unpriced = []
-    for i, s in enumerate(data["models"]):
-        cost, q = s["accounting"]["usd_per_task"], s["overall"]
-        if cost is None or q is None:
-            unpriced.append(s["model"])
-            continue
-        ax.scatter([cost], [q], color=COLORS[i % len(COLORS)], marker="o" if s["ranked"] else "x", zorder=3)
-        ax.annotate(s["model"], (cost, q), fontsize=7, xytext=(4, 4), textcoords="offset points")
-    ax.set_xlabel("USD per assigned task (agent usage)")
-    ax.set_ylabel("Overall (0-100)")
-    ax.set_ylim(0, 105)
-    costs = [s["accounting"]["usd_per_task"] for s in data["models"] if s["accounting"]["usd_per_task"] is not None]
-    ax.set_xlim(0, (max(costs) * 1.25) if costs and max(costs) > 0 else 1.0)
-    ax.set_title("Quality vs cost")
-    if unpriced:
-        ax.text(0.01, 0.01, "not plotted (unpriced or unscored): " + ", ".join(unpriced), transform=ax.transAxes, fontsize=7)
-    ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    _save(fig, path)
+def threshold_figure(data: dict, target) -> None:
+    from benchmark.leaderboard_figures import threshold_figure as fig
 
-
-def threshold_figure(data: dict, path: Path) -> None:
-    fig = _figure(6.0, 4.5)
-    ax = fig.add_subplot(1, 1, 1)
-    for i, s in enumerate(data["models"]):
-        ys = [v if v is not None else float("nan") for v in s["threshold_curve"]]
-        ax.step(list(THRESHOLDS), ys, where="post", label=s["model"], color=COLORS[i % len(COLORS)])
-    ax.set_xlabel("score requirement")
-    ax.set_ylabel("share of tracks with every stage > requirement")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_title("All-stages-above-threshold curve")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    _save(fig, path)
+    fig(data, target)
 
 
 # ------------------------------------------------------------------ entry points
 
+def _noop(item: str) -> None:
+    pass
+
+
+def verification_status(runs: list, run_dirs: list[Path], rulings: dict) -> dict[str, dict]:
+    """Per model: results the LLM verifier has not checked yet and verifier discrepancies without a ruling in force.
+
+    Verifiable results are those `verify` checks (benchmark.adjudicate.verification_progress): every L1/L2 result and
+    every L3 dossier the judge scored. A pending ruling is one (result, component) a verifier disagreed on with no
+    ruling in force, counted once however many verifiers raised it."""
+    from benchmark.store import result_key
+    from benchmark.verify import load_verifications
+
+    out: dict[str, dict] = {}
+    for run, path in zip(runs, run_dirs):
+        v = out.setdefault(run.model, {"verifiable": 0, "verified": 0, "unverified": 0, "pending": 0, "runs": []})
+        recs = {result_key(r.world_id, r.replicate): r for r in run.records}
+        verifiable = {k for k, r in recs.items() if r.level in ("L1", "L2") or (r.level == "L3" and r.l3_axes)}
+        verifs = load_verifications(Path(path))
+        done = {x.key for x in verifs} & verifiable
+        pending = {(x.key, d.component) for x in verifs if x.key in recs for d in x.discrepancies
+                   if (run.run_id, x.world_id, x.replicate, d.component) not in rulings}
+        v["verifiable"] += len(verifiable)
+        v["verified"] += len(done)
+        v["unverified"] += len(verifiable - done)
+        v["pending"] += len(pending)
+        v["runs"].append(str(path))
+    return out
+
+
 def build(run_dirs: list[Path], ledgers: list[Path] | None = None, date: str | None = None,
           fallbacks: list[str] | None = None, pricing_root: Path | None = None, bootstrap: int = 2000,
-          permutations: int = 50_000, seed: int = 20260824) -> dict:
+          permutations: int = 50_000, seed: int = 20260824, on_step=None) -> dict:
+    """The leaderboard's numbers. `on_step(item)` is told each phase as it starts (benchmark.progress)."""
     from benchmark.accounting import PRICING_ROOT, Pricing, parse_date
     from benchmark.aggregate import Options, aggregate, load_rulings, load_run
 
+    step = on_step or _noop
     if not run_dirs:
         raise BenchmarkError("name at least one run directory with --runs")
     d = parse_date(date) if date else None
-    runs = [load_run(Path(p), d) for p in run_dirs]
+    runs = []
+    for p in run_dirs:
+        step(f"loading {p}")
+        runs.append(load_run(Path(p), d))
     if ledgers is None:
         from benchmark.ledger import LEDGER_ROOT
         ledgers = [LEDGER_ROOT] if LEDGER_ROOT.exists() else []
@@ -409,52 +413,87 @@ def build(run_dirs: list[Path], ledgers: list[Path] | None = None, date: str | N
         pairs.append((x, y))
     pricing = Pricing.from_dir(pricing_root or PRICING_ROOT)
     opts = Options(date=d, fallbacks=pairs, bootstrap_draws=bootstrap, permutation_draws=permutations, seed=seed)
-    return aggregate(runs, rulings, pricing, opts, names)
+    step(f"aggregating ({bootstrap} bootstrap, {permutations} permutation draws)")
+    data = aggregate(runs, rulings, pricing, opts, names)
+    step("verification status")
+    status = verification_status(runs, [Path(p) for p in run_dirs], rulings)
+    for s in data["models"]:
+        s["verification"] = None if s.get("replay") else status.get(s["model"])
+    return data
 
 
-def write(data: dict, out: Path, formats: list[str]) -> list[Path]:
+def outputs(formats: list[str]) -> list[str]:
+    """The files `write` produces for `formats`, in order (the progress total counts them)."""
+    names = {"md": ["leaderboard.md"], "csv": ["leaderboard.csv", "leaderboard_tracks.csv"], "json": ["leaderboard.json"]}
+    for fmt in formats:
+        if fmt not in names:
+            raise BenchmarkError(f"unknown format '{fmt}'; use md, csv or json")
+    from benchmark.leaderboard_figures import FIGURES
+
+    return [n for fmt in formats for n in names[fmt]] + [n for n, _ in FIGURES]
+
+
+def write(data: dict, out: Path, formats: list[str], on_step=None) -> list[Path]:
+    """Every table format asked for and the figures, each file written atomically (a temp file, then a rename)."""
+    from benchmark.canonical import _atomic_write
+    from benchmark.leaderboard_figures import FIGURES
+
+    step = on_step or _noop
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    outputs(formats)  # an unknown format fails before anything is written
     written: list[Path] = []
     for fmt in formats:
         if fmt == "md":
-            (out / "leaderboard.md").write_text(render_markdown(data), encoding="utf-8")
+            step("leaderboard.md")
+            _atomic_write(out / "leaderboard.md", render_markdown(data).encode("utf-8"))
             written.append(out / "leaderboard.md")
         elif fmt == "csv":
             t1, tt = render_csv(data)
-            (out / "leaderboard.csv").write_text(t1, encoding="utf-8")
-            (out / "leaderboard_tracks.csv").write_text(tt, encoding="utf-8")
+            step("leaderboard.csv")
+            _atomic_write(out / "leaderboard.csv", t1.encode("utf-8"))
+            step("leaderboard_tracks.csv")
+            _atomic_write(out / "leaderboard_tracks.csv", tt.encode("utf-8"))
             written += [out / "leaderboard.csv", out / "leaderboard_tracks.csv"]
         elif fmt == "json":
-            (out / "leaderboard.json").write_text(render_json(data), encoding="utf-8")
+            step("leaderboard.json")
+            _atomic_write(out / "leaderboard.json", render_json(data).encode("utf-8"))
             written.append(out / "leaderboard.json")
-        else:
-            raise BenchmarkError(f"unknown format '{fmt}'; use md, csv or json")
-    for name, fn in (("stage_profile.png", stage_profile_figure), ("quality_vs_cost.png", quality_cost_figure),
-                     ("threshold_curve.png", threshold_figure)):
-        fn(data, out / name)
+    for name, fn in FIGURES:
+        step(name)
+        buf = io.BytesIO()
+        fn(data, buf)
+        _atomic_write(out / name, buf.getvalue())
         written.append(out / name)
     return written
 
 
 def cmd_leaderboard(args) -> int:
-    data = build([Path(p) for p in args.runs], [Path(p) for p in args.ledgers] if args.ledgers is not None else None,
-                 args.date, args.fallback, Path(args.pricing) if args.pricing else None, args.bootstrap,
-                 args.permutations, args.seed)
-    if args.grounding:  # optional: evidence grounding runs, reported as their own table (accuracy beside EGA)
-        from benchmark.grounding.metrics import leaderboard_rows
+    from benchmark.progress import progress
 
-        data["grounding"] = leaderboard_rows([Path(p) for p in args.grounding], args.bootstrap, args.seed)
-    if getattr(args, "baselines", None):  # optional: the scripted agents of `worlds check --agents --agents-out DIR`
-        from benchmark.validity import baselines_section
+    optional = sum(bool(getattr(args, k, None)) for k in ("grounding", "baselines", "pivotal_runs"))
+    total = len(args.runs) + 2 + optional + len(outputs(args.format))
+    with progress("leaderboard", total) as step:
+        data = build([Path(p) for p in args.runs], [Path(p) for p in args.ledgers] if args.ledgers is not None else None,
+                     args.date, args.fallback, Path(args.pricing) if args.pricing else None, args.bootstrap,
+                     args.permutations, args.seed, on_step=step)
+        if args.grounding:  # optional: evidence grounding runs, reported as their own table (accuracy beside EGA)
+            from benchmark.grounding.metrics import leaderboard_rows
 
-        data["baselines"] = baselines_section(Path(args.baselines))
-    if getattr(args, "pivotal_runs", None):  # optional: pivotal-choice runs (benchmark.pivotal), their own table
-        from benchmark.pivotal.score import pivotal_section
+            step("evidence grounding runs")
+            data["grounding"] = leaderboard_rows([Path(p) for p in args.grounding], args.bootstrap, args.seed)
+        if getattr(args, "baselines", None):  # optional: the scripted agents of `worlds check --agents --agents-out DIR`
+            from benchmark.validity import baselines_section
 
-        data["pivotal"] = pivotal_section([Path(p) for p in args.pivotal_runs], args.pivotal_human,
-                                          draws=args.pivotal_bootstrap, seed=args.seed)
-    written = write(data, Path(args.out), args.format)
+            step("baselines")
+            data["baselines"] = baselines_section(Path(args.baselines))
+        if getattr(args, "pivotal_runs", None):  # optional: pivotal-choice runs (benchmark.pivotal), their own table
+            from benchmark.pivotal.score import pivotal_section
+
+            step("pivotal-choice runs")
+            data["pivotal"] = pivotal_section([Path(p) for p in args.pivotal_runs], args.pivotal_human,
+                                              draws=args.pivotal_bootstrap, seed=args.seed)
+        written = write(data, Path(args.out), args.format, on_step=step)
     if "md" in args.format:
         md = render_markdown(data)
         print(md.split("## Per-track scores")[0].rstrip())
