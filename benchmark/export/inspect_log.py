@@ -40,7 +40,7 @@ from inspect_ai.scorer import Score
 
 from benchmark.errors import BenchmarkError
 from benchmark.export.inspect_messages import chat_messages
-from benchmark.records import ERROR_STATUSES, ResultRecord, RoleUsage, Trajectory
+from benchmark.records import ERROR_STATUSES, ResultRecord, Trajectory
 from benchmark.store import RunStore, read_json_file, result_key
 from benchmark.verify import Verification, load_verifications
 
