@@ -50,10 +50,8 @@ def _select(args):
 
         suite = campaign_suite(suite, args.suite)
     ids = (getattr(args, "ids", None) or []) + (getattr(args, "more_ids", None) or []) or None
-    refs = suite.select(ids, args.tracks, args.levels)
-    if ids and not refs:
-        raise BenchmarkError(f"no world matches {' '.join(ids)}; see `python -m benchmark worlds list`")
-    return suite, refs
+    # a pattern that matches nothing (a typo) is named with the nearest ids; an empty selection says which filter
+    return suite, suite.select_checked(ids, args.tracks, args.levels)
 
 
 # ---------------------------------------------------------------- worlds verbs
@@ -69,15 +67,17 @@ def cmd_worlds_list(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    from rich.console import Console
     from rich.table import Table
 
+    from benchmark.console import console, id_column
+
     t = Table(title=f"{len(rows)} worlds")
-    for col in ("id", "class", "title", "frozen"):
+    id_column(t)  # ids are pasted into --worlds: never cut (benchmark.console)
+    for col in ("class", "title", "frozen"):
         t.add_column(col)
     for r in rows:
         t.add_row(r["id"], r["class"], r["title"], "yes" if r["frozen"] else "no")
-    Console().print(t)
+    console().print(t)
     return 0
 
 
@@ -130,8 +130,10 @@ def cmd_worlds_check(args) -> int:
         bad = len({p.split(":")[0] for p in problems})
         raise BenchmarkError(f"{bad} of {len(refs)} worlds do not match their locks (listed above)")
     print(f"all {len(refs)} worlds rebuild byte-identical to their locks and goldens")
+    from benchmark.progress import note
     from sandbox.seal import seal_problems
 
+    note("checking that the sandbox is sealed (no package dataset readable, no gold-side module importable)")
     sealed = seal_problems()
     for p in sealed:
         print(p, file=sys.stderr)
@@ -142,14 +144,13 @@ def cmd_worlds_check(args) -> int:
         from benchmark.validity import check_agents
 
         levels = [lv for lv in (args.levels or ["L1", "L2"]) if lv != "L3"]
-        from rich.console import Console
-
+        from benchmark.console import console
         from benchmark.validity import render_table
 
         agent_problems, results = check_agents((args.ids or []) + (args.more_ids or []) or None, args.tracks, levels,
                                                args.concurrency, out=Path(args.agents_out) if args.agents_out else None,
                                                suite=Path(args.suite) if args.suite else None)
-        Console().print(render_table(results))
+        console().print(render_table(results))
         for p in agent_problems:
             print(p, file=sys.stderr)
         if agent_problems:
@@ -175,23 +176,27 @@ def cmd_worlds_grade(args) -> int:
 # ---------------------------------------------------------------- run and sandbox
 
 def cmd_run(args) -> int:
-    from rich.console import Console
-
     from benchmark.l3 import parse_reviewers
     from benchmark.run import RunConfig, execute, summary_table
 
-    out = Path(args.out) if args.out else Path("runs") / args.model.replace("/", "_")
+    from benchmark.console import check_model_keys, console, model_notice
+
+    model = model_notice(args.model)  # a defaulted model is said, never silent
+    out = Path(args.out) if args.out else Path("runs") / model.replace("/", "_")
     from benchmark.estimate import default_concurrency
     from benchmark.run import failure_line
 
-    cfg = RunConfig(model=args.model, out=out, worlds=args.worlds, tracks=args.tracks,
+    reviewers = parse_reviewers(args.reviewers)
+    if args.executor != "ray":  # a Ray worker reads its keys from its own environment
+        check_model_keys([model, *reviewers, args.judge])
+    cfg = RunConfig(model=model, out=out, worlds=args.worlds, tracks=args.tracks,
                     levels=args.levels or ["L1", "L2", "L3"], replicates=args.replicates,
-                    concurrency=default_concurrency(args.model) if args.concurrency is None else args.concurrency,
-                    resume=args.resume, seed=args.seed, reviewers=parse_reviewers(args.reviewers), judge=args.judge,
+                    concurrency=default_concurrency(model) if args.concurrency is None else args.concurrency,
+                    resume=args.resume, seed=args.seed, reviewers=reviewers, judge=args.judge,
                     force_config=args.force_config, suite=Path(args.suite) if args.suite else None,
                     executor=args.executor, address=args.address)
     records = execute(cfg)
-    Console().print(summary_table(records))
+    console().print(summary_table(records))
     print(f"results: {out / 'results.jsonl'}")
     failed = failure_line(records, cfg.replicates)
     if failed:  # faults are not scores: the run is incomplete, and says so in one line and its exit status
@@ -221,31 +226,50 @@ def cmd_sandbox_exec(args) -> int:
 
 
 def cmd_grade(args) -> int:
-    from benchmark.regrade import regrade
+    """Re-grade from stored trajectories into results.jsonl itself (benchmark.regrade), so the leaderboard sees it."""
+    from benchmark.progress import progress
+    from benchmark.regrade import regrade_run
+    from benchmark.store import RunStore
 
-    from benchmark.records import ERROR_STATUSES
-    from benchmark.store import RunStore, result_key
-
-    rows = regrade(Path(args.run_dir))
-    failed = {result_key(r.world_id, r.replicate) for r in RunStore(Path(args.run_dir)).results() if r.status in ERROR_STATUSES}
-    changed = [(k, new, old) for k, new, old in rows
-               if k not in failed and (old is None or old.model_dump() != new.model_dump())]
-    for k, new, old in changed:
-        print(f"{k}: {old.status if old else '-'} {old.score if old else '-'} -> {new.status} {new.score:.1f} ({new.grader} v{new.grader_version})")
-    print(f"regraded {len(rows)} results from stored trajectories; {len(changed)} changed; wrote {Path(args.run_dir) / 'grades.jsonl'}"
-          + (f"; {len(failed)} failed result(s) (model, sandbox or harness errors) have no grade: rerun them with "
-             "`run --resume`" if failed else ""))
+    run_dir = Path(args.run_dir)
+    if not (run_dir / "results.jsonl").exists():
+        raise BenchmarkError(f"{run_dir} holds no results.jsonl; pass the --out folder of a `run`")
+    with progress("re-grading", len(RunStore(run_dir).results())) as step:
+        out = regrade_run(run_dir, on_step=step, write=not args.dry_run)
+    for r in out.changed:
+        old = "-" if r.old_score is None else f"{r.old_score:.1f}"
+        new = "-" if r.new_score is None else f"{r.new_score:.1f}"
+        print(safe_text(f"{r.key}: {r.old_status} {old} -> {r.new_status} {new} ({r.by})"))
+    l3 = [r for r in out.rows if r.level == "L3"]
+    parts = [f"re-graded {len(out.rows)} results from stored trajectories; {len(out.changed)} changed"]
+    if l3 or out.l3_kept:
+        parts.append(f"L3 dossiers are graded by the judge protocol: {len(l3)} re-scored from the judge's stored draws "
+                     "(median per axis; the judge is not called again)"
+                     + (f", {out.l3_kept} kept as recorded (no stored draw)" if out.l3_kept else ""))
+    if args.dry_run:
+        parts.append("--dry-run: nothing was written")
+    elif out.backup:
+        parts.append(f"rewrote {out.results} (the previous file is {out.backup.name}); the leaderboard, `ledger "
+                     "pending` and `verify` now read the new grades")
+    else:
+        parts.append(f"{out.results} is unchanged")
+    if out.faults:
+        parts.append(f"{out.faults} failed result(s) (model, sandbox or harness errors) have no grade: rerun them with "
+                     "`run --resume`")
+    print("; ".join(parts))
     return 0
 
 
 def cmd_verify(args) -> int:
+    from benchmark.console import check_model_keys, model_notice
     from benchmark.progress import progress
-    from benchmark.store import RunStore
-    from benchmark.verify import verify_run
+    from benchmark.verify import to_verify, verify_run
 
-    n = len([r for r in RunStore(Path(args.run_dir)).results() if r.level in ("L1", "L2")])
-    with progress(f"verifying with {args.verifier}", n) as step:
-        new = verify_run(Path(args.run_dir), args.verifier, on_step=step)
+    verifier = model_notice(args.verifier, "--verifier", "verifier")
+    check_model_keys([verifier])
+    n = len(to_verify(Path(args.run_dir), verifier))
+    with progress(f"verifying with {verifier}", n) as step:
+        new = verify_run(Path(args.run_dir), verifier, on_step=step)
     disc = sum(len(v.discrepancies) for v in new)
     unparsed = sum(not v.parsed for v in new)
     print(f"verified {len(new)} results: {disc} discrepancies, {unparsed} unparseable verifier answers; "
@@ -329,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--jobs", type=int, default=None,
                         help="worlds built at once, one process each (default: one per core, at most 4)")
 
-    sp = wsub.add_parser("list", help="list worlds (id, track, level, family, class)")
+    sp = wsub.add_parser("list", help="list worlds (id, class, title, frozen); ids are never cut, even in a log")
     selectors(sp)
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_worlds_list)
@@ -350,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     selectors(sp)
     sp.add_argument("--agents", action="store_true", help="also run scripted/oracle and scripted/naive in the sandbox")
     jobs(sp)
-    sp.add_argument("--concurrency", type=int, default=2)
+    sp.add_argument("--concurrency", type=int, default=2, help="with --agents: worlds run at once (default: 2)")
     sp.add_argument("--suite", help="check a private campaign folder instead of the committed goldens and locks")
     sp.add_argument("--agents-out", help="keep the agents' run folders here (default: a temporary folder); pass them "
                                          "to `leaderboard --baselines DIR` to show the baselines beside the models")
@@ -364,39 +388,54 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(fn=cmd_worlds_grade)
 
     sp = sub.add_parser("run", help="evaluate a model on frozen worlds in the sandbox, grade and record")
-    sp.add_argument("--model", default="local/smollm2", help="litellm model string; offline: local/smollm2, scripted/oracle|naive|first")
-    sp.add_argument("--worlds", nargs="+", help="world ids or glob patterns")
-    sp.add_argument("--tracks", nargs="+")
-    sp.add_argument("--levels", nargs="+", choices=["L1", "L2", "L3"])
-    sp.add_argument("--replicates", type=int, default=1)
+    sp.add_argument("--model", default=None,
+                    help="litellm model string, e.g. anthropic/..., openai/<name> (OPENAI_API_BASE + OPENAI_API_KEY for "
+                         "a local OpenAI-compatible server); offline: local/smollm2, scripted/oracle|naive|first "
+                         "(default: local/smollm2, the offline smoke-test model, said when used)")
+    sp.add_argument("--worlds", nargs="+", help="world ids or glob patterns (default: every world)")
+    sp.add_argument("--tracks", nargs="+", help="only these tracks (default: all)")
+    sp.add_argument("--levels", nargs="+", choices=["L1", "L2", "L3"], help="only these levels (default: L1 L2 L3)")
+    sp.add_argument("--replicates", type=int, default=1, help="seeds per world, recorded apart (default: 1)")
     sp.add_argument("--concurrency", type=int, default=None,
                     help="worlds run at once (default: one per core for local/ and scripted/ models, whose local "
                          "model keeps one server per world; 4 for a hosted model)")
-    sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--out", help="run directory (default runs/<model>)")
+    sp.add_argument("--seed", type=int, default=0, help="the run's seed; replicate k uses seed+k (default: 0)")
+    sp.add_argument("--out", help="run directory (default: runs/<model with / as _>)")
     sp.add_argument("--resume", action="store_true", help="continue a killed run without redoing finished worlds")
     sp.add_argument("--force-config", action="store_true",
                     help="with --resume, continue even though model, seed, limits, reviewers, judge or selection changed")
     sp.add_argument("--reviewers", nargs="+", default=["local/smollm2"] * 3, metavar="MODEL",
                     help="the L3 reviewer ensemble, one model per role (evidence, causal, domain), fixed across "
                          "evaluated models: `a,b,c` or three values (or a mix); the offline default is local/smollm2 "
-                         "in all three roles (an ensemble of roles, not of models)")
-    sp.add_argument("--judge", default="local/smollm2", help="the L3 judge model")
+                         "in all three roles (an ensemble of roles, not of models) (default: local/smollm2 x3)")
+    sp.add_argument("--judge", default="local/smollm2", help="the L3 judge model (default: local/smollm2)")
     sp.add_argument("--suite", help="a private campaign folder from `worlds freeze --all --seed S --out DIR`")
     sp.add_argument("--executor", choices=["local", "ray"], default="local",
                     help="where episodes run: local (this machine, --concurrency sandboxes) or ray (one task per "
-                         "episode on a Ray cluster; records are written here); see EVALUATE_MODEL.md")
+                         "episode on a Ray cluster; records are written here); see EVALUATE_MODEL.md (default: local)")
     sp.add_argument("--address", help="with --executor ray: the cluster's address, e.g. 10.0.0.5:6379 (default "
                                       "RAY_ADDRESS, else the cluster started on this machine; 'local' starts one)")
     sp.set_defaults(fn=cmd_run)
 
-    sp = sub.add_parser("grade", help="recompute every grade of a run from its stored trajectories")
-    sp.add_argument("run_dir")
+    sp = sub.add_parser("grade", help="recompute a run's grades from its stored trajectories into its results.jsonl "
+                                      "(L1/L2 by the graders; L3 re-scored from the judge's stored draws)",
+                        description="Recompute every grade of a run from its stored trajectories, without re-running "
+                                    "the agent: L1/L2 with this checkout's graders and goldens; L3 dossiers (graded by "
+                                    "the judge protocol) re-scored from the judge draws their trajectories store, "
+                                    "without calling the judge. When a grade changed, results.jsonl is rewritten "
+                                    "atomically under the run folder's lock and the previous file kept as "
+                                    "results.<time>.jsonl.bak, so the leaderboard sees the new grades.")
+    sp.add_argument("run_dir", help="the --out folder of a `run`")
+    sp.add_argument("--dry-run", action="store_true", help="say what would change; write nothing")
     sp.set_defaults(fn=cmd_grade)
 
-    sp = sub.add_parser("verify", help="run the LLM verifier over a finished run's L1/L2 grades")
-    sp.add_argument("run_dir")
-    sp.add_argument("--verifier", default="local/smollm2", help="litellm model string of the verifier")
+    what = ("run a second LLM over a finished run: it re-derives the L1/L2 grades, the L3 judged axes (D, Q, N) and "
+            "the L3 prior gate; disagreements go to `ledger pending`")
+    sp = sub.add_parser("verify", help=what, description=what[0].upper() + what[1:] + ".")
+    sp.add_argument("run_dir", help="the --out folder of a `run`")
+    sp.add_argument("--verifier", default=None,
+                    help="litellm model string of the verifier; independent only when it differs from the evaluated "
+                         "model and the L3 judge (default: local/smollm2, the offline model, said when used)")
     sp.set_defaults(fn=cmd_verify)
 
     ledger = sub.add_parser("ledger", help="adjudicate verifier discrepancies")

@@ -49,6 +49,7 @@ from pydantic import BaseModel, Field
 from benchmark import scripted_plans
 from benchmark.agent import RUN_PYTHON_TOOL, Episode, _assistant_dict, call_model, json_schema_format, run_tool_calls
 from benchmark.loader import WorldRef
+from benchmark.progress import note
 from benchmark.records import CallRecord, CellRecord
 from benchmark.untrusted import Frame
 from graders.report import parse_report
@@ -319,6 +320,22 @@ class L3Outcome:
     error: str | None = None
 
 
+class _Steps:
+    """The protocol's sub-steps, said as they start (benchmark.progress.note): which dossier, step k of n, which
+    role and model. An L3 dossier on a CPU model takes many minutes; without this a log shows nothing meanwhile."""
+
+    def __init__(self, world_id: str, reviewers: int):
+        self.world_id, self.k = world_id, 0
+        self.n = 3 + ROUNDS * (reviewers + 1) + JUDGE_DRAWS  # prior, eligibility, dossier steps; rounds; judge draws
+
+    def next(self, what: str, model: str) -> None:
+        self.k += 1
+        note(f"{self.world_id}: step {self.k} of {self.n}, {what} ({model})")
+
+    def skip(self) -> None:
+        self.k += 1
+
+
 # ---------------------------------------------------------------- helpers
 
 def dossier_text(world_dir: Path, public_files: list[str]) -> str:
@@ -366,6 +383,26 @@ def l3_score(axes: dict[str, float] | None, commitment: str | None) -> float | N
     return (axes["D"] + axes["Q"] + axes["N"]) / 3
 
 
+def judged_axes(draws: list[dict[str, Any]], commitment: str | None) -> dict[str, float] | None:
+    """The recorded axes from the judge's draws: median per axis; N dropped for an abstention (J.3)."""
+    axes = median_axes(draws)
+    if axes and commitment == "abstain":
+        axes.pop("N", None)
+    return axes
+
+
+def recorded_score(status: str, native: float | None, eligible: bool) -> float | None:
+    """A dossier's 0-100 score as results.jsonl records it: 0 for a noncompliant answer; None (no score) for a fault,
+    a refusal, no parseable judge draw or an ineligible dossier (recorded, excluded from L3 means). `run` and
+    `grade` (benchmark.regrade, re-scoring from the stored draws) share it, so a re-score is the run's own rule."""
+    from benchmark.records import ERROR_STATUSES
+
+    native = 0.0 if status == "noncompliant" else native
+    if status in ERROR_STATUSES or status == "refused" or native is None or not eligible:
+        return None
+    return round(native * 100 / 3, 6)
+
+
 def hyp_drift(first: str, final: str) -> float:
     return round(1.0 - SequenceMatcher(None, first or "", final or "").ratio(), 6)
 
@@ -403,7 +440,8 @@ class _Episode(Episode):
     early: int = 0
 
 
-def dossier_episode(ref: WorldRef, model: str, sandbox, budget: int = MAX_STEPS, seed: int = 0) -> _Episode:
+def dossier_episode(ref: WorldRef, model: str, sandbox, budget: int = MAX_STEPS, seed: int = 0,
+                    steps: _Steps | None = None) -> _Episode:
     """MIN_STEPS..budget agent steps on the dossier; the conversation is returned so the review rounds continue it."""
     budget = max(MIN_STEPS, min(int(budget), MAX_STEPS))
     meta = {"world_id": ref.id, "family": ref.family.id, "report_schema": ref.family.report_schema, "task": "dossier",
@@ -419,6 +457,8 @@ def dossier_episode(ref: WorldRef, model: str, sandbox, budget: int = MAX_STEPS,
         final = step == budget - 1
         if final:
             messages.append({"role": "user", "content": FINAL_NUDGE})
+        if steps is not None and step:
+            note(f"{ref.id}: step {steps.k} of {steps.n}, agent call {step + 1} of at most {budget} on the dossier ({model})")
         resp, rec = call_model(model, messages, step, tools=[RUN_PYTHON_TOOL], tool_choice="none" if final else "auto",
                                metadata=meta, seed=seed, max_tokens=ROLE_MAX_TOKENS)
         calls.append(rec)
@@ -577,7 +617,10 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text_: str, roles: 
     record = L3Record(eligible=False, eligibility_reason="", role_calls=role_calls, dossier_chars=len(dossier),
                       reviewers=[{"role": r, "model": m} for r, m in zip(REVIEWER_ROLES, roles.reviewers)])
 
+    steps = _Steps(w.id, len(roles.reviewers))
+
     # 1. prior, before any evidence
+    steps.next("the agent's prior", model)
     prior, prior_raw, rec = _ask(model, f"Before seeing any data, answer from what you know.\n{w.prior.question}\n"
                                  "Return ONLY JSON: {\"expectation\": str, \"confidence\": 0-100, \"reasoning\": str}",
                                  "prior", "agent", meta, record, {"role": "prior"}, seed, ref=ref)
@@ -585,6 +628,10 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text_: str, roles: 
     record.prior, record.prior_raw = prior, prior_raw
 
     # 2. eligibility, decided by reason
+    if w.world_class == "real" or prior is None:
+        steps.skip()
+    else:
+        steps.next("the prior gate (eligibility judge)", roles.judge)
     if w.world_class == "real":
         eligible, reason = True, "real dossier: the evidence agrees with the textbook expectation; always scored"
     elif prior is None:
@@ -601,7 +648,8 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text_: str, roles: 
     # An ineligible dossier still runs the whole protocol (its behaviour is data), but it is excluded from L3 means.
 
     # 3. agent steps on the dossier (MIN_STEPS..budget)
-    ep = dossier_episode(ref, model, sandbox, budget, seed)
+    steps.next(f"the agent's {MIN_STEPS}-{max(MIN_STEPS, min(int(budget), MAX_STEPS))} steps on the dossier", model)
+    ep = dossier_episode(ref, model, sandbox, budget, seed, steps)
     agent_calls += ep.calls
     record.steps, record.early_answers = ep.steps, ep.early
     report = parse_report(ep.report_raw, ref.family.report_schema).report
@@ -617,6 +665,7 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text_: str, roles: 
     for rnd in range(1, ROUNDS + 1):
         critiques = []
         for i, (role_name, reviewer) in enumerate(zip(REVIEWER_ROLES, roles.reviewers)):
+            steps.next(f"review round {rnd} of {ROUNDS}, {role_name} reviewer", reviewer)
             crit, _, rrec = _ask(reviewer, review_prompt(role_name, dossier, current),
                                  "review", "reviewer", meta, record, {"role": "review", "round": rnd, "reviewer": role_name},
                                  seed + 101 * rnd + i, ref=ref)
@@ -626,10 +675,12 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text_: str, roles: 
         crit_text = "\n".join(f"Reviewer {i + 1} [{c['reviewer']}] ({c.get('verdict')}): {c.get('critique')}"
                               for i, c in enumerate(critiques))
         if ep.status == "graded":
+            steps.next(f"review round {rnd} of {ROUNDS}, the agent's rebuttal", model)
             n0 = len(cells)
             reb, reb_raw, _ = _rebut(model, sandbox, messages, cells, agent_calls, record, meta, rnd, crit_text, seed, ref)
             n_cells = len(cells) - n0
         else:
+            steps.skip()
             reb, reb_raw, n_cells = None, None, 0
         changed = []
         if reb and current is not None:
@@ -656,15 +707,14 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text_: str, roles: 
     record.judge_prompt = judge_prompt_
     draws = []
     for d in range(JUDGE_DRAWS):
+        steps.next(f"judge draw {d + 1} of {JUDGE_DRAWS}", roles.judge)
         verdict, _, jrec = _ask(roles.judge, judge_prompt_, "judge", "judge", meta, record, {"role": "judge", "draw": d},
                                 seed + 1000 + d, temperature=0.7, ref=ref)
         role_calls.append(jrec)
         if verdict is not None:
             draws.append(verdict)
     record.judge_draws = draws
-    record.axes = median_axes(draws)
-    if record.axes and record.commitment == "abstain":
-        record.axes.pop("N", None)  # not scored for abstentions (J.3)
+    record.axes = judged_axes(draws, record.commitment)  # N is not scored for abstentions (J.3)
     record.score_native = l3_score(record.axes, record.commitment)
     record.role_calls = role_calls
     status = "graded" if record.score_native is not None else "model_error"

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from benchmark.errors import ManifestError
+from benchmark.errors import BenchmarkError, ManifestError
 from benchmark.manifest import FamilyManifest, L1World, L2World, L3World, TrackManifest, World
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -287,6 +287,41 @@ class Suite:
                 continue
             out.append(ref)
         return out
+
+    def select_checked(self, patterns: list[str] | None = None, tracks: list[str] | None = None,
+                       levels: list[str] | None = None) -> list[WorldRef]:
+        """`select`, where a selection that names nothing is an error: a pattern no world id matches (a typo) or an
+        unknown track is named with the nearest ids, and an empty result says which filter emptied it."""
+        refs = self.select(patterns, tracks, levels)
+        problems = [self._no_track(t) for t in tracks or [] if t not in self.tracks_in_use()]
+        problems += [self._no_world(p) for p in patterns or [] if not self.select([p])]
+        if problems:
+            raise BenchmarkError("; ".join(problems) + "; see `python -m benchmark worlds list`")
+        if not refs:
+            given = " ".join(f"{flag} {' '.join(v)}" for flag, v in
+                             (("--worlds", patterns), ("--tracks", tracks), ("--levels", levels)) if v)
+            raise BenchmarkError(f"no world matches {given or 'the selection'} together (each matches some world on "
+                                 "its own); see `python -m benchmark worlds list`")
+        return refs
+
+    def tracks_in_use(self) -> set[str]:
+        return {r.world.track for r in self.worlds.values()}
+
+    def _no_world(self, pattern: str) -> str:
+        import difflib
+
+        candidates = sorted(set(self.worlds) | {f"{r.world.family}.*" for r in self.worlds.values()})
+        near = difflib.get_close_matches(pattern, candidates, n=3, cutoff=0.6)
+        campaign = any(r.campaign is not None for r in self.worlds.values())
+        where = " in this private campaign" if campaign else ""
+        return f"no world{where} matches '{pattern}'" + (f" (did you mean {', '.join(repr(n) for n in near)}?)" if near else "")
+
+    def _no_track(self, track: str) -> str:
+        import difflib
+
+        known = sorted(self.tracks_in_use())
+        near = difflib.get_close_matches(track, known, n=1, cutoff=0.6)
+        return f"no track '{track}'" + (f" (did you mean '{near[0]}'?)" if near else f" (tracks: {', '.join(known)})")
 
     def families(self) -> dict[str, FamilyManifest]:
         return {fid: f for b in self.tracks.values() for fid, f in b.families.items()}

@@ -74,10 +74,8 @@ def select_worlds(cfg: RunConfig) -> list[WorldRef]:
     cfg.reviewers = parse_reviewers(cfg.reviewers)  # one model per role; names the roles when the count is wrong
     from benchmark.campaign import campaign_suite
 
-    refs = campaign_suite(load_suite(), cfg.suite).select(cfg.worlds, cfg.tracks, cfg.levels)
-    if not refs:
-        raise BenchmarkError("no world matches the selection (--worlds/--tracks/--levels); see `python -m benchmark worlds list`")
-    return refs
+    # a pattern that matches nothing (a typo) is named, with the nearest ids; an empty selection says why
+    return campaign_suite(load_suite(), cfg.suite).select_checked(cfg.worlds, cfg.tracks, cfg.levels)
 
 
 def preflight(refs: list[WorldRef]) -> None:
@@ -333,7 +331,7 @@ def _usage(calls, model: str) -> RoleUsage:
 def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot: int) -> ResultRecord:
     """The hypothesis protocol for one dossier (benchmark.l3); reviewer and judge usage kept apart from the agent's."""
     from benchmark.aggregate import prior_return_of
-    from benchmark.l3 import L3Record, L3Roles, dossier_text, run_protocol
+    from benchmark.l3 import L3Record, L3Roles, dossier_text, recorded_score, run_protocol
 
     seed = cfg.seed + replicate
     budget = STEP_BUDGET[Level.L3]
@@ -370,9 +368,10 @@ def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, s
                       collect_log=collect_log, collect_summary=collect_summary)
     traj.audit = audit_cells(out.cells)
     rel = store.save_trajectory(traj)
-    native = 0.0 if out.status == "noncompliant" else rec3.score_native
     role_usage = {}
-    for role, model in (("reviewer", ",".join(cfg.reviewers)), ("judge", cfg.judge)):
+    # one model in every reviewer role (the default) is recorded by its name, so a rate card can price it
+    reviewers = cfg.reviewers[0] if len(set(cfg.reviewers)) == 1 else ",".join(cfg.reviewers)
+    for role, model in (("reviewer", reviewers), ("judge", cfg.judge)):
         calls = [c for c in rec3.role_calls if c.role == role]
         if calls:
             role_usage[role] = _usage(calls, model)
@@ -380,7 +379,7 @@ def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, s
     rec = ResultRecord(
         world_id=ref.id, track=ref.world.track, level="L3", family=ref.world.family, world_class=ref.world.world_class,
         model=cfg.model, replicate=replicate, seed=seed, status=out.status,
-        score=None if fault or out.status == "refused" or native is None or not rec3.eligible else round(native * 100 / 3, 6),
+        score=recorded_score(out.status, rec3.score_native, rec3.eligible),
         grade=None,
         error=out.error if fault else None,
         tokens_in=agent.tokens_in, tokens_out=agent.tokens_out, calls=agent.calls,

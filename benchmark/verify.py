@@ -1,5 +1,7 @@
-"""The LLM verifier: an independent model re-derives each L1/L2 grade, and each L3 dossier's judged axes, from the
-same artifacts and gives a reason (SPEC R8, seed 001 J.2). Disagreements beyond the thresholds below become pending
+"""The LLM verifier: a second model re-derives each L1/L2 grade, and each L3 dossier's judged axes and prior gate,
+from the same artifacts and gives a reason (SPEC R8, seed 001 J.2). It is independent only when it is a different
+model (ideally another provider's) from the one evaluated and from the L3 judge: the same model shares the blind
+spots it is meant to catch. Disagreements beyond the thresholds below become pending
 adjudication items.
 
 Thresholds (documented, applied per result):
@@ -25,7 +27,6 @@ from pydantic import BaseModel, Field
 from benchmark.agent import call_model, json_schema_format
 from benchmark.errors import BenchmarkError
 from benchmark.freeze import read_golden
-from benchmark.loader import load_suite
 from benchmark.records import ResultRecord, RoleUsage
 from benchmark.store import RunStore, result_key
 from graders.l1 import STATE_SCORES, state_rules
@@ -212,22 +213,34 @@ def compare_l3(rec: ResultRecord, verdict: dict[str, Any], prior_parsed: bool = 
     return out
 
 
-def verify_run(run_dir: Path, verifier: str, on_step=None) -> list[Verification]:
-    """Verify every L1/L2/L3 result of a run not yet verified by this verifier; appends to DIR/verification.jsonl.
-    An L3 result is verified when the judge scored it (its axes are recorded)."""
+def to_verify(run_dir: Path, verifier: str) -> list[ResultRecord]:
+    """The results `verify_run` will send to this verifier: every L1/L2 result with a grade and every L3 result the
+    judge scored (its axes are recorded), not yet verified by this verifier; in world order."""
     store = RunStore(run_dir)
     if not store.results_path.exists():
         raise BenchmarkError(f"{run_dir} holds no results.jsonl; pass the --out folder of a `run`")
-    path = Path(run_dir) / "verification.jsonl"
     done = {(v.key, v.verifier_model) for v in load_verifications(run_dir)}
-    suite = load_suite()
-    new: list[Verification] = []
+    out = []
     for rec in sorted(store.results(), key=lambda r: (r.world_id, r.replicate)):
-        key = result_key(rec.world_id, rec.replicate)
-        if rec.level not in ("L1", "L2", "L3") or (key, verifier) in done:
+        if rec.level not in ("L1", "L2", "L3") or (result_key(rec.world_id, rec.replicate), verifier) in done:
             continue
         if rec.level == "L3" and not rec.l3_axes:
             continue  # nothing judged to re-derive (a fault or no parseable judge draw)
+        out.append(rec)
+    return out
+
+
+def verify_run(run_dir: Path, verifier: str, on_step=None) -> list[Verification]:
+    """Verify every L1/L2 grade and L3 judged score of a run not yet verified by this verifier (`to_verify`);
+    appends to DIR/verification.jsonl. `on_step(key)` is called as each result starts (progress)."""
+    store = RunStore(run_dir)
+    path = Path(run_dir) / "verification.jsonl"
+    from benchmark.regrade import suite_of
+
+    suite = suite_of(store)  # a private campaign's run is verified against its own goldens
+    new: list[Verification] = []
+    for rec in to_verify(run_dir, verifier):
+        key = result_key(rec.world_id, rec.replicate)
         if on_step:
             on_step(key)
         ref = suite.worlds[rec.world_id]

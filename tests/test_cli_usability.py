@@ -1,0 +1,265 @@
+"""What a new user following EVALUATE_MODEL.md meets: `grade` on L3 results, re-grading that reaches the leaderboard,
+progress in a log (L3 sub-steps included), defaults said, a local server's key, whole ids off a terminal, typos named.
+Commands run as a user runs them (subprocesses, stderr not a terminal) on scripted models."""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmark.errors import BenchmarkError
+
+L1, L2, L3_REAL = "scrna.L1.integrity.clean", "scrna.L2.markers.clean", "scrna.L3.dossier.b_cell_markers"
+ROLES = ["--reviewers", "scripted/first,scripted/first,scripted/first", "--judge", "scripted/first"]
+
+
+def cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    e = {k: v for k, v in os.environ.items() if not k.startswith("BENCHMARK_PROGRESS")}
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "benchmark", *args], cwd=cwd, env=e, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def l3_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """One L1, one L2 and one real (always eligible) L3 world; the log shows every L3 sub-step (QUIET_S 0)."""
+    run = tmp_path_factory.mktemp("usability") / "run"
+    proc = cli("run", "--model", "scripted/naive", *ROLES, "--worlds", L1, L2, L3_REAL, "--out", str(run),
+               env={"BENCHMARK_PROGRESS_QUIET_S": "0"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return run, proc
+
+
+def results(run: Path) -> dict[str, dict]:
+    return {json.loads(x)["world_id"]: json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()}
+
+
+# ---------------------------------------------------------------- 1, 2: grade keeps L3 and reaches the leaderboard
+
+def test_grade_on_a_run_with_l3_results_rescored_from_the_judge_draws(l3_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(l3_run[0], run)
+    before = (run / "results.jsonl").read_bytes()
+    proc = cli("grade", str(run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "L3 dossiers are graded by the judge protocol" in proc.stdout and "1 re-scored" in proc.stdout
+    assert "0 changed" in proc.stdout and "is unchanged" in proc.stdout
+    assert (run / "results.jsonl").read_bytes() == before and not list(run.glob("*.bak")), "nothing changed: no write"
+
+    # the stored judge draws are what an L3 grade is re-scored from: change them, and the recorded score follows
+    traj = run / results(run)[L3_REAL]["trajectory"]
+    t = json.loads(traj.read_text())
+    for d in t["l3"]["judge_draws"]:
+        d.update(D=3, N=3, prior_awareness=3, causal_calibration=3, response_to_critique=3, scientific_humility=3,
+                 citation_integrity=3)
+    traj.write_text(json.dumps(t))
+    proc = cli("grade", str(run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"{L3_REAL}__r0: graded" in proc.stdout and "-> graded 100.0 (the judge's 3 stored draws)" in proc.stdout
+    after = results(run)
+    assert after[L3_REAL]["score"] == 100.0 and after[L3_REAL]["l3_axes"]["D"] == 3.0
+    (bak,) = run.glob("results.*.jsonl.bak")
+    assert bak.read_bytes() == before, "the previous results.jsonl is kept"
+    old_lines, new_lines = before.splitlines(), (run / "results.jsonl").read_bytes().splitlines()
+    assert len(old_lines) == len(new_lines)
+    assert [a == b for a, b in zip(old_lines, new_lines)].count(False) == 1, "only the re-scored line changed"
+
+
+def test_grade_waits_for_no_harness(l3_run, tmp_path):
+    from benchmark.regrade import regrade_run
+    from benchmark.store import HarnessLock
+
+    run = tmp_path / "run"
+    shutil.copytree(l3_run[0], run)
+    lock = HarnessLock(run)  # a `run` writing the folder
+    try:
+        with pytest.raises(BenchmarkError, match="in use by another harness"):
+            regrade_run(run)
+    finally:
+        lock.close()
+    assert regrade_run(run).rows, "free again: it runs"
+
+
+def test_a_changed_golden_regraded_reaches_the_leaderboard(tmp_path):
+    """A golden fixed after the run (here a private campaign's) -> `grade` -> the leaderboard shows the new grade."""
+    camp, run = tmp_path / "campaign", tmp_path / "run"
+    assert cli("worlds", "freeze", L2, "--seed", "11", "--out", str(camp)).returncode == 0
+    proc = cli("run", "--model", "scripted/oracle", "--suite", str(camp), "--worlds", L2, "--out", str(run))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    def board(name: str) -> dict:
+        p = cli("leaderboard", "--runs", str(run), "--ledgers", "--format", "json", "--out", str(tmp_path / name),
+                "--bootstrap", "50", "--permutations", "50", "--pivotal-bootstrap", "50", cwd=tmp_path)
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+        return json.loads((tmp_path / name / "leaderboard.json").read_text())
+
+    first = board("lb1")
+    score0 = results(run)[L2]["score"]
+    golden = camp / "goldens" / f"{L2}.golden.json"
+    g = json.loads(golden.read_text())
+    g["values"]["top_markers"] = [f"NOT_A_GENE_{i}" for i in range(10)]  # the reference ranking, changed
+    golden.write_text(json.dumps(g))
+    proc = cli("grade", str(run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 changed" in proc.stdout and "rewrote" in proc.stdout
+    assert results(run)[L2]["score"] < score0
+    second = board("lb2")
+    (m1,), (m2,) = first["models"], second["models"]
+    assert m1["ci95"]["L2"][0] == pytest.approx(score0)
+    assert m2["ci95"]["L2"][0] == pytest.approx(results(run)[L2]["score"]), "the leaderboard reads the new grade"
+
+
+# ---------------------------------------------------------------- 5: progress in a log, L3 sub-steps
+
+def test_l3_sub_steps_are_in_the_log(l3_run):
+    usage = results(l3_run[0])[L3_REAL]["role_usage"]
+    assert usage["reviewer"]["model"] == "scripted/first", "one model in all three roles is priced by its name"
+    err = l3_run[1].stderr
+    for line in ("step 1 of 18, the agent's prior (scripted/naive)", "review round 1 of 3, evidence reviewer (scripted/first)",
+                 "review round 3 of 3, the agent's rebuttal (scripted/naive)", "step 18 of 18, judge draw 3 of 3"):
+        assert f"{L3_REAL}: " in err and line in err, (line, err[-3000:])
+
+
+def test_progress_lines_say_what_starts_and_a_heartbeat(monkeypatch, capsys):
+    from benchmark import progress
+
+    monkeypatch.delenv("BENCHMARK_PROGRESS", raising=False)
+    monkeypatch.setenv("BENCHMARK_PROGRESS_QUIET_S", "0")
+    monkeypatch.setenv("BENCHMARK_PROGRESS_HEARTBEAT_S", "0.3")
+    with progress.progress("verifying", 2) as step:
+        step("a__r0")
+        time.sleep(1.0)  # a slow verifier call: the log is not silent meanwhile
+        step("b__r0")
+    err = capsys.readouterr().err
+    assert "[verifying] 0/2 · now a__r0" in err and "[verifying] 1/2 · now b__r0" in err
+    assert "[verifying] 0/2 · still on a__r0" in err
+    assert "[verifying] 2/2 · done" in err
+
+
+def test_note_is_rate_limited_in_a_log(monkeypatch, capsys):
+    from benchmark import progress
+
+    monkeypatch.delenv("BENCHMARK_PROGRESS", raising=False)
+    monkeypatch.setenv("BENCHMARK_PROGRESS_QUIET_S", "100")
+    monkeypatch.setattr(progress, "_last_note", [float("-inf")])
+    progress.note("first step")
+    progress.note("second step")
+    err = capsys.readouterr().err
+    assert "first step" in err and "second step" not in err
+    monkeypatch.setenv("BENCHMARK_PROGRESS", "0")
+    monkeypatch.setattr(progress, "_last_note", [float("-inf")])
+    progress.note("silenced")
+    assert "silenced" not in capsys.readouterr().err
+
+
+def _child_note() -> None:
+    from benchmark.progress import note
+
+    note("from a worker process")
+
+
+def test_note_updates_the_bar_here_and_prints_in_a_worker_process(monkeypatch, capfd):
+    from benchmark import progress
+
+    monkeypatch.delenv("BENCHMARK_PROGRESS", raising=False)
+    monkeypatch.setenv("BENCHMARK_PROGRESS_QUIET_S", "0")
+    monkeypatch.setattr(progress, "mode", lambda: "bar")  # as on a terminal
+    with progress.progress("running", 1, finished=True):
+        progress.note("x: step 2 of 18, the prior gate")
+        bar, task = progress._live["bar"], progress._live["task"]
+        assert bar._tasks[task].fields["item"] == "x: step 2 of 18, the prior gate"
+        child = multiprocessing.get_context("fork").Process(target=_child_note)
+        child.start()
+        child.join(30)
+        assert child.exitcode == 0
+    assert "  · from a worker process" in capfd.readouterr().err, "a child that inherited stderr prints a plain line"
+    assert not progress._live, "the bar is unregistered when it closes"
+
+
+# ---------------------------------------------------------------- 6, 11: defaults and help
+
+def test_help_shows_defaults_and_what_verify_checks():
+    run = cli("run", "--help").stdout
+    for needle in ("default: local/smollm2", "default: 1)", "default: 0)", "default: L1 L2 L3", "default: local)"):
+        assert needle in " ".join(run.split()), needle
+    verify = " ".join(cli("verify", "--help").stdout.split())
+    assert "L3 judged axes" in verify and "prior gate" in verify and "default: local/smollm2" in verify
+    assert "independent only when it differs" in verify
+    grade = " ".join(cli("grade", "--help").stdout.split())
+    assert "L3" in grade and "results.jsonl" in grade and "--dry-run" in grade
+
+
+def test_a_defaulted_model_is_said(tmp_path):
+    proc = cli("run", "--worlds", "scrna.L1.integrity.clen", "--out", str(tmp_path / "r"))
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[0].startswith("model: local/smollm2 (the offline default; pass --model")
+    proc = cli("run", "--model", "scripted/naive", "--worlds", "scrna.L1.integrity.clen", "--out", str(tmp_path / "r"))
+    assert "offline default" not in proc.stderr
+
+
+# ---------------------------------------------------------------- 7: a local OpenAI-compatible server
+
+def test_a_local_server_without_a_key_is_one_sentence_and_nothing_is_written(tmp_path):
+    env = {"OPENAI_API_BASE": "http://127.0.0.1:9/v1"}
+    base = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    e = {**base, **env}
+    proc = subprocess.run([sys.executable, "-m", "benchmark", "run", "--model", "openai/my-model", "--worlds", L1,
+                           "--out", str(tmp_path / "r")], env=e, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert "OPENAI_API_BASE is set (http://127.0.0.1:9/v1) but OPENAI_API_KEY is not" in proc.stderr
+    assert "export OPENAI_API_KEY=dummy" in proc.stderr and not (tmp_path / "r").exists()
+    proc = subprocess.run([sys.executable, "-m", "benchmark", "verify", str(tmp_path), "--verifier", "openai/v"], env=e,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "OPENAI_API_KEY" in proc.stderr
+
+
+def test_check_model_keys(monkeypatch):
+    from benchmark.console import check_model_keys
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    check_model_keys(["local/smollm2", "scripted/first", "anthropic/claude-x"])  # not openai/: litellm's business
+    with pytest.raises(BenchmarkError, match="openai/x needs OPENAI_API_KEY"):
+        check_model_keys(["local/smollm2", "openai/x"])
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    check_model_keys(["openai/x"])
+
+
+# ---------------------------------------------------------------- 9: whole ids off a terminal
+
+def test_tables_off_a_terminal_never_cut_ids(l3_run):
+    listing = cli("worlds", "list")
+    assert listing.returncode == 0
+    ids = [w["id"] for w in json.loads(cli("worlds", "list", "--json").stdout)]
+    assert len(ids) > 50 and "…" not in listing.stdout
+    for wid in ids:
+        assert f" {wid} " in listing.stdout, wid
+    summary = l3_run[1].stdout  # `run`'s summary table, printed to a pipe
+    assert "…" not in summary and "noncompliant" in summary and "tokens in/out" in summary
+
+
+# ---------------------------------------------------------------- 12: typos name the pattern and the nearest ids
+
+def test_a_typo_names_the_pattern_and_the_nearest_ids():
+    proc = cli("worlds", "list", "scrna.L1.integrity.clen")
+    assert proc.returncode == 2
+    msg = " ".join(proc.stderr.split())
+    assert "no world matches 'scrna.L1.integrity.clen'" in msg and "'scrna.L1.integrity.clean'" in msg
+
+    from benchmark.run import RunConfig, select_worlds
+
+    with pytest.raises(BenchmarkError, match=r"'scrna\.L2\.markrs\.\*'.*did you mean 'scrna\.L2\.markers\.\*'"):
+        select_worlds(RunConfig(model="scripted/naive", out=Path("unused"), worlds=[L1, "scrna.L2.markrs.*"]))
+    with pytest.raises(BenchmarkError, match="no track 'scrn' \\(did you mean 'scrna'\\?\\)"):
+        select_worlds(RunConfig(model="scripted/naive", out=Path("unused"), tracks=["scrn"]))
+    with pytest.raises(BenchmarkError, match="no world matches --worlds scrna.L1.\\* --levels L3 together"):
+        select_worlds(RunConfig(model="scripted/naive", out=Path("unused"), worlds=["scrna.L1.*"], levels=["L3"]))
+    assert [r.id for r in select_worlds(RunConfig(model="scripted/naive", out=Path("unused"), worlds=[L1]))] == [L1]
