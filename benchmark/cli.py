@@ -225,6 +225,20 @@ def cmd_sandbox_exec(args) -> int:
     return 1 if res.error or res.violation else 0
 
 
+def cmd_sandbox_seed(args) -> int:
+    """Compile numba's cache once for this environment, so that no sandbox pays scanpy's JIT again
+    (sandbox/numba_seed.py); scripts/setup.sh runs it, and it takes seconds once done."""
+    from benchmark.progress import note
+    from sandbox.numba_seed import build, seed_dir
+
+    if not seed_dir().is_dir():
+        note("compiling numba's kernels once for every sandbox (a few minutes, the first time only)")
+    root = build(say=lambda m: print(m, file=sys.stderr))
+    n = sum(1 for p in root.rglob("*") if p.is_file())
+    print(f"numba seed ready: {n} cache file(s) under {root}")
+    return 0
+
+
 def cmd_grade(args) -> int:
     """Re-grade from stored trajectories into results.jsonl itself (benchmark.regrade), so the leaderboard sees it."""
     from benchmark.progress import progress
@@ -476,6 +490,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--code-file", required=True)
     sp.add_argument("--root", help=argparse.SUPPRESS)
     sp.set_defaults(fn=cmd_sandbox_exec)
+    sp = ssub.add_parser("seed", help="compile numba's cache once for every sandbox of this environment "
+                         "(scripts/setup.sh runs it)")
+    sp.set_defaults(fn=cmd_sandbox_seed)
 
     from benchmark.leaderboard import add_leaderboard_parser
 

@@ -219,9 +219,6 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
         raise BenchmarkError(f"model '{cfg.model}' is not a litellm model string (provider/name), e.g. local/smollm2 or anthropic/claude-...")
     refs = select_worlds(cfg)
     preflight(refs)
-    from benchmark.models import set_workers
-
-    set_workers(cfg.concurrency)
     with progress("verifying locks", len(refs)) as step:
         for ref in refs:
             step(ref.id)
@@ -240,6 +237,9 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
         todo = [(r, k) for r in refs for k in range(cfg.replicates) if result_key(r.id, k) not in done]
         if cfg.concurrency > 1:
             todo = longest_first(todo)
+        from benchmark.models import set_workers
+
+        set_workers(min(cfg.concurrency, max(1, len(todo))))  # one world left: its model calls get every core
         if todo and remote is None:  # the first world's sandbox starts while the run says what to expect
             from sandbox.pool import POOL
 
@@ -296,7 +296,7 @@ def expected(cfg: RunConfig, todo: list[tuple[WorldRef, int]], store: RunStore) 
     for rec in store.results():
         if rec.model == cfg.model and rec.status not in ERROR_STATUSES:
             finished[rec.level].append(rec.wall_s)
-    return expected_line(cfg.model, [str(r.world.level) for r, _ in todo], cfg.concurrency, dict(finished))
+    return expected_line(cfg.model, [str(r.world.level) for r, _ in todo], max(1, min(cfg.concurrency, len(todo))), dict(finished))
 
 
 def summary_table(records: list[ResultRecord]):

@@ -672,6 +672,9 @@ class Sandbox:
                  "--size", str(lim.shm_bytes), "--tmpfs", "/dev/shm",
                  "--size", str(lim.tmp_bytes), "--tmpfs", "/tmp",
                  "--size", str(lim.workspace_bytes), "--tmpfs", "/workspace"]
+        from sandbox.numba_seed import bwrap_args as numba_seed_args
+
+        argv += numba_seed_args(fds)  # this sandbox's own copy of the compiled numba cache (sandbox/numba_seed.py)
         for dest, src in sorted(roots.items()):
             argv += ["--ro-bind", str(src), dest]
         for m in masks:

@@ -46,14 +46,15 @@ def test_hyp_drift():
 def test_offline_l3_run_records_the_whole_protocol(tmp_path):
     """A full run on a counterfactual dossier (prior, gate, steps, three review rounds, judge) with the offline
     defaults: agent, reviewers and judge are all local/smollm2. The README's main command runs every dossier the
-    same way. One dossier keeps CI's time in bounds (each takes 3-5 minutes of local-model calls)."""
+    same way. One dossier keeps CI's time in bounds: the smallest counterfactual (6 kB; the largest, 17 kB, takes
+    about four times as long), so the prior gate runs too."""
     import json
 
     from benchmark.run import RunConfig, execute
 
     records = execute(RunConfig(model="local/smollm2", out=tmp_path / "l3", levels=["L3"],
-                                worlds=["scrna.L3.dossier.monocyte_labels"]))
-    assert len(records) == 1 and records[0].world_class == "native_cf"
+                                worlds=["clinvar.L3.dossier.oxog_artifact"]))
+    assert len(records) == 1 and records[0].world_class in ("native_cf", "injected_cf")
     for rec in records:
         traj = json.loads((tmp_path / "l3" / rec.trajectory).read_text())
         l3 = traj["l3"]
