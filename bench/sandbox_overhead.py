@@ -7,6 +7,8 @@ import ratio    = (sandbox start + first cell `import numpy, pandas`) / (`python
                                                                                                      goal <= 0.5
 round-trip      = (sandbox cell `pass`) / (exec of `pass` in a pipe-connected child python)          (no goal)
 seal walk       = masked_paths' walk of site-packages and /usr, fresh vs from the on-disk cache      (no goal)
+numba seed      = first cell running scanpy's wilcoxon rank_genes_groups, in a sandbox started with the numba
+                  seed (sandbox/numba_seed.py) / in one started without it (one sample each)         goal <= 0.2
 
 Each sandbox ratio is printed twice: "cold" (`Sandbox(..., pool=False)`: bwrap and a fresh kernel per world, as
 before issue 20) and "warm" (handed out by the pool of pre-started sandboxes, sandbox/pool.py). Warm samples wait,
@@ -29,7 +31,39 @@ from sandbox import seal  # noqa: E402
 from sandbox.bwrap import Limits, Sandbox  # noqa: E402
 from sandbox.pool import POOL  # noqa: E402
 
-START_GOAL, IMPORT_GOAL = 1.5, 0.5
+START_GOAL, IMPORT_GOAL, SEED_GOAL = 1.5, 0.5, 0.2
+RANK_CELL = """
+import numpy as np, pandas as pd, scipy.sparse as sp, anndata as ad, scanpy as sc
+rng = np.random.default_rng(1)
+a = ad.AnnData(sp.csr_matrix(rng.negative_binomial(2, 0.3, size=(500, 400)).astype(np.float32)))
+a.obs['group'] = pd.Categorical(rng.choice(['x', 'y'], 500))
+sc.tl.rank_genes_groups(a, 'group', method='wilcoxon')
+"""
+
+
+def seed_cell(world: Path, seeded: bool) -> float:
+    """Wall of start + the first rank_genes_groups cell in a cold sandbox, with this environment's numba seed or
+    with none (the seed is looked up under DISCERN_SANDBOX_CACHE, pointed at an empty folder)."""
+    import os
+
+    from sandbox.numba_seed import build
+
+    build(say=lambda m: None)
+    saved = os.environ.get("DISCERN_SANDBOX_CACHE")
+    empty = tempfile.mkdtemp(prefix="no-seed-")
+    try:
+        if not seeded:
+            os.environ["DISCERN_SANDBOX_CACHE"] = empty
+        t0 = time.perf_counter()
+        with Sandbox(world, pool=False) as sb:
+            r = sb.run_python(RANK_CELL)
+        assert r.error is None, r.as_text()
+        return time.perf_counter() - t0
+    finally:
+        if saved is None:
+            os.environ.pop("DISCERN_SANDBOX_CACHE", None)
+        else:
+            os.environ["DISCERN_SANDBOX_CACHE"] = saved
 
 
 def timed(fn, n: int, before=None, minus=None) -> float:
@@ -120,6 +154,8 @@ def main() -> None:
     print(f"{'sandbox cell round trip':<48} {cell * 1e3:8.2f} ms | {'piped child exec':<32} {piped * 1e3:7.2f} ms | ratio {cell / piped:6.2f}")
     print(f"{'sandbox teardown (close, after the world)':<48} {statistics.median(closes) * 1e3:8.1f} ms (median, not in the ratios above)")
     print(f"{'seal walk (masked_paths)':<48} {walk_fresh * 1e3:8.1f} ms fresh | {walk_cached * 1e3:7.1f} ms from the disk cache")
+    seeded, unseeded = seed_cell(world, True), seed_cell(world, False)
+    print(line("first wilcoxon cell, numba seed", seeded, unseeded, "without the seed", SEED_GOAL))
     print(f"pool: {POOL.stats}")
 
 
