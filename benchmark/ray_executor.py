@@ -318,6 +318,8 @@ class RayExecutor:
 
         _reachable(address)
         env_vars = {k: v for k, v in os.environ.items() if k.startswith(FORWARD_PREFIXES) or k in FORWARD_NAMES}
+        # each episode's local model uses the CPUs Ray reserved for its task, not every core of its node
+        env_vars["BENCHMARK_LOCAL_THREADS"] = str(self.cpus)
         kwargs = dict(runtime_env={"env_vars": env_vars}, log_to_driver=False, logging_level=logging.WARNING)
         try:
             if address == "local":  # a one-machine cluster started for this run (mostly to try the executor)

@@ -244,3 +244,20 @@ def test_local_smollm2_stops_a_looping_reply_early_with_real_counts():
     text = resp.choices[0].message.content
     assert rec.finish_reason == "length" and 0 < rec.tokens_out < MAX_REPLY_TOKENS * 3 // 4, (rec.tokens_out, text)
     assert text and loop_cut(text) is None and rec.tokens_in > 100
+
+
+def test_local_threads_follow_the_workers_unless_a_task_fixes_them(monkeypatch):
+    """A Ray task reserves BENCHMARK_RAY_CPUS cores and says so in BENCHMARK_LOCAL_THREADS; without it the local
+    model shares this process's cores between its servers."""
+    from benchmark.models import local
+
+    monkeypatch.setattr(local.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    monkeypatch.delenv(local.THREADS_ENV, raising=False)
+    monkeypatch.setattr(local, "_workers", 4)
+    assert local._threads() == 2
+    monkeypatch.setattr(local, "_workers", 1)
+    assert local._threads() == 4, "at most 4 threads a server"
+    monkeypatch.setenv(local.THREADS_ENV, "1")
+    assert local._threads() == 1
+    monkeypatch.setenv(local.THREADS_ENV, "junk")
+    assert local._threads() == 4, "a value that is not a positive integer is ignored"

@@ -72,7 +72,13 @@ def gguf_path(name: str) -> tuple[Path, int]:
     return Path(list(spec.submodule_search_locations)[0]) / fname, n_ctx
 
 
+THREADS_ENV = "BENCHMARK_LOCAL_THREADS"  # set where something else shares the cores out (a Ray task's CPUs)
+
+
 def _threads() -> int:
+    fixed = os.environ.get(THREADS_ENV, "")
+    if fixed.isdigit() and int(fixed) > 0:
+        return min(4, int(fixed))
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(4, cpus // _workers))
 
