@@ -3,12 +3,15 @@ import os
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("BENCHMARK_PROGRESS", "0")
+# every core already runs a test (pytest-xdist -n auto): a local model server gets one thread, as a Ray task's does;
+# two threads that wait on each other on an oversubscribed core cost several times the CPU of one
+os.environ.setdefault("BENCHMARK_LOCAL_THREADS", "1")
 
 from pathlib import Path  # noqa: E402
 
-# Modules that run for minutes are collected first: pytest-xdist's `--dist loadscope` hands modules to workers in
-# collection order, so both workers start on the long ones and the short modules fill in behind them; collected in
-# file-name order, a long module could start last and run alone at the end while the other core idles.
+# Modules that run for minutes are collected first: with `--dist loadscope --no-loadscope-reorder` (pyproject.toml)
+# pytest-xdist hands modules to workers in collection order, so both workers start on the long ones and the short
+# modules fill in behind them. Otherwise a long module could start last and run alone while the other core idles.
 HEAVY_FIRST = ("test_validity.py", "test_campaign.py", "test_l3.py", "test_worlds.py", "test_grounding.py",
                "test_pivotal.py", "test_offline_default.py", "test_run.py", "test_ray.py", "test_alternative_analyses.py",
                "test_faults.py", "test_evaluate_doc.py", "test_cli_usability.py")
