@@ -18,6 +18,8 @@ than a pre-start (about a second with numpy and pandas preloaded); what is timed
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -44,8 +46,6 @@ sc.tl.rank_genes_groups(a, 'group', method='wilcoxon')
 def seed_cell(world: Path, seeded: bool) -> float:
     """Wall of start + the first rank_genes_groups cell in a cold sandbox, with this environment's numba seed or
     with none (the seed is looked up under DISCERN_SANDBOX_CACHE, pointed at an empty folder)."""
-    import os
-
     from sandbox.numba_seed import build
 
     build(say=lambda m: None)
@@ -64,6 +64,7 @@ def seed_cell(world: Path, seeded: bool) -> float:
             os.environ.pop("DISCERN_SANDBOX_CACHE", None)
         else:
             os.environ["DISCERN_SANDBOX_CACHE"] = saved
+        shutil.rmtree(empty, ignore_errors=True)
 
 
 def timed(fn, n: int, before=None, minus=None) -> float:

@@ -91,6 +91,8 @@ from typing import Literal
 from pydantic import BaseModel
 
 from benchmark.errors import BenchmarkError
+from sandbox.numba_seed import SANDBOX_DIR as NUMBA_CACHE_DIR
+from sandbox.numba_seed import bwrap_args as numba_seed_args
 from sandbox.seccomp import program as seccomp_program
 
 KERNEL_SRC = Path(__file__).with_name("kernel.py")
@@ -672,8 +674,6 @@ class Sandbox:
                  "--size", str(lim.shm_bytes), "--tmpfs", "/dev/shm",
                  "--size", str(lim.tmp_bytes), "--tmpfs", "/tmp",
                  "--size", str(lim.workspace_bytes), "--tmpfs", "/workspace"]
-        from sandbox.numba_seed import bwrap_args as numba_seed_args
-
         argv += numba_seed_args(fds)  # this sandbox's own copy of the compiled numba cache (sandbox/numba_seed.py)
         for dest, src in sorted(roots.items()):
             argv += ["--ro-bind", str(src), dest]
@@ -876,7 +876,7 @@ class Sandbox:
             # tool caches (fontconfig, matplotlib, numba) go to /tmp, not $HOME: a cache written in /workspace would be
             # collected as the agent's work product and fill its artifacts with files it never wrote
             "XDG_CACHE_HOME": "/tmp/.cache", "MPLCONFIGDIR": "/tmp/.cache/matplotlib",
-            "MPLBACKEND": "Agg", "NUMBA_CACHE_DIR": "/tmp/numba", "PYTHONDONTWRITEBYTECODE": "1",
+            "MPLBACKEND": "Agg", "NUMBA_CACHE_DIR": NUMBA_CACHE_DIR, "PYTHONDONTWRITEBYTECODE": "1",
             "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
             "KERNEL_SCRATCH": "/tmp", "USER": "agent",
         }

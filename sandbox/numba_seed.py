@@ -29,11 +29,12 @@ import tempfile
 from pathlib import Path
 
 SEED_VERSION = 1
-SANDBOX_DIR = "/tmp/numba"  # NUMBA_CACHE_DIR inside every sandbox (sandbox/bwrap.py)
+SANDBOX_DIR = "/tmp/numba"  # NUMBA_CACHE_DIR inside every sandbox (sandbox/bwrap.py sets it from here)
 MAX_SEED_BYTES = 256 << 20  # the copy lands on the sandbox's /tmp tmpfs (Limits.tmp_bytes, 1 GiB)
 
-# The scanpy steps an analysis of single-cell counts reaches for, on float32 sparse counts (as read from a 10x
-# matrix) and on float64 dense data, so that their numba kernels are compiled for the signatures worlds meet.
+# The scanpy steps an analysis of single-cell counts reaches for, so that their numba kernels are compiled for the
+# signatures worlds meet: every test of rank_genes_groups on each storage of X, the preprocessing chain on sparse
+# float32 (a 10x matrix as read) and dense float64.
 WARMUP = r"""
 import os, shutil, time, warnings
 warnings.simplefilter('ignore')
@@ -46,8 +47,7 @@ groups = pd.Categorical(rng.choice(['a', 'b', 'c'], n))
 def make(X):
     a = ad.AnnData(X)
     a.obs_names = [f'c{i}' for i in range(n)]
-    a.var_names = [f'g{j}' for j in range(g)]
-    a.var_names = [('MT-' + v) if j < 5 else v for j, v in enumerate(a.var_names)]
+    a.var_names = [('MT-' if j < 5 else '') + f'g{j}' for j in range(g)]
     a.obs['group'] = groups
     a.var['mt'] = a.var_names.str.startswith('MT-')
     return a
@@ -86,8 +86,8 @@ for kind, X in kinds.items():
         step('umap', lambda: sc.tl.umap(a))
         step('leiden', lambda: sc.tl.leiden(a, flavor='igraph', n_iterations=2))
         step('scrublet', lambda: sc.pp.scrublet(make(sp.csr_matrix(counts))))
-if os.path.isdir('/tmp/numba'):
-    shutil.copytree('/tmp/numba', 'numba')
+if os.path.isdir(os.environ['NUMBA_CACHE_DIR']):
+    shutil.copytree(os.environ['NUMBA_CACHE_DIR'], 'numba')
 print('compiled:', '; '.join(done))
 print('not available:', '; '.join(failed) or 'none')
 """
