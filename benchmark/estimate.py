@@ -12,7 +12,7 @@ import statistics
 from collections import Counter
 from typing import Iterable
 
-from benchmark.progress import minutes
+from benchmark.progress import Pace, minutes
 
 # Seconds per world of local/smollm2 on one core, by level: the README main job of 2026-12-01 on a 2-core machine
 # (two worlds at once, one model thread each; mean wall of 46 L1, 52 L2 and 11 L3 worlds).
@@ -61,3 +61,15 @@ def default_concurrency(model: str) -> int:
     from benchmark.models import is_offline
 
     return cores() if is_offline(model) else HOSTED_CONCURRENCY
+
+
+def run_pace(model: str, items: dict[str, str], concurrency: int, finished: dict[str, list[float]] | None = None) -> Pace:
+    """The progress line's `Pace` for a run: `items` maps each progress item ('<world> r<k>') to its level. A world
+    weighs its level's median wall in this run where the run has finished worlds of that level, else the local
+    model's seconds per world (LOCAL_CPU_S: for a hosted model too, as proportions, since an L3 dossier makes many
+    more calls than an L1 world); the expected duration is `expected_seconds`'s, when it has one."""
+    finished = {k: v for k, v in (finished or {}).items() if v}
+    per = {lv: statistics.median(finished[lv]) if lv in finished else LOCAL_CPU_S.get(lv, LOCAL_CPU_S["L2"])
+           for lv in set(items.values())}
+    est = expected_seconds(model, list(items.values()), concurrency, finished)
+    return Pace(weights={item: per[lv] for item, lv in items.items()}, expected_s=est[0] if est else None)

@@ -1,5 +1,7 @@
 """Progress for long work: a rich bar on a terminal, plain lines in a log (stderr not a terminal), nothing with
-BENCHMARK_PROGRESS=0. Both show the time left, extrapolated from the steps done so far.
+BENCHMARK_PROGRESS=0. Both show the time left, extrapolated from the steps done so far; a run whose items differ in
+size (an L3 dossier takes the time of ~25 L1 worlds) passes a `Pace`, so the first dossier done does not promise
+eight hours.
 
 In a log a long step is never silent: a line when an item starts (at most one per QUIET_S), a heartbeat line when
 nothing was printed for HEARTBEAT_S, and `note(line)` lines for the sub-steps of one item (an L3 dossier's prior,
@@ -13,6 +15,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 QUIET_S = 5.0  # in a log, at most one progress line (and one note) per QUIET_S seconds (the last always shows)
@@ -24,6 +27,31 @@ _live: dict = {}  # {"pid": os.getpid(), "bar": rich Progress, "task": id} while
 _printed = [0.0]  # monotonic time of the last line this process printed (progress, note or heartbeat)
 _note_lock = threading.Lock()
 _last_note = [float("-inf")]
+
+
+@dataclass(frozen=True)
+class Pace:
+    """What work of unequal items expects of itself. `weights`: each item's share of the work (its expected seconds,
+    or anything proportional); an item not named weighs the mean. `expected_s`: the whole work's expected seconds,
+    when something supports a figure (benchmark.estimate). The time left is the weight left times a pace that starts
+    at the expected one and moves to the observed one as items finish (the prior counts as a quarter of the work),
+    so the first item, finished while others were still running beside it, does not set the pace alone."""
+    weights: dict[str, float] = field(default_factory=dict)
+    expected_s: float | None = None
+
+    def weight(self, item: str) -> float:
+        if item in self.weights:
+            return self.weights[item]
+        return sum(self.weights.values()) / len(self.weights) if self.weights else 1.0
+
+    def left(self, elapsed: float, done_w: float, total_w: float) -> float | None:
+        """Seconds left, or None before anything supports a figure."""
+        prior_w = total_w / 4 if self.expected_s and total_w > 0 else 0.0
+        if done_w + prior_w <= 0:
+            return None
+        prior_pace = (self.expected_s or 0.0) / total_w if total_w > 0 else 0.0
+        pace = (prior_pace * prior_w + elapsed) / (prior_w + done_w)
+        return max(0.0, (total_w - done_w) * pace)
 
 
 def minutes(seconds: float) -> str:
@@ -78,35 +106,54 @@ def note(line: str) -> None:
 
 
 @contextmanager
-def progress(label: str, total: int, finished: bool = False) -> Iterator[Callable[[str], None]]:
+def progress(label: str, total: int, finished: bool = False, pace: Pace | None = None) -> Iterator[Callable[[str], None]]:
     """`step(item)` marks the previous item done and names the one now running (the last is closed on exit); with
-    `finished=True` (work done out of order, by a pool) it marks `item` itself done."""
+    `finished=True` (work done out of order, by a pool) it marks `item` itself done. `pace`: the items' weights and
+    the expected duration, for a time left that is right from the start (else each item weighs the same)."""
     m = mode()
     if m == "lines":
-        with _lines(label, total, finished) as step:
+        with _lines(label, total, finished, pace) as step:
             yield step
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+    from rich.text import Text
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("left"), TimeRemainingColumn(), TextColumn("{task.fields[item]}"), transient=False,
+    weighted = pace is not None
+
+    class Left(ProgressColumn):  # rich's own TimeRemainingColumn counts items; this one weighs them
+        def render(self, task) -> Text:
+            if task.finished:
+                return Text("0:00:00")
+            left = (pace or Pace()).left(task.elapsed or 0.0, task.completed, task.total or 0.0)
+            return Text("-:--:--" if left is None else time.strftime("%H:%M:%S", time.gmtime(left)))
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[count]}/" + str(total)),
+                  TimeElapsedColumn(), TextColumn("left"), Left(), TextColumn("{task.fields[item]}"), transient=False,
                   disable=m == "off") as bar:
-        task = bar.add_task(label, total=total, item="")
-        started = [False]
+        total_w = float(total) if not weighted else float(sum(pace.weights.values()) or total)
+        task = bar.add_task(label, total=total_w, item="", count=0)
+        state = {"started": False, "count": 0, "w": 1.0}
         outer = dict(_live)
         if m == "bar":
             _live.update(pid=os.getpid(), bar=bar, task=task)
 
+        def advance(w: float) -> None:
+            state["count"] += 1
+            bar.update(task, advance=w, count=state["count"])
+
         def step(item: str) -> None:
-            if started[0] or finished:
-                bar.advance(task)
-            started[0] = True
+            w = pace.weight(item) if weighted else 1.0
+            if finished:
+                advance(w)
+            elif state["started"]:
+                advance(state["w"])
+            state["started"], state["w"] = True, w
             bar.update(task, item=item)
 
         try:
             yield step
-            if started[0] and not finished:
-                bar.advance(task)
+            if state["started"] and not finished:
+                advance(state["w"])
             bar.update(task, item="done")
         finally:
             _live.clear()
@@ -114,20 +161,23 @@ def progress(label: str, total: int, finished: bool = False) -> Iterator[Callabl
 
 
 @contextmanager
-def _lines(label: str, total: int, finished: bool) -> Iterator[Callable[[str], None]]:
+def _lines(label: str, total: int, finished: bool, pace: Pace | None = None) -> Iterator[Callable[[str], None]]:
     """A log's progress, flushed:
     '[label] 3/110 · now clinvar.L1.integrity.clean · 3 min elapsed, ~24 min left' (finished=False: the item
     starting), '[label] 12/110 clinvar.L1.integrity.clean · ...' (finished=True: the item just done), and a heartbeat
     '[label] 3/110 · still on clinvar.L1.integrity.clean · 4 min elapsed' when nothing was printed for HEARTBEAT_S."""
     t0 = time.monotonic()
     quiet, beat_s = _seconds("QUIET_S", QUIET_S), _seconds("HEARTBEAT_S", HEARTBEAT_S)
-    state = {"done": 0, "item": "", "started": False}
+    pace = pace or Pace()
+    total_w = float(sum(pace.weights.values())) if pace.weights else float(total)
+    state = {"done": 0, "item": "", "started": False, "done_w": 0.0, "w": 1.0}
     last = [t0 - quiet]
     lock = threading.Lock()
 
     def timing(done: int) -> str:
         elapsed = time.monotonic() - t0
-        left = f", ~{minutes(elapsed / done * (total - done))} left" if 0 < done < total else ""
+        est = pace.left(elapsed, state["done_w"], total_w) if done < total else None
+        left = f", ~{minutes(est)} left" if est is not None and (done > 0 or pace.expected_s) else ""
         return f"{minutes(elapsed)} elapsed{left}"
 
     def emit(text: str, done: int, force: bool = False) -> None:
@@ -139,14 +189,17 @@ def _lines(label: str, total: int, finished: bool) -> Iterator[Callable[[str], N
 
     def step(item: str) -> None:
         with lock:
+            w = pace.weight(item) if pace.weights else 1.0
             if finished:
                 state["done"] += 1
+                state["done_w"] += w
                 state["item"] = item
                 emit(item, state["done"])
                 return
             if state["started"]:
                 state["done"] += 1
-            state["started"], state["item"] = True, item
+                state["done_w"] += state["w"]
+            state["started"], state["item"], state["w"] = True, item, w
             emit(f"· now {item}", state["done"])
 
     stop = threading.Event()

@@ -245,6 +245,7 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
 
             POOL.prewarm(cfg.limits, world_cache(todo[0][0]), todo[0][0].id)
         print(expected(cfg, todo, store), file=sys.stderr, flush=True)
+        pace = run_pace(cfg, todo, store)
         slots: queue.Queue[int] = queue.Queue()
         for s in range(cfg.concurrency):
             slots.put(s)
@@ -257,10 +258,11 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
                 slots.put(slot)
 
         if remote is not None:  # each episode on a Ray worker; recorded here, in completion order
-            with progress(f"running {cfg.model} on Ray", len(todo), finished=True) as step:
+            with progress(f"running {cfg.model} on Ray", len(todo), finished=True, pace=pace) as step:
                 remote.run(todo, cfg, store, step)
         else:
-            with progress(f"running {cfg.model}", len(todo), finished=True) as step, ThreadPoolExecutor(cfg.concurrency) as pool:
+            with progress(f"running {cfg.model}", len(todo), finished=True, pace=pace) as step, \
+                    ThreadPoolExecutor(cfg.concurrency) as pool:
                 futures = {pool.submit(work, r, k): (r, k) for r, k in todo}
                 for fut in as_completed(futures):
                     r, k = futures[fut]
@@ -286,17 +288,29 @@ def longest_first(todo: list[tuple[WorldRef, int]]) -> list[tuple[WorldRef, int]
     return sorted(todo, key=lambda rk: (rank.get(str(rk[0].world.level), 3), size(rk[0]), rk[0].id, rk[1]))
 
 
-def expected(cfg: RunConfig, todo: list[tuple[WorldRef, int]], store: RunStore) -> str:
-    """The line a run prints before its first world: how long the rest should take (benchmark.estimate)."""
-    from collections import defaultdict
-
-    from benchmark.estimate import expected_line
-
-    finished: dict[str, list[float]] = defaultdict(list)
+def _finished_walls(cfg: RunConfig, store: RunStore) -> dict[str, list[float]]:
+    """Wall seconds of this run's finished worlds, by level (a resumed run's own pace)."""
+    finished: dict[str, list[float]] = {}
     for rec in store.results():
         if rec.model == cfg.model and rec.status not in ERROR_STATUSES:
-            finished[rec.level].append(rec.wall_s)
-    return expected_line(cfg.model, [str(r.world.level) for r, _ in todo], max(1, min(cfg.concurrency, len(todo))), dict(finished))
+            finished.setdefault(rec.level, []).append(rec.wall_s)
+    return finished
+
+
+def expected(cfg: RunConfig, todo: list[tuple[WorldRef, int]], store: RunStore) -> str:
+    """The line a run prints before its first world: how long the rest should take (benchmark.estimate)."""
+    from benchmark.estimate import expected_line
+
+    return expected_line(cfg.model, [str(r.world.level) for r, _ in todo], max(1, min(cfg.concurrency, len(todo))),
+                         _finished_walls(cfg, store))
+
+
+def run_pace(cfg: RunConfig, todo: list[tuple[WorldRef, int]], store: RunStore):
+    """The progress line's weights and expected duration, so its time left is right from the first world."""
+    from benchmark.estimate import run_pace as pace
+
+    return pace(cfg.model, {f"{r.id} r{k}": str(r.world.level) for r, k in todo},
+                max(1, min(cfg.concurrency, len(todo))), _finished_walls(cfg, store))
 
 
 def summary_table(records: list[ResultRecord]):
