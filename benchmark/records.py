@@ -144,6 +144,8 @@ class ResultRecord(BaseModel):
     run_id: str = ""
     role_usage: dict[str, RoleUsage] = Field(default_factory=dict, description="reviewer/judge usage (not the agent's)")
     eligible: bool | None = Field(None, description="L3 counterfactuals: the evidence conflicts with the stated prior")
+    started_at: str | None = Field(None, description="UTC time the episode started (ISO 8601, ms): a run's timeline")
+    finished_at: str | None = Field(None, description="UTC time the row was written, after grading (ISO 8601, ms)")
     eligibility_reason: str | None = None
     commitment: Literal["commit", "abstain"] | None = None
     l3_axes: dict[str, float] | None = Field(None, description="L3: D, Q, N (0-3) and the five Q sub-axes")
@@ -167,6 +169,20 @@ class ResultRecord(BaseModel):
     @classmethod
     def _finite(cls, v: float | None, info) -> float | None:
         return _finite_non_negative(v, info.field_name)
+
+    @field_validator("started_at", "finished_at")
+    @classmethod
+    def _iso_time(cls, v: str | None, info) -> str | None:
+        from datetime import datetime
+
+        if v is not None:
+            try:
+                t = datetime.fromisoformat(v)
+            except (TypeError, ValueError):
+                raise ValueError(f"{info.field_name} {str(v)[:40]!r} is not an ISO 8601 time") from None
+            if t.tzinfo is None:
+                raise ValueError(f"{info.field_name} {v!r} has no time zone (write UTC, e.g. 2026-12-01T22:00:00.000+00:00)")
+        return v
 
     @field_validator("world_id")
     @classmethod

@@ -101,7 +101,7 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
     seed = cfg.seed + replicate
     budget = _budget(Level(ref.world.level), cfg)
     key = result_key(ref.id, replicate)
-    t0 = time.monotonic()
+    t0, started_at = time.monotonic(), utc_now()
     messages: list = []
     calls, cells, violations, outputs = [], [], [], []
     collect_log: list[str] = []
@@ -146,10 +146,17 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
         calls=agent.calls, failed_calls=len(calls) - agent.calls, retries=sum(len(c.retries) for c in calls),
         code_cells=len(cells), wall_s=traj.wall_s, violations=[v.kind for v in violations],
         audit_flags=sorted({f.kind for f in traj.audit}), trajectory=rel, harness_version=HARNESS_VERSION,
-        run_id=store.run_id(), refusal=refusal,
+        run_id=store.run_id(), refusal=refusal, started_at=started_at, finished_at=utc_now(),
     )
     store.append(rec)
     return rec
+
+
+def utc_now(offset_s: float = 0.0) -> str:
+    """The UTC time (plus `offset_s`), ISO 8601 to the millisecond: when a row's episode started and ended."""
+    from datetime import timedelta
+
+    return (datetime.now(timezone.utc) + timedelta(seconds=offset_s)).isoformat(timespec="milliseconds")
 
 
 def _budget(level: Level, cfg: RunConfig) -> int:
@@ -178,7 +185,7 @@ def fault_record(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore,
         world_class=ref.world.world_class, model=cfg.model, replicate=replicate, seed=seed, status="harness_error",
         score=None, grade=None, error=error, tokens_in=0, tokens_out=0, calls=0, failed_calls=0, retries=0, code_cells=0,
         wall_s=traj.wall_s, violations=[], audit_flags=[], trajectory=rel, harness_version=HARNESS_VERSION,
-        run_id=store.run_id())
+        run_id=store.run_id(), started_at=utc_now(-wall_s), finished_at=utc_now())
     store.append(rec)
     return rec
 
@@ -350,7 +357,7 @@ def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, s
     seed = cfg.seed + replicate
     budget = STEP_BUDGET[Level.L3]
     key = result_key(ref.id, replicate)
-    t0 = time.monotonic()
+    t0, started_at = time.monotonic(), utc_now()
     violations, outputs = [], []
     collect_log: list[str] = []
     collect_summary: dict = {}
@@ -400,7 +407,7 @@ def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, s
         failed_calls=sum(not c.ok for c in out.agent_calls), retries=sum(len(c.retries) for c in out.agent_calls),
         code_cells=len(out.cells), wall_s=traj.wall_s, violations=[v.kind for v in violations],
         audit_flags=sorted({f.kind for f in traj.audit}), trajectory=rel, harness_version=HARNESS_VERSION,
-        run_id=store.run_id(), refusal=refusal, role_usage=role_usage, eligible=rec3.eligible, eligibility_reason=rec3.eligibility_reason,
+        run_id=store.run_id(), refusal=refusal, role_usage=role_usage, started_at=started_at, finished_at=utc_now(), eligible=rec3.eligible, eligibility_reason=rec3.eligibility_reason,
         commitment=rec3.commitment if rec3.commitment in ("commit", "abstain") else None,
         l3_axes={k: v for k, v in (rec3.axes or {}).items()} or None, hyp_drift=rec3.hyp_drift,
         l3_rounds=[{"concessions": r.concessions, "rejection_fraction": r.rejection_fraction} for r in rec3.rounds] or None,

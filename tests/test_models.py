@@ -261,3 +261,51 @@ def test_local_threads_follow_the_workers_unless_a_task_fixes_them(monkeypatch):
     assert local._threads() == 1
     monkeypatch.setenv(local.THREADS_ENV, "junk")
     assert local._threads() == 4, "a value that is not a positive integer is ignored"
+
+
+def test_local_prompt_under_the_char_budget_but_over_the_context_is_refitted(monkeypatch):
+    """A dense table tokenises at under 2.5 chars a token, so a prompt within the character budget can still exceed
+    the context by the server's count: the provider refits it to the ratio of the prompt it SENT and the server's
+    count. (Scaling the budget instead left a prompt far below it uncut: every reviewer call of one scrna dossier in
+    the README main job failed with 'request (8357 tokens) exceeds the available context size'.) Run on the real
+    server with a 2,048-token context, so the prefill stays short."""
+    import random
+
+    from benchmark.models import local
+
+    monkeypatch.setitem(local.MODELS, "smollm2", (*local.MODELS["smollm2"][:2], 2048))
+    monkeypatch.setattr(local, "_servers", {})  # a fresh server with the small context
+    rng = random.Random(0)
+    digits = "".join(rng.choice("0123456789") for _ in range(2600))  # one token a digit: ~2,600 tokens, 2,600 chars
+    assert len(digits) < (2048 - local.MAX_REPLY_TOKENS - 256) * local.CHARS_PER_TOKEN, "under the char budget"
+    monkeypatch.setattr(local, "_fitted", {})
+    resp, rec = call_model("local/smollm2", [{"role": "user", "content": f"{digits}\nReviewer 1: the first digit?"}],
+                           step=0, max_tokens=8)
+    assert rec.ok, rec.error
+    assert 0 < rec.tokens_in <= 2048 - 8, rec.tokens_in
+    (fitted,) = local._fitted.values()  # remembered for the prompts that open with the same table
+    resp, rec = call_model("local/smollm2", [{"role": "user", "content": f"{digits}\nReviewer 2: the last digit?"}],
+                           step=0, max_tokens=8)
+    assert rec.ok, rec.error
+    assert list(local._fitted.values()) == [fitted], "the next reviewer starts at the fitted budget"
+
+
+def test_local_fit_keeps_the_agents_latest_turns_behind_a_long_dossier_and_the_same_opening_each_turn():
+    """An L3 agent's first user turn holds the whole dossier, longer than the context: the opening is cut to a share
+    of the budget, so its latest cell and output still fit (they were all dropped before), and the cut opening is
+    the same text turn after turn (the server's prompt cache answers it)."""
+    from benchmark.models.local import HEAD_SHARE, _fit
+
+    head = [{"role": "system", "content": "SYSTEM"}, {"role": "user", "content": "DOSSIER\n" + "gene,1.234,0.5\n" * 3000}]
+    budget = 9000
+    openings = set()
+    conv: list = []
+    for turn in range(8):
+        conv += [{"role": "assistant", "content": f"cell {turn}: print(df.head())"},
+                 {"role": "user", "content": f"output {turn}: " + "x" * (300 + 37 * turn)}]
+        out = _fit(head + conv, n_ctx=4096, max_tokens=192, budget=budget)
+        assert sum(len(m["content"]) for m in out) <= budget
+        assert out[-1]["content"].startswith(f"output {turn}:") and out[-2]["content"].startswith(f"cell {turn}:")
+        assert len(out[1]["content"]) <= budget * HEAD_SHARE and "characters cut here" in out[1]["content"]
+        openings.add(out[1]["content"])
+    assert len(openings) == 1, "the opening is cut the same way every turn"

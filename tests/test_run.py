@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,8 @@ def test_run_writes_results_and_trajectories(first_run):
         assert x["model"] == "scripted/first" and 0 <= x["score"] <= 100
         assert (first_run / x["trajectory"]).exists()
         assert x["tokens_in"] == 0 and x["calls"] == 1, "scripted agents report zero tokens and answer in one call"
+        began, ended = datetime.fromisoformat(x["started_at"]), datetime.fromisoformat(x["finished_at"])
+        assert began.utcoffset() == timedelta(0) and (ended - began).total_seconds() >= x["wall_s"] - 0.01, x
     cfg = json.loads((first_run / "config.json").read_text())
     assert cfg["model"] == "scripted/first" and "tool_versions" in cfg and cfg["run_id"] == "first"
 

