@@ -379,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--main-run", type=Path, help="a finished run folder of the README main job (figure 6)")
     ap.add_argument("--small-world", default=SMALL_WORLD, help=f"figure 2's world (default {SMALL_WORLD})")
     ap.add_argument("--json", type=Path, help="also write the rows to this JSON file")
+    ap.add_argument("--only", nargs="+", metavar="N", help="only these figures (e.g. --only 5a 5b 6; default: all)")
     a = ap.parse_args(argv)
     n = 3 if a.quick else 5
     start_load = load_note()
@@ -401,6 +402,8 @@ def main(argv: list[str] | None = None) -> int:
         oracle_run(tmp / "warmup", [a.small_world])
 
         def attempt(label: str, fn, *args):
+            if a.only and label not in a.only:
+                return None
             try:
                 return fn(*args)
             except Exception as e:  # noqa: BLE001 - one broken figure must not hide the others

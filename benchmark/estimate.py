@@ -14,9 +14,10 @@ from typing import Iterable
 
 from benchmark.progress import Pace, minutes
 
-# Seconds per world of local/smollm2 on one core, by level: the README main job of 2026-12-01 on a 2-core machine
-# (two worlds at once, one model thread each; mean wall of 46 L1, 52 L2 and 11 L3 worlds).
-LOCAL_CPU_S = {"L1": 9.0, "L2": 6.0, "L3": 230.0}
+# Seconds per world of local/smollm2 on one core, by level: the README main job of 2026-12-01 on an idle 2-core
+# machine (two worlds at once, one model thread each; mean wall of 46 L1, 52 L2 and 12 L3 worlds; the whole job took
+# 28.8 min) after the local model's context became 4,096 tokens and its fitted prompts kept one cached head.
+LOCAL_CPU_S = {"L1": 11.0, "L2": 7.0, "L3": 212.0}
 
 
 def cores() -> int:

@@ -177,8 +177,20 @@ def build(say=print) -> Path:
             if not got.is_dir():
                 got.mkdir(parents=True)  # nothing cacheable was compiled: an empty seed still records that
             os.replace(got, root)
+            prune_stale(root)
         finally:
             shutil.rmtree(work, ignore_errors=True)
     finally:
         os.close(fd)
     return root
+
+
+def prune_stale(keep: Path) -> list[Path]:
+    """Remove the seeds of earlier environments beside `keep` (an upgrade or an edit of this module changes the key,
+    and nothing reads an old seed again); called under the build lock, once the new seed is in place."""
+    gone = []
+    for d in keep.parent.glob("numba-*"):
+        if d != keep and d.is_dir() and not d.is_symlink() and d.name[len("numba-"):].isalnum():
+            shutil.rmtree(d, ignore_errors=True)
+            gone.append(d)
+    return gone

@@ -102,3 +102,17 @@ def test_without_a_seed_a_sandbox_starts_with_an_empty_cache(world, tmp_path, mo
     with Sandbox(world, label=WORLD, pool=False) as sb:
         res = sb.run_python(LIST)
     assert res.error is None and _last_json(res.stdout)["files"] == 0
+
+
+def test_a_new_seed_removes_the_seeds_of_earlier_environments(tmp_path):
+    """Seeds are keyed by the environment; an upgrade leaves the old key's folder behind, which the next build
+    removes (and nothing else beside it: the lock file, a build in progress, another folder)."""
+    from sandbox.numba_seed import prune_stale
+
+    keep = tmp_path / "numba-4e5aee4487eae059"
+    for d in (keep, tmp_path / "numba-0123456789abcdef", tmp_path / "numba-build-x1y2", tmp_path / "other"):
+        (d / "sub").mkdir(parents=True)
+    (tmp_path / "numba-seed.lock").write_text("")
+    assert prune_stale(keep) == [tmp_path / "numba-0123456789abcdef"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["numba-4e5aee4487eae059", "numba-build-x1y2",
+                                                          "numba-seed.lock", "other"]
