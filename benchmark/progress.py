@@ -34,7 +34,7 @@ class Pace:
     """What work of unequal items expects of itself. `weights`: each item's share of the work (its expected seconds,
     or anything proportional); an item not named weighs the mean. `expected_s`: the whole work's expected seconds,
     when something supports a figure (benchmark.estimate). The time left is the weight left times a pace that starts
-    at the expected one and moves to the observed one as items finish (the prior counts as a quarter of the work),
+    at the expected one and moves to the observed one as items finish (the prior counts as half of the work),
     so the first item, finished while others were still running beside it, does not set the pace alone."""
     weights: dict[str, float] = field(default_factory=dict)
     expected_s: float | None = None
@@ -46,7 +46,7 @@ class Pace:
 
     def left(self, elapsed: float, done_w: float, total_w: float) -> float | None:
         """Seconds left, or None before anything supports a figure."""
-        prior_w = total_w / 4 if self.expected_s and total_w > 0 else 0.0
+        prior_w = total_w / 2 if self.expected_s and total_w > 0 else 0.0
         if done_w + prior_w <= 0:
             return None
         prior_pace = (self.expected_s or 0.0) / total_w if total_w > 0 else 0.0

@@ -97,7 +97,13 @@ def preload_for(world_dir: Path | None, label: str, limits) -> tuple[str, ...]:
 
 
 def pool_key(limits, preload: tuple[str, ...]) -> tuple:
-    return tuple((f, getattr(limits, f)) for f in BAKED) + (("preload", tuple(preload)),)
+    """What a blank is made with and cannot change once started: its start-time limits, its preloads, and the numba
+    seed it copied (none, or which one), so a seed built after a blank started is not missing from the next world."""
+    from sandbox.numba_seed import seed_dir
+
+    seed = seed_dir()
+    return tuple((f, getattr(limits, f)) for f in BAKED) + (("preload", tuple(preload)),
+                                                          ("numba_seed", seed.name if seed.is_dir() else None))
 
 
 def blank_limits(limits):
@@ -283,7 +289,7 @@ class WarmPool:
                     evict, self._evict = self._evict, []
                     if not self._closed:
                         self._building = key
-                        limits, preload = self._limits[key], key[-1][1]
+                        limits, preload = self._limits[key], dict(key)["preload"]
                         gen = self._gen
                 for sb in evict:
                     sb.close()

@@ -152,7 +152,9 @@ def test_the_time_left_weighs_dossiers_from_the_first_world(monkeypatch, capsys)
 
     levels = {f"w{i:03d}.L3 r0": "L3" for i in range(12)} | {f"w{i:03d}.L1 r0": "L1" for i in range(12, 110)}
     pace = run_pace("local/smollm2", levels, 2)
-    assert pace.expected_s == pytest.approx((12 * 230 + 98 * 9) / 2)
+    from benchmark.estimate import LOCAL_CPU_S
+
+    assert pace.expected_s == pytest.approx((12 * LOCAL_CPU_S["L3"] + 98 * LOCAL_CPU_S["L1"]) / 2)
     truth = pace.expected_s - 300
     left = pace.left(elapsed=300, done_w=pace.weight("w000.L3 r0"), total_w=sum(pace.weights.values()))
     assert 0.5 * truth < left < 1.5 * truth, (left, truth)

@@ -284,6 +284,18 @@ def test_preload_follows_the_track_and_the_cpu_budget():
     assert a != pool_mod.pool_key(Limits(memory_bytes=1 << 30), ("numpy",))
 
 
+def test_a_blank_started_before_the_numba_seed_existed_is_not_handed_out_after(tmp_path, monkeypatch):
+    """A blank copies the seed when it starts: once a seed is built (or replaced), blanks made without it have
+    another key, so the next world does not compile what the seed holds."""
+    from sandbox.numba_seed import seed_dir
+
+    monkeypatch.setenv("DISCERN_SANDBOX_CACHE", str(tmp_path / "cache"))
+    before = pool_mod.pool_key(Limits(), ("numpy",))
+    seed_dir().mkdir(parents=True)
+    after = pool_mod.pool_key(Limits(), ("numpy",))
+    assert before != after and dict(after)["numba_seed"] == seed_dir().name and dict(before)["numba_seed"] is None
+
+
 def test_pool_off_starts_cold(tmp_path, monkeypatch):
     monkeypatch.setenv("DISCERN_SANDBOX_POOL", "0")
     with Sandbox(_world(tmp_path, "world", {"a": "1"})) as sb:
