@@ -226,6 +226,13 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
         raise BenchmarkError(f"model '{cfg.model}' is not a litellm model string (provider/name), e.g. local/smollm2 or anthropic/claude-...")
     refs = select_worlds(cfg)
     preflight(refs)
+    importing = None
+    if any(not is_offline(m) for m in (cfg.model, *cfg.reviewers, cfg.judge)):
+        import threading  # litellm's import (~5 s) overlaps the lock checks; episodes start once it is done, so
+        # their wall_s (and started_at) is the episode's, not the process's one-off import
+
+        importing = threading.Thread(target=_import_litellm, name="import-litellm", daemon=True)
+        importing.start()
     with progress("verifying locks", len(refs)) as step:
         for ref in refs:
             step(ref.id)
@@ -253,6 +260,8 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
             POOL.prewarm(cfg.limits, world_cache(todo[0][0]), todo[0][0].id)
         print(expected(cfg, todo, store), file=sys.stderr, flush=True)
         pace = run_pace(cfg, todo, store)
+        if importing is not None:
+            importing.join()
         slots: queue.Queue[int] = queue.Queue()
         for s in range(cfg.concurrency):
             slots.put(s)
@@ -281,6 +290,13 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
         store.close()
         if remote is not None:
             remote.close()
+
+
+def _import_litellm() -> None:
+    try:
+        import litellm  # noqa: F401 - only warmed here; a failure shows where the first call imports it
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def longest_first(todo: list[tuple[WorldRef, int]]) -> list[tuple[WorldRef, int]]:
