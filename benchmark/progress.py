@@ -44,6 +44,10 @@ class Pace:
             return self.weights[item]
         return sum(self.weights.values()) / len(self.weights) if self.weights else 1.0
 
+    def total(self, n: int) -> float:
+        """The whole work's weight for `n` items (n itself when no item is weighed)."""
+        return float(sum(self.weights.values())) if self.weights else float(n)
+
     def left(self, elapsed: float, done_w: float, total_w: float) -> float | None:
         """Seconds left, or None before anything supports a figure."""
         prior_w = total_w / 2 if self.expected_s and total_w > 0 else 0.0
@@ -118,20 +122,19 @@ def progress(label: str, total: int, finished: bool = False, pace: Pace | None =
     from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
     from rich.text import Text
 
-    weighted = pace is not None
+    pace = pace or Pace()
 
     class Left(ProgressColumn):  # rich's own TimeRemainingColumn counts items; this one weighs them
         def render(self, task) -> Text:
             if task.finished:
                 return Text("0:00:00")
-            left = (pace or Pace()).left(task.elapsed or 0.0, task.completed, task.total or 0.0)
+            left = pace.left(task.elapsed or 0.0, task.completed, task.total or 0.0)
             return Text("-:--:--" if left is None else time.strftime("%H:%M:%S", time.gmtime(left)))
 
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[count]}/" + str(total)),
                   TimeElapsedColumn(), TextColumn("left"), Left(), TextColumn("{task.fields[item]}"), transient=False,
                   disable=m == "off") as bar:
-        total_w = float(total) if not weighted else float(sum(pace.weights.values()) or total)
-        task = bar.add_task(label, total=total_w, item="", count=0)
+        task = bar.add_task(label, total=pace.total(total), item="", count=0)
         state = {"started": False, "count": 0, "w": 1.0}
         outer = dict(_live)
         if m == "bar":
@@ -142,7 +145,7 @@ def progress(label: str, total: int, finished: bool = False, pace: Pace | None =
             bar.update(task, advance=w, count=state["count"])
 
         def step(item: str) -> None:
-            w = pace.weight(item) if weighted else 1.0
+            w = pace.weight(item)
             if finished:
                 advance(w)
             elif state["started"]:
@@ -169,7 +172,7 @@ def _lines(label: str, total: int, finished: bool, pace: Pace | None = None) -> 
     t0 = time.monotonic()
     quiet, beat_s = _seconds("QUIET_S", QUIET_S), _seconds("HEARTBEAT_S", HEARTBEAT_S)
     pace = pace or Pace()
-    total_w = float(sum(pace.weights.values())) if pace.weights else float(total)
+    total_w = pace.total(total)
     state = {"done": 0, "item": "", "started": False, "done_w": 0.0, "w": 1.0}
     last = [t0 - quiet]
     lock = threading.Lock()
@@ -189,7 +192,7 @@ def _lines(label: str, total: int, finished: bool, pace: Pace | None = None) -> 
 
     def step(item: str) -> None:
         with lock:
-            w = pace.weight(item) if pace.weights else 1.0
+            w = pace.weight(item)
             if finished:
                 state["done"] += 1
                 state["done_w"] += w

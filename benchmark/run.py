@@ -258,8 +258,9 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
             from sandbox.pool import POOL
 
             POOL.prewarm(cfg.limits, world_cache(todo[0][0]), todo[0][0].id)
-        print(expected(cfg, todo, store), file=sys.stderr, flush=True)
-        pace = run_pace(cfg, todo, store)
+        finished = _finished_walls(cfg, store)  # results.jsonl read once for the expected line and the pace
+        print(expected(cfg, todo, finished), file=sys.stderr, flush=True)
+        pace = run_pace(cfg, todo, finished)
         if importing is not None:
             importing.join()
         slots: queue.Queue[int] = queue.Queue()
@@ -320,20 +321,20 @@ def _finished_walls(cfg: RunConfig, store: RunStore) -> dict[str, list[float]]:
     return finished
 
 
-def expected(cfg: RunConfig, todo: list[tuple[WorldRef, int]], store: RunStore) -> str:
+def expected(cfg: RunConfig, todo: list[tuple[WorldRef, int]], finished: dict[str, list[float]]) -> str:
     """The line a run prints before its first world: how long the rest should take (benchmark.estimate)."""
     from benchmark.estimate import expected_line
 
     return expected_line(cfg.model, [str(r.world.level) for r, _ in todo], max(1, min(cfg.concurrency, len(todo))),
-                         _finished_walls(cfg, store))
+                         finished)
 
 
-def run_pace(cfg: RunConfig, todo: list[tuple[WorldRef, int]], store: RunStore):
+def run_pace(cfg: RunConfig, todo: list[tuple[WorldRef, int]], finished: dict[str, list[float]]):
     """The progress line's weights and expected duration, so its time left is right from the first world."""
     from benchmark.estimate import run_pace as pace
 
     return pace(cfg.model, {f"{r.id} r{k}": str(r.world.level) for r, k in todo},
-                max(1, min(cfg.concurrency, len(todo))), _finished_walls(cfg, store))
+                max(1, min(cfg.concurrency, len(todo))), finished)
 
 
 def summary_table(records: list[ResultRecord]):
