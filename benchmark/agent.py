@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from benchmark.errors import BenchmarkError
 from benchmark.loader import WorldRef
 from benchmark.records import AttemptRecord, CallRecord, CellRecord
 from benchmark.refusal import detect_refusal
@@ -362,7 +363,10 @@ def run_episode(ref: WorldRef, model: str, sandbox: Sandbox, budget: int, seed: 
         if not tool_calls:
             code = fenced_code(content)
             if code is not None:  # a model without native tool calling: the fenced block is its run_python call
-                res = sandbox.run_python(code)
+                try:
+                    res = sandbox.run_python(code)
+                except BenchmarkError as exc:
+                    return _sandbox_down(messages, calls, cells, exc)
                 cells.append(CellRecord(step=step, code=code, **res.model_dump(exclude={"violation"}),
                                         violation=res.violation, via="fenced_code"))
                 messages.append({"role": "user", "content": FENCED_RESULT.format(out=res.as_text())})
@@ -373,8 +377,17 @@ def run_episode(ref: WorldRef, model: str, sandbox: Sandbox, budget: int, seed: 
                 messages.append({"role": "user", "content": NO_CODE_NUDGE})
                 continue
             return Episode(messages, calls, cells, content, "graded", None)
-        run_tool_calls(msg, sandbox, step, cells, messages)
+        try:
+            run_tool_calls(msg, sandbox, step, cells, messages)
+        except BenchmarkError as exc:
+            return _sandbox_down(messages, calls, cells, exc)
     return Episode(messages, calls, cells, None, "budget_exhausted", "no report after the final nudge")
+
+
+def _sandbox_down(messages: list, calls: list[CallRecord], cells: list[CellRecord], exc: BenchmarkError) -> Episode:
+    """The sandbox could not be started or restarted (a harness fault, not the agent's): the episode ends there,
+    keeping the model calls it made (the sandbox starts while the first call is in flight: sandbox/deferred.py)."""
+    return Episode(messages, calls, cells, None, "sandbox_error", str(exc))
 
 
 def run_tool_calls(msg: dict[str, Any], sandbox: Sandbox, step: int, cells: list[CellRecord],

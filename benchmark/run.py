@@ -34,6 +34,7 @@ from benchmark.refusal import detect_refusal
 from benchmark.store import RunStore, result_key
 from graders.grade import grade
 from sandbox.bwrap import Limits, Sandbox
+from sandbox.deferred import DeferredSandbox, wait_all
 
 DEFAULT_LEVELS = ["L1", "L2", "L3"]
 
@@ -109,7 +110,7 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
     report_raw, status, error, refusal = None, "sandbox_error", None, None
     try:
         world_dir = ensure_built(ref)
-        with Sandbox(world_dir, cfg.limits, slot=slot, label=ref.id) as sb:
+        with DeferredSandbox(Sandbox(world_dir, cfg.limits, slot=slot, label=ref.id), eager=_hosted(cfg.model)) as sb:
             ep = run_episode(ref, cfg.model, sb, budget, seed=seed, metadata=scripted_plans.world(cfg.model, ref))
             messages, calls, cells = ep.messages, ep.calls, ep.cells
             report_raw, status, error, refusal = ep.report_raw, ep.status, ep.error, ep.refusal
@@ -150,6 +151,14 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
     )
     store.append(rec)
     return rec
+
+
+def _hosted(model: str) -> bool:
+    """Whether the agent's model answers over the network: its sandbox then starts during the first call
+    (sandbox/deferred.py); an in-process model's sandbox starts at the first cell."""
+    from benchmark.models import is_offline
+
+    return not is_offline(model)
 
 
 def utc_now(offset_s: float = 0.0) -> str:
@@ -288,15 +297,18 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
         wanted = {result_key(r.id, k) for r in refs for k in range(cfg.replicates)}
         return [rec for rec in store.results() if result_key(rec.world_id, rec.replicate) in wanted]
     finally:
+        wait_all()  # sandboxes of episodes that ran no cell are torn down behind them: none outlives the run
         store.close()
         if remote is not None:
             remote.close()
 
 
 def _import_litellm() -> None:
+    from benchmark.models import warm_hosted
+
     try:
-        import litellm  # noqa: F401 - only warmed here; a failure shows where the first call imports it
-    except Exception:  # noqa: BLE001
+        warm_hosted()
+    except Exception:  # noqa: BLE001 - only warmed here; a failure shows where the first call imports it
         pass
 
 
@@ -381,7 +393,7 @@ def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, s
     try:
         world_dir = ensure_built(ref)
         dossier = dossier_text(world_dir, ref.world.public_files)  # whole files: reviewers and judge read every row
-        with Sandbox(world_dir, cfg.limits, slot=slot, label=ref.id) as sb:
+        with DeferredSandbox(Sandbox(world_dir, cfg.limits, slot=slot, label=ref.id), eager=_hosted(cfg.model)) as sb:
             out = run_protocol(ref, cfg.model, sb, dossier, L3Roles(tuple(cfg.reviewers), cfg.judge), budget, seed)
             outputs = sb.collect(store.artifacts / key)
             violations = list(sb.violations)
