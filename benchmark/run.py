@@ -29,6 +29,7 @@ from benchmark.errors import BenchmarkError, LockMismatch
 from benchmark.freeze import ensure_built, read_golden, tool_versions, world_cache
 from benchmark.loader import WorldRef, load_suite
 from benchmark.manifest import STEP_BUDGET, Level
+from benchmark.models import is_offline
 from benchmark.records import ERROR_STATUSES, ResultRecord, RoleUsage, Trajectory
 from benchmark.refusal import detect_refusal
 from benchmark.store import RunStore, result_key
@@ -110,7 +111,7 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
     report_raw, status, error, refusal = None, "sandbox_error", None, None
     try:
         world_dir = ensure_built(ref)
-        with DeferredSandbox(Sandbox(world_dir, cfg.limits, slot=slot, label=ref.id), eager=_hosted(cfg.model)) as sb:
+        with DeferredSandbox(Sandbox(world_dir, cfg.limits, slot=slot, label=ref.id), eager=not is_offline(cfg.model)) as sb:
             ep = run_episode(ref, cfg.model, sb, budget, seed=seed, metadata=scripted_plans.world(cfg.model, ref))
             messages, calls, cells = ep.messages, ep.calls, ep.cells
             report_raw, status, error, refusal = ep.report_raw, ep.status, ep.error, ep.refusal
@@ -151,14 +152,6 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
     )
     store.append(rec)
     return rec
-
-
-def _hosted(model: str) -> bool:
-    """Whether the agent's model answers over the network: its sandbox then starts during the first call
-    (sandbox/deferred.py); an in-process model's sandbox starts at the first cell."""
-    from benchmark.models import is_offline
-
-    return not is_offline(model)
 
 
 def utc_now(offset_s: float = 0.0) -> str:
@@ -222,7 +215,6 @@ def failure_line(records: list[ResultRecord], replicates: int = 1) -> str | None
 
 
 def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
-    from benchmark.models import is_offline
     from benchmark.progress import progress
 
     if cfg.replicates < 1 or cfg.concurrency < 1:
@@ -393,7 +385,7 @@ def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, s
     try:
         world_dir = ensure_built(ref)
         dossier = dossier_text(world_dir, ref.world.public_files)  # whole files: reviewers and judge read every row
-        with DeferredSandbox(Sandbox(world_dir, cfg.limits, slot=slot, label=ref.id), eager=_hosted(cfg.model)) as sb:
+        with DeferredSandbox(Sandbox(world_dir, cfg.limits, slot=slot, label=ref.id), eager=not is_offline(cfg.model)) as sb:
             out = run_protocol(ref, cfg.model, sb, dossier, L3Roles(tuple(cfg.reviewers), cfg.judge), budget, seed)
             outputs = sb.collect(store.artifacts / key)
             violations = list(sb.violations)

@@ -23,9 +23,11 @@ def _alive(sb: Sandbox) -> bool:
 def test_an_episode_that_runs_no_cell_does_not_wait_for_its_sandbox(tmp_path):
     ref = load_suite().worlds[WORLD]
     inner = Sandbox(ensure_built(ref), Limits(), label=ref.id, pool=False)
+    meta = scripted_plans.world("scripted/all_clear", ref)
+    run_episode(ref, "scripted/all_clear", None, budget=4, metadata=meta)  # first-call imports, outside the timing
     t0 = time.monotonic()
     with DeferredSandbox(inner) as sb:
-        ep = run_episode(ref, "scripted/all_clear", sb, budget=4, metadata=scripted_plans.world("scripted/all_clear", ref))
+        ep = run_episode(ref, "scripted/all_clear", sb, budget=4, metadata=meta)
         assert sb.collect(tmp_path / "out") == [] and not sb.used
         took = time.monotonic() - t0
     assert ep.status == "graded" and ep.cells == [] and len(ep.calls) == 1

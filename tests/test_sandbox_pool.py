@@ -353,3 +353,66 @@ def test_warm_hand_out_copies_big_empty_and_nested_files_exactly(tmp_path):
     with Sandbox(world, pool=False) as cold:  # the same tree as bwrap's own --dir/--file copy
         r2 = cold.run_python("import os; print(sorted(os.path.join(d, n) for d, ds, fs in os.walk('.') for n in ds + fs))")
     assert r2.stdout.strip() == str(sorted(rows)), r2.as_text()
+
+
+def _burn(seconds: float) -> list:
+    """A busy loop on every core, for `seconds`."""
+    import subprocess
+    import sys
+
+    code = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass"
+    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(os.cpu_count() or 1)]
+
+
+def test_no_blank_is_built_while_worlds_keep_every_core_busy(tmp_path, monkeypatch):
+    """A blank built on busy cores saves no time and wastes its imports: the builder waits for an idle core (or
+    STARVE_S), then builds."""
+    monkeypatch.setattr(pool_mod, "STARVE_S", 60.0)
+    burners = _burn(3.0)
+    p = WarmPool()
+    try:
+        time.sleep(0.3)
+        assert pool_mod.idle_cores(0.5) < pool_mod.IDLE_MIN
+        key = p.prewarm(Limits(), tmp_path / "world", "task")
+        time.sleep(1.5)
+        assert p.stats["deferred"] >= 1 and p.stats["built"] == 0 and not p.ready(key)
+        for b in burners:
+            b.wait()
+        assert p.wait_ready(key, 90), p.last_error
+    finally:
+        for b in burners:
+            b.kill()
+        p.shutdown()
+
+
+def test_a_blank_wanted_for_starve_s_is_built_on_a_busy_machine_too(tmp_path, monkeypatch):
+    monkeypatch.setattr(pool_mod, "STARVE_S", 1.0)
+    burners = _burn(30.0)
+    p = WarmPool()
+    try:
+        time.sleep(0.3)
+        key = p.prewarm(Limits(), tmp_path / "world", "task")
+        deadline = time.monotonic() + 25
+        while not p.ready(key) and time.monotonic() < deadline:  # polled: a caller in wait_ready gets one at once
+            time.sleep(0.2)
+        assert p.ready(key), p.last_error
+        assert p.stats["deferred"] >= 1 and all(b.poll() is None for b in burners), "built while every core was busy"
+    finally:
+        for b in burners:
+            b.kill()
+        p.shutdown()
+
+
+def test_a_caller_waiting_for_a_blank_gets_one_on_a_busy_machine(tmp_path, monkeypatch):
+    monkeypatch.setattr(pool_mod, "STARVE_S", 60.0)
+    burners = _burn(30.0)
+    p = WarmPool()
+    try:
+        time.sleep(0.3)
+        key = p.prewarm(Limits(), tmp_path / "world", "task")
+        assert p.wait_ready(key, 25), p.last_error
+        assert all(b.poll() is None for b in burners), "built while every core was busy"
+    finally:
+        for b in burners:
+            b.kill()
+        p.shutdown()

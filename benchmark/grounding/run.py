@@ -29,11 +29,13 @@ from benchmark.audit import audit_cells
 from benchmark.errors import BenchmarkError
 from benchmark.grounding.build import agent_item, ensure_built, version_dir
 from benchmark.grounding.items import CONDITIONS, INSUFFICIENT_TEXT, Item, select
+from benchmark.models import is_offline
 from benchmark.records import Trajectory
 from benchmark.store import RunStore
 from graders.grounding import key_match
 from graders.report import parse_report
 from sandbox.bwrap import Limits, Sandbox
+from sandbox.deferred import DeferredSandbox, wait_all
 
 SUPPORT_LABELS = ("supports", "partially supports", "does not support", "cannot determine")
 FLAG_LABELS = ("does not support", "cannot determine")
@@ -232,7 +234,8 @@ def run_one(item: Item, condition: str, replicate: int, cfg: GroundingConfig, st
     messages, calls, cells, violations = [], [], [], []
     report_raw, status, error = None, "sandbox_error", None
     try:
-        with Sandbox(version_dir(item.id, condition, cfg.anonymise), cfg.limits, slot=slot, label="grounding task") as sb:
+        box = Sandbox(version_dir(item.id, condition, cfg.anonymise), cfg.limits, slot=slot, label="grounding task")
+        with DeferredSandbox(box, eager=not is_offline(cfg.model)) as sb:  # started when it helps (sandbox/deferred.py)
             ep = run_episode(ref, cfg.model, sb, cfg.budget, seed=seed,
                              metadata={"task": "grounding", "item": item.id, "anonymised": cfg.anonymise,
                                        "insufficient_letter": ins, "nodata": condition == "nodata",
@@ -272,7 +275,6 @@ def run_one(item: Item, condition: str, replicate: int, cfg: GroundingConfig, st
 
 
 def execute(cfg: GroundingConfig) -> list[GroundingRecord]:
-    from benchmark.models import is_offline
     from benchmark.progress import progress
 
     if cfg.replicates < 1 or cfg.concurrency < 1:
@@ -324,4 +326,5 @@ def execute(cfg: GroundingConfig) -> list[GroundingRecord]:
         wanted = {record_key(i.id, c, k) for i in items for c in cfg.conditions for k in range(cfg.replicates)}
         return [r for r in store.results() if r.key in wanted]
     finally:
+        wait_all()  # sandboxes of episodes that ran no cell are torn down behind them: none outlives the run
         store.close()
