@@ -1,6 +1,7 @@
 """Issue 20: the on-disk cache of the seal's walk, and warm (pre-started) sandboxes handed out one per world."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -364,14 +365,25 @@ def _burn(seconds: float) -> list:
     return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(os.cpu_count() or 1)]
 
 
-def test_no_blank_is_built_while_worlds_keep_every_core_busy(tmp_path, monkeypatch):
-    """A blank built on busy cores saves no time and wastes its imports: the builder waits for an idle core (or
-    STARVE_S), then builds."""
-    monkeypatch.setattr(pool_mod, "STARVE_S", 60.0)
-    burners = _burn(3.0)
+@contextlib.contextmanager
+def _pool_on_busy_cores(monkeypatch, starve_s: float, seconds: float = 30.0):
+    """A fresh pool while every core runs a busy loop for `seconds`; yields (pool, burners)."""
+    monkeypatch.setattr(pool_mod, "STARVE_S", starve_s)
+    burners = _burn(seconds)
     p = WarmPool()
     try:
         time.sleep(0.3)
+        yield p, burners
+    finally:
+        for b in burners:
+            b.kill()
+        p.shutdown()
+
+
+def test_no_blank_is_built_while_worlds_keep_every_core_busy(tmp_path, monkeypatch):
+    """A blank built on busy cores saves no time and wastes its imports: the builder waits for an idle core (or
+    STARVE_S), then builds."""
+    with _pool_on_busy_cores(monkeypatch, starve_s=60.0, seconds=3.0) as (p, burners):
         assert pool_mod.idle_cores(0.5) < pool_mod.IDLE_MIN
         key = p.prewarm(Limits(), tmp_path / "world", "task")
         time.sleep(1.5)
@@ -379,40 +391,20 @@ def test_no_blank_is_built_while_worlds_keep_every_core_busy(tmp_path, monkeypat
         for b in burners:
             b.wait()
         assert p.wait_ready(key, 90), p.last_error
-    finally:
-        for b in burners:
-            b.kill()
-        p.shutdown()
 
 
 def test_a_blank_wanted_for_starve_s_is_built_on_a_busy_machine_too(tmp_path, monkeypatch):
-    monkeypatch.setattr(pool_mod, "STARVE_S", 1.0)
-    burners = _burn(30.0)
-    p = WarmPool()
-    try:
-        time.sleep(0.3)
+    with _pool_on_busy_cores(monkeypatch, starve_s=1.0) as (p, burners):
         key = p.prewarm(Limits(), tmp_path / "world", "task")
         deadline = time.monotonic() + 25
         while not p.ready(key) and time.monotonic() < deadline:  # polled: a caller in wait_ready gets one at once
             time.sleep(0.2)
         assert p.ready(key), p.last_error
         assert p.stats["deferred"] >= 1 and all(b.poll() is None for b in burners), "built while every core was busy"
-    finally:
-        for b in burners:
-            b.kill()
-        p.shutdown()
 
 
 def test_a_caller_waiting_for_a_blank_gets_one_on_a_busy_machine(tmp_path, monkeypatch):
-    monkeypatch.setattr(pool_mod, "STARVE_S", 60.0)
-    burners = _burn(30.0)
-    p = WarmPool()
-    try:
-        time.sleep(0.3)
+    with _pool_on_busy_cores(monkeypatch, starve_s=60.0) as (p, burners):
         key = p.prewarm(Limits(), tmp_path / "world", "task")
         assert p.wait_ready(key, 25), p.last_error
         assert all(b.poll() is None for b in burners), "built while every core was busy"
-    finally:
-        for b in burners:
-            b.kill()
-        p.shutdown()
