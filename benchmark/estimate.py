@@ -14,10 +14,10 @@ from typing import Iterable
 
 from benchmark.progress import Pace, minutes
 
-# Seconds per world of local/smollm2 on one core, by level: the README main job of 2026-12-01 on an idle 2-core
+# Seconds per world of local/smollm2 on one core, by level: the README main job of 2026-12-02 on an idle 2-core
 # machine (two worlds at once, one model thread each; mean wall of 46 L1, 52 L2 and 12 L3 worlds; the whole job took
-# 28.8 min) after the local model's context became 4,096 tokens and its fitted prompts kept one cached head.
-LOCAL_CPU_S = {"L1": 11.0, "L2": 7.0, "L3": 212.0}
+# 18.8 min) once sandboxes started at the first cell and no warm blank was built on the cores the model kept busy.
+LOCAL_CPU_S = {"L1": 6.0, "L2": 4.0, "L3": 147.0}
 
 
 def cores() -> int:

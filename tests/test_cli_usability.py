@@ -145,8 +145,9 @@ def test_progress_lines_say_what_starts_and_a_heartbeat(monkeypatch, capsys):
 
 def test_the_time_left_weighs_dossiers_from_the_first_world(monkeypatch, capsys):
     """The main job's shape: 12 L3 dossiers (first, two at a time) and 98 L1/L2 worlds. When the first dossier ends
-    after 5 minutes the line must not promise eight hours (110 x 5 min / 2), as a count of items did; with the run's
-    Pace it stays near the truth, on a terminal's bar and in a log, and an unweighted count still works."""
+    (after 1.4x its expected time, in whole minutes) the line must not promise hours (110 x that / 2), as a count of
+    items did; with the run's Pace it stays near the truth, on a terminal's bar and in a log, and an unweighted count
+    still works."""
     from benchmark import progress
     from benchmark.estimate import run_pace
 
@@ -155,10 +156,11 @@ def test_the_time_left_weighs_dossiers_from_the_first_world(monkeypatch, capsys)
     from benchmark.estimate import LOCAL_CPU_S
 
     assert pace.expected_s == pytest.approx((12 * LOCAL_CPU_S["L3"] + 98 * LOCAL_CPU_S["L1"]) / 2)
-    truth = pace.expected_s - 300
-    left = pace.left(elapsed=300, done_w=pace.weight("w000.L3 r0"), total_w=sum(pace.weights.values()))
+    first = 60 * round(1.4 * LOCAL_CPU_S["L3"] / 60)
+    truth = pace.expected_s - first
+    left = pace.left(elapsed=first, done_w=pace.weight("w000.L3 r0"), total_w=sum(pace.weights.values()))
     assert 0.5 * truth < left < 1.5 * truth, (left, truth)
-    assert progress.Pace().left(300, 1, 110) == pytest.approx(109 * 300)  # the count it replaces
+    assert progress.Pace().left(first, 1, 110) == pytest.approx(109 * first)  # the count it replaces
     assert progress.Pace().left(0, 0, 110) is None
 
     clock = [1000.0]
@@ -167,10 +169,10 @@ def test_the_time_left_weighs_dossiers_from_the_first_world(monkeypatch, capsys)
     monkeypatch.setenv("BENCHMARK_PROGRESS_QUIET_S", "0")
     monkeypatch.setenv("BENCHMARK_PROGRESS_HEARTBEAT_S", "0")
     with progress.progress("running", 110, finished=True, pace=pace) as step:
-        clock[0] += 300
+        clock[0] += first
         step("w000.L3 r0")
     line = next(ln for ln in capsys.readouterr().err.splitlines() if "w000.L3 r0" in ln)
-    assert "1/110 w000.L3 r0 · 5 min elapsed, ~" in line and " h " not in line, line
+    assert f"1/110 w000.L3 r0 · {first // 60} min elapsed, ~" in line and " h " not in line, line
     minutes_left = int(line.split("~")[1].split()[0])
     assert 0.5 * truth / 60 < minutes_left < 1.5 * truth / 60, line
 
