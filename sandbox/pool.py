@@ -28,8 +28,9 @@ Sizing: `DISCERN_SANDBOX_POOL` (default 2) blanks at most, over all keys; 0 turn
 as many blanks as the most sandboxes of that key ever live at once (a campaign with `--concurrency 2` keeps two),
 and the least recently asked-for key gives way to a newer one. Blanks are built one at a time by one daemon thread,
 which lives as long as the process: bwrap's --die-with-parent follows the *thread* that started it. A blank is
-built only while a core is idle (`idle_cores`), or once one has been wanted for STARVE_S on a busy machine: on cores
-that worlds keep busy a blank saves no time and its imports are often wasted.
+built only while a core is idle (`idle_cores`), when a caller waits for one (`wait_ready`), or once one has been
+wanted for STARVE_S on a busy machine: on cores that worlds keep busy a blank saves no time and its imports are
+often wasted.
 """
 from __future__ import annotations
 
