@@ -24,10 +24,27 @@ def in_worker() -> bool:
     return os.environ.get(IN_WORKER_ENV) == "1"
 
 
-def _serve(conn, memory_cap: int, cpu_cap: int) -> None:
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL this worker when the harness thread that spawned it ends, a SIGKILLed harness included: a worker
+    left behind would finish its check (which may start sandboxes) for nobody. Linux's PR_SET_PDEATHSIG follows
+    the spawning thread, the worker's owner (one per harness thread)."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):  # not Linux: the worker still ends at the next recv on EOF
+        return
+    if os.getppid() != parent:  # the harness died before the signal was armed
+        os._exit(0)
+
+
+def _serve(conn, memory_cap: int, cpu_cap: int, parent: int | None = None) -> None:
     import importlib
     import resource
 
+    if parent is not None:
+        _die_with_parent(parent)
     resource.setrlimit(resource.RLIMIT_AS, (memory_cap, memory_cap))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_cap, cpu_cap))
     from graders import checks
@@ -60,7 +77,8 @@ class _Worker:
 
         ctx = multiprocessing.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, MEMORY_CAP, CPU_CAP_S), daemon=True)
+        self.proc = ctx.Process(target=_serve, args=(child, MEMORY_CAP, CPU_CAP_S, os.getpid()),
+                                daemon=True)
         saved = os.environ.get(IN_WORKER_ENV)
         with pinned_environment():  # one BLAS thread: a small, predictable address space
             os.environ[IN_WORKER_ENV] = "1"

@@ -83,3 +83,84 @@ def test_a_bomb_in_a_graded_world_fails_its_check_and_the_grade_completes(tmp_pa
                           "output": "dups.txt"}]}
     g = grade(ref, read_golden(ref).values, json.dumps(report), products=tmp_path)
     assert any("gzip-compressed" in c.detail for c in g.checks), [c.detail for c in g.checks]
+
+
+HARNESS_THAT_DIES = r"""
+import sys, threading
+import tests.hostile_validators  # noqa: F401
+from benchmark.manifest import Check
+from graders import capped
+from graders.checks import run_check
+
+def grade():
+    run_check(Check(id="p", kind="product", field="output", validator="test.hang"), {"output": "out.txt"}, {},
+              sys.argv[1])
+
+threading.Thread(target=grade, daemon=True).start()
+threading.Event().wait(3600)
+"""
+
+
+def _state(pid: int) -> str:
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return open(f"/proc/{pid}/cmdline", "rb").read()
+    except OSError:
+        return b""
+
+
+def _children(pid: int) -> list[int]:
+    import os
+
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+def test_a_killed_harness_takes_its_grading_worker_with_it(tmp_path):
+    """A SIGKILLed harness must not leave its capped worker finishing a check (and starting sandboxes) for nobody:
+    the worker is armed with PR_SET_PDEATHSIG, so it dies with the harness thread that spawned it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "out.txt").write_text("x\n")
+    worker = None
+    h = subprocess.Popen([sys.executable, "-c", HARNESS_THAT_DIES, str(tmp_path)], cwd=os.getcwd())
+    try:
+        deadline = time.monotonic() + 60
+        while worker is None and time.monotonic() < deadline:  # the worker is running the hanging validator
+            kids = [k for k in _children(h.pid) if b"spawn_main" in _cmdline(k)]  # not the resource tracker
+            worker = kids[0] if kids else None
+            time.sleep(0.1)
+        assert worker is not None, "the harness never spawned its grading worker"
+        time.sleep(1.0)  # let it receive the check and enter the validator
+        h.send_signal(signal.SIGKILL)
+        h.wait(10)
+        until = time.monotonic() + 10
+        while os.path.exists(f"/proc/{worker}") and _state(worker) != "Z" and time.monotonic() < until:
+            time.sleep(0.1)
+        assert not os.path.exists(f"/proc/{worker}") or _state(worker) == "Z", \
+            f"grading worker {worker} outlived its SIGKILLed harness"
+    finally:
+        if h.poll() is None:
+            h.kill()
+        for k in [worker] if worker else []:  # a worker that survived must not outlive the test either
+            try:
+                os.kill(k, signal.SIGKILL)
+            except OSError:
+                pass
