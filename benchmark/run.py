@@ -258,6 +258,7 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
         if todo and remote is None:  # the first world's sandbox starts while the run says what to expect
             from sandbox.pool import POOL
 
+            POOL.expect(len(todo))  # no blank is built beyond the last world's sandbox
             POOL.prewarm(cfg.limits, world_cache(todo[0][0]), todo[0][0].id)
         finished = _finished_walls(cfg, store)  # results.jsonl read once for the expected line and the pace
         print(expected(cfg, todo, finished), file=sys.stderr, flush=True)
@@ -289,6 +290,10 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
         wanted = {result_key(r.id, k) for r in refs for k in range(cfg.replicates)}
         return [rec for rec in store.results() if result_key(rec.world_id, rec.replicate) in wanted]
     finally:
+        if remote is None:
+            from sandbox.pool import POOL
+
+            POOL.expect(None)  # the pool's next user (a test, a second run in this process) sets its own
         wait_all()  # sandboxes of episodes that ran no cell are torn down behind them: none outlives the run
         store.close()
         if remote is not None:

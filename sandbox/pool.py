@@ -176,6 +176,7 @@ class WarmPool:
         self._pid = os.getpid()
         self._waiters = 0  # callers blocked in wait_ready
         self._wanted_since: float | None = None  # when the builder first found a blank wanted but no idle core
+        self._to_come: int | None = None  # sandboxes still to start (`expect`); None: unknown, keep blanks coming
         self.stats = {"warm": 0, "cold": 0, "built": 0, "discarded": 0, "failed": 0, "deferred": 0}
         self.last_error: str | None = None
 
@@ -211,8 +212,21 @@ class WarmPool:
             if not self._usable():
                 return
             self._live[key] = self._live.get(key, 0) + 1
+            if self._to_come is not None:
+                self._to_come = max(0, self._to_come - 1)
             self._want(key, limits, self._live[key])
             self._quiet_until = time.monotonic() + QUIET_S
+            doomed = self._building_sb if self._to_come == 0 and not self._waiters else None
+        if doomed is not None:  # the last sandbox to come has started: the blank being built would serve nobody
+            doomed._kill()
+
+    def expect(self, n: int | None) -> None:
+        """`n` more sandboxes will start in this process (a run's worlds still to do); None: unknown. The builder
+        keeps no more blanks than starts to come, so the last world of a run does not pay for a blank nobody takes
+        (a one-world run built one during its episode and killed it at exit: 1.1 s of wall and its imports' CPU)."""
+        with self._cv:
+            self._to_come = None if n is None else max(0, int(n))
+            self._cv.notify_all()
 
     def prewarm(self, limits=None, world_dir: Path | None = None, label: str = "task") -> tuple:
         """Ask for a blank of the key `Sandbox(world_dir, limits, label=label)` would take (e.g. before a campaign's
@@ -297,6 +311,8 @@ class WarmPool:
     def _next(self) -> tuple | None:
         """Under the lock: the key to build a blank for next (evicting a stale key's blank if the pool is full)."""
         cap = capacity()
+        if self._to_come is not None:
+            cap = min(cap, self._to_come)
         keys = sorted(self._recent, key=lambda k: -self._recent[k])
         for k in keys:
             want = min(self._peak.get(k, 0), cap)

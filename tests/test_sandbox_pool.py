@@ -408,3 +408,20 @@ def test_a_caller_waiting_for_a_blank_gets_one_on_a_busy_machine(tmp_path, monke
         key = p.prewarm(Limits(), tmp_path / "world", "task")
         assert p.wait_ready(key, 25), p.last_error
         assert all(b.poll() is None for b in burners), "built while every core was busy"
+
+
+def test_no_blank_is_built_beyond_the_sandboxes_still_to_come(tmp_path):
+    """A run says how many sandboxes it will start (`expect`): once the last has started, the pool builds nothing
+    more (a one-world run used to build a blank during its episode and kill it at exit), and a blank being built
+    then is killed rather than finished for nobody. Unknown (None) again, it keeps a blank per live sandbox."""
+    p = WarmPool()
+    try:
+        p.expect(1)
+        key = p.prewarm(Limits(), tmp_path / "world", "task")
+        p.started(key, Limits())  # the run's only world started (cold): nothing more to come
+        time.sleep(3.0)
+        assert not p.ready(key) and p._building_sb is None, "a blank was built (or kept building) for no world"
+        p.expect(None)
+        assert p.wait_ready(key, 90), p.last_error
+    finally:
+        p.shutdown()
