@@ -100,6 +100,9 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
     recorded as an error row without a score (ERROR_STATUSES)."""
     if ref.world.level == Level.L3:
         return run_one_l3(ref, replicate, cfg, store, slot)
+    from graders import capped
+
+    capped.prestart()  # this thread's grading worker starts beside the episode, not after it
     seed = cfg.seed + replicate
     budget = _budget(Level(ref.world.level), cfg)
     key = result_key(ref.id, replicate)
