@@ -176,6 +176,7 @@ class WarmPool:
         self._pid = os.getpid()
         self._waiters = 0  # callers blocked in wait_ready
         self._wanted_since: float | None = None  # when the builder first found a blank wanted but no idle core
+        self._doomed = None  # the blank `started` killed on purpose (its build fails, and that is not a failure)
         self._to_come: int | None = None  # sandboxes still to start (`expect`); None: unknown, keep blanks coming
         self.stats = {"warm": 0, "cold": 0, "built": 0, "discarded": 0, "failed": 0, "deferred": 0}
         self.last_error: str | None = None
@@ -217,6 +218,8 @@ class WarmPool:
             self._want(key, limits, self._live[key])
             self._quiet_until = time.monotonic() + QUIET_S
             doomed = self._building_sb if self._to_come == 0 and not self._waiters else None
+            if doomed is not None:
+                self._doomed = doomed  # its failed build is no failure of the key
         if doomed is not None:  # the last sandbox to come has started: the blank being built would serve nobody
             doomed._kill()
 
@@ -382,19 +385,22 @@ class WarmPool:
                     self.last_error = f"{type(exc).__name__}: {exc}"
                 with self._cv:
                     self._building = self._building_sb = None
+                    killed, self._doomed = self._doomed is blank or self._closed, None
                     if ok and not self._closed and gen == self._gen:
                         self._ready.setdefault(key, []).append(blank)
                         self._failures[key] = 0
                         self.stats["built"] += 1
                         blank = None
-                    elif not ok:
+                    elif not ok and not killed:
                         self._failures[key] = self._failures.get(key, 0) + 1
                         self.stats["failed"] += 1
                     self._cv.notify_all()
                 if blank is not None:
                     blank.close()
-                    if not ok:
-                        time.sleep(1.0)
+                    if not ok and not killed:
+                        with self._cv:  # a real failure: pause before retrying (shutdown wakes it at once)
+                            if not self._closed:
+                                self._cv.wait(1.0)
             except BaseException:  # noqa: BLE001 - this thread must outlive every sandbox it started
                 self.last_error = traceback.format_exc(limit=4)
                 try:
