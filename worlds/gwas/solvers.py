@@ -1,0 +1,123 @@
+"""Reference solvers of the gwas track (gold side); every golden is computed from the world's public files.
+
+gwas.L1.integrity   worlds.gwas.analysis.detect: duplicated rows, build (share of positions in the GRCh37 panel),
+                    strand flips, A1/A2 labels against the panel frequencies, complemented AF1, missing values as 0,
+                    P against BETA/SE; corrected reference rows for the product validator.
+gwas.L2.inflation   genomic control (Devlin & Roeder 1999): lambda = median chi2 / 0.4549, chi2 / max(lambda, 1).
+gwas.L2.meta        fixed-effect inverse-variance meta-analysis after aligning study B to study A's effect allele.
+gwas.L2.loci        PLINK-style clumping of genome-wide significant SNPs (r^2 >= 0.1 within 500 kb).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmark.registry import product_maker, product_validator, solver
+from worlds.gwas import analysis as A
+
+
+@solver("gwas.L1.integrity", version="1")
+def l1_integrity(world_dir: Path, world) -> dict:
+    return A.detect(world_dir)
+
+
+@product_validator("gwas.corrected_sumstats")
+def corrected_sumstats(path: Path, golden: dict, check) -> tuple[float, str]:
+    """A corrected summary-statistics table (CHR POS A1 A2 ... AF1 BETA ... P, tab- or comma-separated): for the
+    reference's sample of SNPs, the effect expressed for the golden allele (the file's A1, or its A2 with BETA negated
+    and AF1 complemented) matches BETA within 1e-4 + 1%, AF1 within 0.01 and P within 5% (log scale) for >= 90%."""
+    want = golden.get("corrected_rows") or {}
+    try:
+        t = pd.read_csv(path, sep=None, engine="python")
+        t["SNP"] = t["CHR"].astype(str) + ":" + t["POS"].astype(str)
+        t = t.drop_duplicates("SNP").set_index("SNP")
+    except Exception as exc:  # noqa: BLE001
+        return 0.0, f"not a readable summary-statistics table ({exc})"
+    good = 0
+    for snp, r in want.items():
+        if snp not in t.index:
+            continue
+        row = t.loc[snp]
+        if row["A1"] == r["A1"]:
+            b, f = float(row["BETA"]), float(row["AF1"])
+        elif row["A2"] == r["A1"]:
+            b, f = -float(row["BETA"]), 1 - float(row["AF1"])
+        else:
+            continue
+        p = float(row["P"]) if "P" in row else np.nan
+        ok = abs(b - r["BETA"]) <= 1e-4 + 0.01 * abs(r["BETA"]) and abs(f - r["AF1"]) <= 0.01
+        ok = ok and 0 < p <= 1 and abs(np.log10(p) - np.log10(max(r["P"], 1e-300))) <= 0.02 + 0.02 * abs(np.log10(max(r["P"], 1e-300)))
+        good += bool(ok)
+    share = good / max(len(want), 1)
+    return float(share >= 0.9), f"{good} of {len(want)} reference SNPs right (need 90%)"
+
+
+@solver("gwas.L2.inflation", version="1")
+def l2_inflation(world_dir: Path, world) -> dict:
+    t = A.read(Path(world_dir) / "sumstats.tsv")
+    gc, lam = A.gc_table(t)
+    raw = (t["BETA"] / t["SE"]) ** 2
+    hits = sorted(gc.loc[gc["p"] < A.GWS, "SNP"])
+    trap = sorted(t.loc[t["P"] < A.GWS, "SNP"])
+    top = t.assign(c=raw).sort_values(["c", "SNP"], ascending=[False, True])["SNP"].head(60).tolist()
+    g = gc.set_index("SNP")
+    return {"lambda_gc": round(lam, 4), "hits": hits, "n_hits": len(hits), "trap_hits": trap, "n_trap_hits": len(trap),
+            "chisq_gc": {s: round(float(g.loc[s, "chisq"]), 3) for s in sorted(top)},
+            "trap_chisq": {s: round(float(raw[t["SNP"] == s].iloc[0]), 3) for s in sorted(top)}}
+
+
+@solver("gwas.L2.meta", version="1")
+def l2_meta(world_dir: Path, world) -> dict:
+    d = Path(world_dir)
+    a, b = A.read(d / "study_A.tsv"), A.read(d / "study_B.tsv")
+    m = A.meta_table(a, b).set_index("SNP")
+    nv = A.meta_table(a, b, aligned=False).set_index("SNP")
+    recoded = sorted(set(a.merge(b, on="SNP").query("A1_x != A1_y")["SNP"]))
+    hits = sorted(m.index[m["p"] < A.GWS])
+    naive_hits = sorted(nv.index[nv["p"] < A.GWS])
+    strong = m.assign(z=(m["beta"] / m["se"]).abs()).sort_values(["z"], ascending=False).index[:40].tolist()
+    keys = sorted(set(strong) | set(recoded[:60]))
+    return {"hits": hits, "n_hits": len(hits), "trap_hits": naive_hits, "n_trap_hits": len(naive_hits),
+            "n_recoded": len(recoded), "recoded_fraction": round(len(recoded) / len(a), 4),
+            "meta_beta": {s: round(float(m.loc[s, "beta"]), 6) for s in keys},
+            "trap_beta": {s: round(float(nv.loc[s, "beta"]), 6) for s in recoded[:60]}}
+
+
+@solver("gwas.L2.loci", version="1")
+def l2_loci(world_dir: Path, world) -> dict:
+    d = Path(world_dir)
+    t = A.read(d / "sumstats.tsv")
+    ld = pd.read_csv(d / "ld.tsv", sep="\t")
+    leads = A.clump(t, ld)
+    sig = sorted(t.loc[t["P"] < A.GWS, "SNP"])
+    return {"leads": leads, "n_loci": len(leads), "significant_snps": sig, "n_significant": len(sig)}
+
+
+@solver("gwas.L3.dossier", version="1")
+def l3_dossier(world_dir: Path, world) -> dict:
+    f = pd.read_csv(Path(world_dir) / "frequencies.csv")
+    r = f.iloc[0]
+    eur = ["GBR", "FIN", "TSI", "IBS", "CEU"]
+    return {"first_snp": f"{r['CHR']}:{r['POS']}", "eur_range": round(float(r[eur].max() - r[eur].min()), 3),
+            "eas_minus_eur": round(float(r["EAS"] - r["EUR"]), 3), **{p: float(r[p]) for p in eur + ["EAS", "EUR"]}}
+
+
+@product_maker("gwas.unlog_p")
+def make_unlog_p(src: Path, dest: Path) -> None:
+    """sumstats.tsv with P = 10^-P (the log10_p correction)."""
+    t = pd.read_csv(src, sep="\t")
+    t["P"] = 10 ** (-t["P"])
+    t.to_csv(dest, sep="\t", index=False)
+
+
+@product_maker("gwas.complement_af")
+def make_complement_af(src: Path, dest: Path) -> None:
+    """sumstats.tsv with AF1 = 1 - AF1 (the complemented_eaf correction)."""
+    t = pd.read_csv(src, sep="\t")
+    t["AF1"] = (1 - t["AF1"]).round(4)
+    t.to_csv(dest, sep="\t", index=False)
+
+
+from worlds.gwas import scripted  # noqa: E402,F401
