@@ -255,6 +255,30 @@ def test_injected_dossiers_are_injected_counterfactuals_with_documented_groundin
         assert "Verified" in w.grounding.rationale
 
 
+def test_gwas_tsi_injection_holds_on_the_written_tables():
+    """Recomputed from the written files: the injected dossier differs from the real one in one cell only (TSI of the
+    first SNP, raised by 0.6), and that cell cannot be reconciled with the EUR superpopulation value, a sample-weighted
+    mean of the five European populations (1000 Genomes phase 3 sample sizes)."""
+    import pandas as pd
+
+    from benchmark.freeze import ensure_built
+    from benchmark.loader import load_suite
+
+    suite = load_suite()
+    inj, real = (pd.read_csv(ensure_built(suite.worlds[f"gwas.L3.dossier.chr16_{k}"]) / "frequencies.csv")
+                 for k in ("injected", "real"))
+    assert inj.shape == real.shape and (inj.columns == real.columns).all()
+    differ = [(i, c) for c in inj.columns for i in inj.index if inj.at[i, c] != real.at[i, c]]
+    assert differ == [(0, "TSI")]
+    assert abs(inj.at[0, "TSI"] - real.at[0, "TSI"] - 0.6) < 1e-9
+    n = {"GBR": 91, "FIN": 99, "TSI": 107, "IBS": 107, "CEU": 99}  # phase 3 sample sizes (EUR: 503)
+    weighted = lambda t: sum(t.at[0, p] * k for p, k in n.items()) / sum(n.values())  # noqa: E731
+    assert abs(weighted(real) - real.at[0, "EUR"]) < 0.01  # the real EUR value is the weighted mean ...
+    assert weighted(inj) - inj.at[0, "EUR"] > 0.1  # ... and the injected TSI cannot be
+    others = inj.loc[0, ["GBR", "FIN", "IBS", "CEU"]]
+    assert inj.at[0, "TSI"] - others.max() > 0.45
+
+
 def test_myeloid_mhc2_injection_holds_on_the_written_tables():
     """Recomputed from the written files against the untouched real data: myeloid MHC-II down, B cells and myeloid
     identity genes unchanged."""
