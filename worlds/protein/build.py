@@ -109,6 +109,7 @@ def stability_table(sub: pd.DataFrame, rng, n: int, dg_low: float, dg_high: floa
     t["ddG"] = np.round(t["ddG"].to_numpy(), 3)
     t["dG_mut"] = np.round(t["dG_wt"] - t["ddG"], 3)
     p = Prot(kind="integrity", table=t)
+    p.meta["construct_id"] = f"pGB1-{int(rng.integers(1000, 10000))}"   # the plasmid the lab expressed (drawn)
     p.truth["n_rows"] = int(len(t))
     return p
 
@@ -354,7 +355,7 @@ def write(p: Prot, w: CanonicalWriter) -> None:
         t = t.sort_values(["position", "mut_aa", "plate"], kind="stable")[
             ["variant", "position", "wt_aa", "mut_aa", "plate", "dG_wt", "dG_mut", "ddG"]]
         w.table("stability.csv", t, float_format="%.3f")
-        w.text("construct.fasta", f">GB1 protein G B1 domain, residues 1-56\n{GB1}\n")
+        w.text("construct.fasta", f">{p.meta['construct_id']} GB1 protein G B1 domain, residues 1-56\n{GB1}\n")
         files.update(L1_FILES)
         meta.update({"units": "kcal/mol", "numbering": "GB1 residue numbering, Met1 = 1 (construct.fasta)",
                      "ddG_convention": "ddG = dG_wt - dG_mut; positive = destabilising",
