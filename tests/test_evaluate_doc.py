@@ -52,6 +52,28 @@ def test_guide_names_what_a_user_needs():
     assert f"~{LOCAL_CPU_S['L3']:.0f} s" in text, "the L3 figure is benchmark/estimate.py's measured one"
 
 
+def test_stated_world_counts_and_minutes_are_the_suites():
+    """The README and the guide state how many worlds the main job runs and how long it takes: the counts are the
+    suite's, and the minutes are what `run` itself prints (benchmark/estimate.py), so a new track cannot leave the
+    documents promising a shorter job than it is (they said 110 worlds and 19 minutes when there were 160)."""
+    from collections import Counter
+
+    from benchmark.estimate import LOCAL_CPU_S
+    from benchmark.loader import load_suite
+
+    worlds = load_suite().worlds.values()
+    n = Counter(r.world.level for r in worlds)
+    tracks = {r.world.track for r in worlds}
+    minutes = round(sum(k * LOCAL_CPU_S[level] for level, k in n.items()) / 2 / 60)  # run's estimate on 2 cores
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert f"runs {sum(n.values())} worlds over {len(tracks)} tracks ({n['L3']} of them L3 dossiers" in readme
+    assert f"takes about {minutes} minutes" in readme
+    guide = DOC.read_text()
+    for level in ("L1", "L2", "L3"):
+        assert f"| {level} | {n[level]} |" in guide, level
+    assert f"all {sum(n.values())} worlds take about {minutes} minutes on 2 idle cores" in guide
+
+
 @pytest.mark.slow
 def test_evaluate_model_guide_runs(tmp_path):
     script = tmp_path / "guide.sh"
