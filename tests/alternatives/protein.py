@@ -28,13 +28,12 @@ RT = 0.5925
 def fitness_enrich2(world_dir: Path, out: Path) -> dict:
     t = pd.read_csv(world_dir / "counts.csv")
     wt = t[t["variant"] == "WT"].iloc[0]
+    shift = float(np.log2((wt["selected_count"] + 1) / (wt["input_count"] + 1)))  # the wild type's own log2 ratio
     v = t[(t["variant"] != "WT") & (t["input_count"] >= 5)].copy()
-    v["fitness"] = (np.log2((v["selected_count"] + 1) / (v["input_count"] + 1))
-                    - np.log2((wt["selected_count"] + 1) / (wt["input_count"] + 1)))
+    v["fitness"] = np.log2((v["selected_count"] + 1) / (v["input_count"] + 1)) - shift
     v[["variant", "fitness"]].to_csv(out / "enrich2.csv", index=False)
     top = v.assign(r=v["fitness"].round(6)).sort_values(["r", "variant"], ascending=[False, True])["variant"].head(20)
     n_low = int(((t["variant"] != "WT") & (t["input_count"] < 5)).sum())
-    shift = float(np.log2((wt["selected_count"] + 1) / (wt["input_count"] + 1)))
     issues = []
     if abs(shift) > 0.2:
         issues.append(f"wild-type log2 ratio {shift:.2f}: scores normalised to the wild type")

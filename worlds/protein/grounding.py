@@ -49,11 +49,21 @@ def _label(t: pd.DataFrame) -> pd.Series:
     return t["wt_aa"] + t["position"].astype(str)
 
 
-def _residue(d: Muts, res: str) -> pd.Series:
-    m = _label(d.table) == res
+def _rows(m: pd.Series, what: str) -> pd.Series:
+    """The mask `m`, refused when it selects nothing (an item names `what`, which the data must hold)."""
     if not m.any():
-        raise BenchmarkError(f"residue {res} has no row in the data")
+        raise BenchmarkError(f"{what} has no row in the data")
     return m
+
+
+def _relabel(t: pd.DataFrame) -> Muts:
+    """The edited table with its variant names rebuilt from the columns an edit moved."""
+    t["variant"] = t["wt_aa"] + t["position"].astype(str) + t["mut_aa"]
+    return Muts(t)
+
+
+def _residue(d: Muts, res: str) -> pd.Series:
+    return _rows(_label(d.table) == res, f"residue {res}")
 
 
 def op_drop_position(d: Muts, rng, residue: str) -> Muts:
@@ -66,15 +76,11 @@ def op_swap_positions(d: Muts, rng, a: str, b: str) -> Muts:
     (pa, wa), (pb, wb) = [(int(d.table.loc[m, "position"].iloc[0]), d.table.loc[m, "wt_aa"].iloc[0]) for m in (ma, mb)]
     t.loc[ma, "position"], t.loc[ma, "wt_aa"] = pb, wb
     t.loc[mb, "position"], t.loc[mb, "wt_aa"] = pa, wa
-    t["variant"] = t["wt_aa"] + t["position"].astype(str) + t["mut_aa"]
-    return Muts(t)
+    return _relabel(t)
 
 
 def _aa(d: Muts, aa: str) -> pd.Series:
-    m = d.table["mut_aa"] == aa
-    if not m.any():
-        raise BenchmarkError(f"no substitution to {aa} in the data")
-    return m
+    return _rows(d.table["mut_aa"] == aa, f"substitution to {aa}")
 
 
 def op_drop_mutant_aa(d: Muts, rng, aa: str) -> Muts:
@@ -85,8 +91,7 @@ def op_swap_mutant_aa(d: Muts, rng, a: str, b: str) -> Muts:
     t = d.table.copy()
     ma, mb = _aa(d, a), _aa(d, b)
     t.loc[ma, "mut_aa"], t.loc[mb, "mut_aa"] = b, a
-    t["variant"] = t["wt_aa"] + t["position"].astype(str) + t["mut_aa"]
-    return Muts(t)
+    return _relabel(t)
 
 
 OPS = {"drop_position": op_drop_position, "swap_positions": op_swap_positions,
