@@ -296,6 +296,9 @@ class PivotalBlock(Strict):
     `careful_scientist` orders; a clean control reverses the roles (the original plan is an unneeded detour).
     """
 
+    stage: str | None = Field(None, pattern=r"^[a-z0-9_]+$",
+                              description="names a second (third, ...) decision of the same world: its case id is "
+                                          "pivot.<world id>.<stage>; the world's first block has none (pivot.<world id>)")
     categories: list[str] = Field(min_length=1, description="what kind of judgment the choice tests")
     record: str = Field(description="what was done and seen up to the pivotal output (numbers from the golden)")
     original_plan: str
@@ -316,7 +319,9 @@ class WorldBase(Strict):
     expected_response: str = Field(description="what the agent should report and do")
     careful_scientist: str = Field(description="what a careful scientist would check, in order")
     grounding: Grounding
-    pivotal: PivotalBlock | None = Field(None, description="this world's pivotal-choice case, if it has one")
+    pivotal: PivotalBlock | list[PivotalBlock] | None = Field(
+        None, description="this world's pivotal-choice case, or its cases in project order (SciPivot's projects hold "
+                          "several decisions: a later one carries a `stage`)")
 
     @model_validator(mode="after")
     def _class_for_level(self) -> "WorldBase":
@@ -328,7 +333,17 @@ class WorldBase(Strict):
         for f in self.public_files:
             if f.startswith("/") or ".." in f.split("/"):
                 raise bad("public_files", f"public file {f!r} must be a relative path inside the world")
+        stages = [b.stage for b in self.pivotal_blocks]
+        if stages and (stages[0] is not None or None in stages[1:] or len(set(stages)) != len(stages)):
+            raise bad("pivotal", "the first pivotal block has no `stage` (its case is pivot.<world id>); every later "
+                                 f"block names a distinct one; got {stages}")
         return self
+
+    @property
+    def pivotal_blocks(self) -> list[PivotalBlock]:
+        """The world's pivotal blocks in project order ([] when it has none)."""
+        p = self.pivotal
+        return [] if p is None else [p] if isinstance(p, PivotalBlock) else list(p)
 
     @property
     def name(self) -> str:

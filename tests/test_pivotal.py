@@ -202,6 +202,29 @@ def test_builder_picks_up_any_world_with_a_pivotal_block(tmp_path):
     assert build_cases(suite) == []
 
 
+def _as_two_decisions(text: str, second_stage: str | None = "report") -> str:
+    """The world's pivotal block turned into a list of two: the shipped one, then a later decision."""
+    import yaml
+
+    w = yaml.safe_load(text)
+    later = {"categories": ["reporting"], "record": "{g[n_cells_kept]} cells kept; the markers are ready",
+             "original_plan": "Re-run QC from the raw reads", "corrected_plan": "Report the markers"}
+    w["pivotal"] = [w["pivotal"], {**later, **({"stage": second_stage} if second_stage else {})}]
+    return yaml.safe_dump(w, sort_keys=False)
+
+
+def test_a_world_with_two_decisions_yields_two_cases_and_a_later_one_needs_a_stage(tmp_path):
+    suite, _ = _temp_suite(tmp_path, _as_two_decisions)
+    first, later = build_cases(suite)
+    shipped = {c.id: c for c in load_cases(DEFAULT_CASES)}
+    assert first == shipped[f"pivot.{WID}"]
+    n = json.loads(suite.worlds[WID].golden_path.read_text())["values"]["n_cells_kept"]
+    assert later.id == f"pivot.{WID}.report" and later.project == first.project and later.kind == "control"
+    assert later.record.endswith(f"{n} cells kept; the markers are ready")
+    with pytest.raises(BenchmarkError, match=r"clean\.yaml.*pivotal.*distinct"):
+        _temp_suite(tmp_path / "nostage", lambda t: _as_two_decisions(t, None))[0].worlds
+
+
 def test_world_without_golden_or_with_a_bad_key_is_a_clear_error(tmp_path):
     from benchmark.pivotal.build import pivotal_problems
     from benchmark.validate import validate_suite

