@@ -23,9 +23,10 @@ from benchmark.pivotal.template import TEXT_FIELDS, render_block, render_text
 
 def _why(w, kind: str) -> str:
     if w.level == "L3":
-        head = (f"A {w.route} dossier whose evidence agrees with the expectation it tests: following it is right. "
+        head = ("A real dossier whose evidence agrees with the expectation it tests: following it is right. "
                 if kind == "control" else
-                f"A {w.route} counterfactual dossier: the evidence departs from the expectation it tests. ")
+                f"{'An' if w.route == 'injected' else 'A'} {w.route} counterfactual dossier: the evidence departs from "
+                "the expectation it tests. ")
         return f"{head}Evidence: {w.evidence} Expected act: {w.expected_act} Grounding: {w.grounding.rationale}"
     problem = getattr(w, "trap", None) or f"defect '{getattr(w, 'defect', None)}'."
     head = (f"The {w.world_class} world behind this case: {problem} " if kind == "challenged"
