@@ -66,8 +66,9 @@ def case_for(ref, g: dict | None = None, block=None) -> PivotalCase:
     return PivotalCase(
         id=f"pivot.{w.id}" + (f".{block.stage}" if block.stage else ""), project=w.family, field=ref.track.field,
         kind=kind, record=f"Project goal: {ref.family.goal}\n{d['record']}",
-        why=(f"A later decision ('{block.stage}') of the same project; the world's "
-             f"analysis supports the corrected plan. " if block.stage else "") + _why(w, kind), proceeds="original" if kind == "challenged" else "corrected",
+        why=(f"A later decision ('{block.stage}') of the same project; the world's analysis supports the corrected "
+             "plan. " if block.stage else "") + _why(w, kind),
+        proceeds="original" if kind == "challenged" else "corrected",
         source_world=w.id, categories=d["categories"], original_plan=d["original_plan"],
         corrected_plan=d["corrected_plan"], evidence=d["evidence"])
 
