@@ -70,10 +70,14 @@ Pipeline (every step deterministic; every collection is sorted before it is redu
 9. **L3 oversight** (per model, over answered L3 replicates, gated-out ones included: their behaviour is data):
    mean hypothesis drift, concessions per review round and reviewer rejection fraction per round, from the
    records (`l3_rounds`) or, for older records, the trajectory's L3 record.
+10. **Physics** (seed 001 Appendix F): worlds of a track whose track.yaml says `domain: physics` are taken out of
+   everything above (Overall, L1-L3, coverage, cost) and summarised apart under `physics` (`physics_summary`):
+   per-track L1-L3 and composite, stage means over the physics tracks, coverage, and the agent's tokens and cost.
 """
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import itertools
 import json
 import math
@@ -695,8 +699,59 @@ def bootstrap(worlds: list[WorldOutcome], draws: int, seed: int) -> dict[str, li
     return {"overall": interval(comp), **{lv: interval(lvl[lv]) for lv in LEVELS}}
 
 
+@functools.lru_cache(maxsize=1)
+def physics_tracks() -> frozenset[str]:
+    """The suite's tracks whose track.yaml says `domain: physics` (seed 001 Appendix F): scored in their own table,
+    never in the Overall, which averages the life-science track composites. Records of a track the suite does not
+    know (another checkout, synthetic tests) count as life science."""
+    try:
+        from benchmark.loader import load_suite
+
+        return frozenset(t for t, b in load_suite().tracks.items() if b.manifest.domain == "physics")
+    except Exception:  # noqa: BLE001 - no suite to read: every track is life science
+        return frozenset()
+
+
+def physics_summary(worlds: dict[str, WorldOutcome], assigned: dict[str, tuple]) -> dict:
+    """Seed 001 Tables 11-12's shape: per physics track L1-L3 and composite; stage means over the physics tracks;
+    coverage; the agent's tokens, calls and cost on them (priced as everywhere else)."""
+    ws = [worlds[k] for k in sorted(worlds)]
+    expected: dict[str, set[str]] = defaultdict(set)
+    for track, level in assigned.values():
+        expected[track].add(level)
+    tracks = {t: track_summary([w for w in ws if w.track == t], sorted(expected[t]))
+              for t in sorted({w.track for w in ws})}
+    agent = CostTotal()
+    for w in ws:
+        agent.merge(w.agent)
+    answered = sum(1 for wid in assigned if wid in worlds and worlds[wid].answered)
+    return {
+        "tracks": tracks,
+        "levels": {lv: {"mean": _mean(tracks[t][lv] for t in sorted(tracks)),
+                        "tracks": sum(tracks[t][lv] is not None for t in tracks)} for lv in LEVELS},
+        "coverage": {"assigned": len(assigned), "answered": answered,
+                     "coverage": answered / len(assigned) if assigned else None},
+        "accounting": {"agent": {**agent.as_dict(), "code_cells": sum(w.code_cells for w in ws)},
+                       "usd_per_task": (agent.usd / len(assigned)) if agent.usd is not None and assigned else None},
+    }
+
+
 def model_summary(label: str, worlds: dict[str, WorldOutcome], assigned: dict[str, tuple], extra_roles: list[Part],
                   draws: int, seed: int, replay_info: dict | None = None) -> dict:
+    phys = physics_tracks()
+    p_worlds = {k: w for k, w in worlds.items() if w.track in phys}
+    p_assigned = {k: m for k, m in assigned.items() if m[0] in phys}
+    if p_worlds or p_assigned:  # scored apart (physics_summary); everything below is the life-science Overall
+        worlds = {k: w for k, w in worlds.items() if w.track not in phys}
+        assigned = {k: m for k, m in assigned.items() if m[0] not in phys}
+    out = _life_science_summary(label, worlds, assigned, extra_roles, draws, seed, replay_info)
+    if p_worlds or p_assigned:
+        out["physics"] = physics_summary(p_worlds, p_assigned)
+    return out
+
+
+def _life_science_summary(label: str, worlds: dict[str, WorldOutcome], assigned: dict[str, tuple],
+                          extra_roles: list[Part], draws: int, seed: int, replay_info: dict | None = None) -> dict:
     ws = [worlds[k] for k in sorted(worlds)]
     tracks_all = sorted({meta[0] for meta in assigned.values()})
     expected_levels: dict[str, set[str]] = defaultdict(set)

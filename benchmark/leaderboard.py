@@ -96,6 +96,36 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
+def physics_section(data: dict) -> list[str]:
+    """Seed 001 Tables 11-12: the physics tracks' stage means (over the physics tracks) and per-track scores, with
+    the agent's tokens and cost on them; kept out of Table 1's Overall. Empty when no run covers a physics track."""
+    models = [s for s in data["models"] if s.get("physics")]
+    if not models:
+        return []
+    L = ["## Physics (scored apart)", "",
+         "Seed 001 Appendix F: the physics tracks are reported separately and never enter the Overall above. L1-L3: "
+         "mean over the physics tracks of each track's stage score (L2 family-balanced); Tokens in millions and $/task "
+         "for the agent on the physics tasks only.", ""]
+    rows = []
+    for s in models:
+        p = s["physics"]
+        a = p["accounting"]
+        unpriced = bool(a["agent"]["unpriced_models"])
+        rows.append([s["model"]] + [_f(p["levels"][lv]["mean"]) for lv in LEVELS]
+                    + [_f(a["agent"]["tokens_m"], 2), _usd(a["usd_per_task"], 3, unpriced), _f(a["agent"]["calls"], 0),
+                       _pct(p["coverage"]["coverage"])])
+    L += _md_table(["Model", "L1", "L2", "L3", "Tokens (M)", "$/task", "Calls", "Coverage"], rows)
+    L.append("")
+    for t in sorted({t for s in models for t in s["physics"]["tracks"]}):
+        L += [f"### {t} (physics)", ""]
+        rows = [[s["model"], *(_f(s["physics"]["tracks"][t][k]) for k in ("L1", "L2", "L3", "composite")),
+                 "/".join(s["physics"]["tracks"][t]["levels_missing"]) or "-"]
+                for s in models if t in s["physics"]["tracks"]]
+        L += _md_table(["Model", "L1", "L2", "L3", "Composite", "Levels missing"], rows)
+        L.append("")
+    return L
+
+
 def render_markdown(data: dict) -> str:
     L: list[str] = ["# Leaderboard", "", SCALE_NOTE, ""]
     inp = data["inputs"]
@@ -152,10 +182,11 @@ def render_markdown(data: dict) -> str:
             notes.append(f"{s['model']}: {verification_text(v)}: these results are not final; "
                          f"{' and '.join(todo)} (RUN: {', '.join(v['runs'])}).")
     L += [f"- {n}" for n in notes] + ([""] if notes else [])
+    L += physics_section(data)
 
     L.append("## Per-track scores")
     L.append("")
-    tracks = data["inputs"]["tracks"]
+    tracks = [t for t in data["inputs"]["tracks"] if any(t in s["tracks"] for s in data["models"])]
     for t in tracks:
         L.append(f"### {t}")
         L.append("")

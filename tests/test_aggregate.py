@@ -49,6 +49,33 @@ def test_geometric_composite_and_overall_mean_of_tracks():
     assert s["threshold_curve"][0] == 1.0 and s["threshold_curve"][1] == 0.5 and s["threshold_curve"][64] == 0.0
 
 
+def test_physics_tracks_are_scored_apart_and_never_enter_the_overall(monkeypatch):
+    """Seed 001 Appendix F: a `domain: physics` track has its own table; the Overall, L1-L3, coverage and cost are
+    the life-science tracks' alone, and the leaderboard prints the physics stage means beside their tokens and cost."""
+    import benchmark.aggregate as aggregate_mod
+    from benchmark.leaderboard import render_markdown
+
+    life = [rec("b.L1.w", "b", "L1", 64.0), rec("b.L2.w", "b", "L2", 64.0), rec("b.L3.w", "b", "L3", 64.0)]
+    phys = [rec("p.L1.w", "p", "L1", 27.0, tokens_in=500_000, tokens_out=500_000), rec("p.L2.w", "p", "L2", 8.0),
+            rec("p.L3.w", "p", "L3", 1.0), rec("q.L1.w", "q", "L1", 9.0)]
+    monkeypatch.setattr(aggregate_mod, "physics_tracks", lambda: frozenset({"p", "q"}))
+    data = agg(life + phys)
+    s = model(data)
+    assert s["overall"] == pytest.approx(64.0) and set(s["tracks"]) == {"b"}  # not (64 + 6) / 2
+    assert s["levels"]["L1"]["mean"] == pytest.approx(64.0) and s["coverage"]["assigned"] == 3
+    p = s["physics"]
+    assert p["tracks"]["p"]["composite"] == pytest.approx(6.0) and p["tracks"]["q"]["levels_missing"] == ["L2", "L3"]
+    assert p["levels"]["L1"]["mean"] == pytest.approx(18.0) and p["levels"]["L1"]["tracks"] == 2  # (27 + 9) / 2
+    assert p["levels"]["L3"]["mean"] == pytest.approx(1.0) and p["levels"]["L3"]["tracks"] == 1
+    assert p["coverage"] == {"assigned": 4, "answered": 4, "coverage": 1.0}
+    assert p["accounting"]["agent"]["tokens_m"] == pytest.approx(1.0) and s["accounting"]["agent"]["tokens_m"] == 0
+    md = render_markdown(data)
+    assert "## Physics (scored apart)" in md and "| m/a | 18.0 | 8.0 | 1.0 | 1.00 |" in md
+    assert "### p (physics)" in md and "### p\n" not in md
+    monkeypatch.setattr(aggregate_mod, "physics_tracks", lambda: frozenset())
+    assert "physics" not in model(agg(life + phys)) and "Physics" not in render_markdown(agg(life + phys))
+
+
 def test_zero_stage_makes_composite_zero():
     recs = [rec("a.L1.w", "a", "L1", 90.0), rec("a.L2.w", "a", "L2", 0.0), rec("a.L3.w", "a", "L3", 90.0)]
     assert model(agg(recs))["tracks"]["a"]["composite"] == 0.0
