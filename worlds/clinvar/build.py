@@ -48,6 +48,10 @@ L1 integrity (exome)
                                        length (interrupted transfer): no EOF marker, the last record cut mid-line
   drop_header_defs(format_tags, info_tags)  ##FORMAT / ##INFO definitions removed while the tags stay in the records
   stale_counts(drop_samples)           samples removed from the genotype columns WITHOUT recomputing INFO AC/AN/AF
+  split_unnormalized(keep_multi)       multi-allelic indel records split per ALT without trimming the shared padding
+                                       bases (vt decompose without normalize): non-parsimonious indel records
+  contaminate(alpha)                   one sample's reads mixed with another sample's DNA at a drawn fraction: AD
+                                       redrawn (hom-ref calls with ALT reads, het allele balance shifted), GT kept
   swap_samples(size, unrelated)        the names of `size` sample columns rotate (2: a pair swap; 3: a three-way
                                        rotation): declared trio children of different trios and `unrelated` non-trio
                                        samples (each right after a child), drawn per world
@@ -297,6 +301,74 @@ def swap_samples(data: VcfData, rng, size: int, unrelated: int) -> VcfData:
     idx = [data.samples.index(s) for s in cycle]
     for k, i in enumerate(idx):               # the column of cycle[k] is now labelled cycle[k + 1]
         data.samples[i] = cycle[(k + 1) % len(cycle)]
+    return data
+
+
+def trim_alleles(pos: int, ref: str, alts: list[str]) -> tuple[int, str, list[str]]:
+    """Parsimonious representation without a reference (Tan et al. 2015, step 'trim'): drop the last base while every
+    allele is longer than one base and all end in the same base, then the first base likewise (POS moves right)."""
+    al = [ref, *alts]
+    while all(len(a) > 1 for a in al) and len({a[-1] for a in al}) == 1:
+        al = [a[:-1] for a in al]
+    while all(len(a) > 1 for a in al) and len({a[0] for a in al}) == 1:
+        al = [a[1:] for a in al]
+        pos += 1
+    return pos, al[0], al[1:]
+
+
+@recipe(TRACK, "split_unnormalized")
+def split_unnormalized(data: VcfData, rng, keep_multi: float) -> VcfData:
+    """Multi-allelic INDEL records split into biallelic ones by a decomposition that does not trim (vt decompose
+    without vt normalize, a per-ALT script): each split record keeps the shared REF of the multi-allelic record, so an
+    ALT like GTT>GT is written with a padding base it does not need (parsimonious form GT>G). A drawn share
+    `keep_multi` of the multi-allelic SNV records stays unsplit (they have no padding problem). Genotypes are recoded
+    per ALT and INFO recounted (clinvar.split_record)."""
+    out = []
+    for r in data.rows:
+        alleles = [r[3], *r[4].split(",")]
+        indel = any(len(a) != 1 for a in alleles)
+        if "," in r[4] and (indel or rng.random() >= keep_multi):
+            out += split_record(r, len(data.samples))
+        else:
+            out.append(r)
+    data.rows = out
+    return data
+
+
+@recipe(TRACK, "contaminate")
+def contaminate(data: VcfData, rng, alpha: float) -> VcfData:
+    """Cross-sample DNA contamination (VerifyBamID's FREEMIX model, Jun et al. 2012): one drawn sample's reads are a
+    mixture of its own DNA (1 - alpha) and another drawn sample's (alpha). At every biallelic SNV record the sample's read
+    depth is kept and its ALT read count redrawn as Binomial(depth, (1 - alpha) g_s / 2 + alpha g_c / 2 + 0.002)
+    (g: non-reference dosage of the sample and the contaminant; 0.002 the sequencing error). Genotype calls stay as
+    they are (at 8-20% contamination the caller keeps most genotypes): the reads show it, the GT column does not.
+    Hom-ref calls then carry ALT reads where the contaminant carries the allele, and heterozygous allele balance
+    shifts away from 0.5."""
+    target, cont = (str(x) for x in rng.choice(data.samples, 2, replace=False))
+    si, ci = data.samples.index(target), data.samples.index(cont)
+    for r in data.rows:
+        if len(r[3]) != 1 or len(r[4]) != 1:       # biallelic SNVs (the sites VerifyBamID reads)
+            continue
+        keys = r[8].split(":")
+        if "AD" not in keys:
+            continue
+        vals = r[9 + si].split(":")
+        j = keys.index("AD")
+        if j >= len(vals):
+            continue
+        try:
+            depth = sum(int(x) for x in vals[j].split(","))
+        except ValueError:
+            continue
+        gs = sum(a != "0" for a in gt_of(r, si).replace("|", "/").split("/"))
+        gc_al = gt_of(r, ci).replace("|", "/").split("/")
+        if "." in gt_of(r, si) or "." in gc_al:
+            continue
+        gc = sum(a != "0" for a in gc_al)
+        p = min((1 - alpha) * gs / 2 + alpha * gc / 2 + 0.002, 0.998)
+        alt = int(rng.binomial(depth, p)) if depth else 0
+        vals[j] = f"{depth - alt},{alt}"
+        r[9 + si] = ":".join(vals)
     return data
 
 

@@ -13,14 +13,15 @@ import inspect
 
 from benchmark.registry import naive, oracle
 
-_CONSTS = ("VCF", "BGZF_EOF", "POP_TAGS", "PLP", "MIN_GQ", "MIN_DP", "BA1_AF", "CONFLICTING", "MENDEL_FINDING")
+_CONSTS = ("VCF", "BGZF_EOF", "POP_TAGS", "PLP", "MIN_GQ", "MIN_DP", "BA1_AF", "CONFLICTING", "MENDEL_FINDING",
+           "CONTAM_AB", "CONTAM_FINDING")
 
 
 def _helpers() -> str:
     from worlds.clinvar import solvers as s
 
     fns = [s.read_text, s.read_vcf, s.info_dict, s.gt_alleles, s.sample_fields, s.norm_chrom, s.vkey, s.header_ids,
-           s.genotype_counts, s.lis_length, s.dosage, s.mendel_errors, s.detect, s.kg_prefix, s.filtering_af,
+           s.genotype_counts, s.lis_length, s.dosage, s.mendel_errors, s.trim_alleles, s.read_balance, s.detect, s.kg_prefix, s.filtering_af,
            s.frequency_analysis, s.split_alleles, s.carrier_analysis, s.findings_analysis]
     head = ["import json", "import zlib", "from pathlib import Path", "import numpy as np", "import pandas as pd", ""]
     consts = [f"{k} = {getattr(s, k)!r}" for k in _CONSTS]
@@ -134,6 +135,29 @@ if 'sample_swap' in f:
                                   f"parents instead: {v['n_swapped_samples']} labels ({', '.join(v['swapped_samples'])}) "
                                   f"are exchanged",
                    'action': 'listed the mislabelled samples; restore their labels before any analysis', 'output': out})
+if 'unnormalized_indels' in f:
+    rows = []
+    for r in R:
+        p, ref, alts = trim_alleles(int(r[1]), r[3], r[4].split(','))
+        rows.append([r[0], str(p), r[2], ref, ','.join(alts)] + r[5:])
+    rows.sort(key=lambda r: (norm_chrom(r[0]), int(r[1])))
+    out = write_vcf('calls_normalized.vcf', H, S, rows)
+    issues.append({'category': 'indels not normalised (non-parsimonious representation)', 'severity': 'warning',
+                   'where': f'{VCF} REF/ALT', 'value': v['n_unnormalized_records'],
+                   'description': f"{v['n_unnormalized_records']} indel records carry padding bases shared by REF and ALT "
+                                  f"(e.g. {v['unnormalized_keys'][0]}), left over from splitting multi-allelic records "
+                                  f"without trimming; they would not match the normalised keys of ClinVar/gnomAD",
+                   'action': 'trimmed every record to its parsimonious representation (bcftools norm)', 'output': out})
+if 'sample_contamination' in f:
+    out = write_lines('contaminated_samples.txt', v['contaminated_samples'])
+    c = v['contaminated_samples']
+    issues.append({'category': 'sample contamination', 'severity': 'blocking', 'where': f'{VCF} FORMAT/AD of {", ".join(c)}',
+                   'value': v['n_contaminated_samples'],
+                   'description': f"{', '.join(c)}: {v['max_homref_alt_read_fraction']:.1%} of hom-ref calls carry >= 5% ALT "
+                                  f"reads (other samples <= 0.3%); het allele balance "
+                                  f"{[v['het_allele_balance'][x] for x in c]}: DNA from another person mixed in",
+                   'action': 'listed the contaminated sample; exclude it (re-extract / re-sequence) before interpretation',
+                   'output': out})
 blocking = any(i['severity'] == 'blocking' for i in issues)
 report = {'assessment': 'unusable' if 'truncated_file' in f else ('usable_with_caveats' if issues else 'usable'),
           'issues': issues,
@@ -151,7 +175,7 @@ print(json.dumps({'assessment': 'usable', 'issues': [], 'summary': f'{n} records
 """
 
 
-@oracle("clinvar.L1.integrity", version="1")
+@oracle("clinvar.L1.integrity", version="2")
 def l1_oracle(ref) -> list[str]:
     return [_helpers(), _L1_ORACLE]
 

@@ -45,6 +45,8 @@ MIN_GQ, MIN_DP = 20, 10
 BA1_AF = 0.05
 CONFLICTING = "Conflicting_interpretations_of_pathogenicity"
 MENDEL_FINDING = 0.08
+CONTAM_AB = 0.05          # a hom-ref call (depth >= 10) whose reads are >= 5% ALT
+CONTAM_FINDING = 0.02     # flagged when >= 2% of a sample's hom-ref calls are such (real samples here: <= 0.2%)
 
 
 # ---------------------------------------------------------------- reading (robust to truncation, plain or gz)
@@ -180,6 +182,41 @@ def mendel_errors(rows: list, samples: list, child: str, parents: list) -> tuple
     return err, inf
 
 
+def trim_alleles(pos: int, ref: str, alts: list) -> tuple:
+    """Parsimonious representation without a reference (Tan et al. 2015): drop the last base while every allele is
+    longer than one base and all end in the same base, then the first base likewise (POS moves right)."""
+    al = [ref, *alts]
+    while all(len(a) > 1 for a in al) and len({a[-1] for a in al}) == 1:
+        al = [a[:-1] for a in al]
+    while all(len(a) > 1 for a in al) and len({a[0] for a in al}) == 1:
+        al = [a[1:] for a in al]
+        pos += 1
+    return pos, al[0], al[1:]
+
+
+def read_balance(rows: list, i: int, min_depth: int = 10) -> tuple:
+    """Sample i at biallelic SNV records with AD depth >= min_depth: ALT read fractions of its hom-ref calls and of its
+    heterozygous calls (numpy arrays)."""
+    hr, ab = [], []
+    for r in rows:
+        if len(r[3]) != 1 or len(r[4]) != 1 or len(r) <= 9 + i:     # biallelic SNVs (indel reads are ambiguous)
+            continue
+        f = sample_fields(r, i)
+        try:
+            ad = [int(x) for x in f.get("AD", ".").split(",")]
+        except ValueError:
+            continue
+        depth = sum(ad)
+        if len(ad) != 2 or depth < min_depth:
+            continue
+        g = f.get("GT", "./.").replace("|", "/")
+        if g == "0/0":
+            hr.append(ad[1] / depth)
+        elif g in ("0/1", "1/0"):
+            ab.append(ad[1] / depth)
+    return np.array(hr), np.array(ab)
+
+
 # ---------------------------------------------------------------- L1 detectors
 
 def detect(vcf: dict, meta: dict) -> dict:
@@ -295,10 +332,37 @@ def detect(vcf: dict, meta: dict) -> dict:
     v["mendelian_error_rate"] = round(worst, 4)
     if swapped:
         findings.append("sample_swap")
+
+    # 8. indel representation: records not in parsimonious form (a padding base every allele shares; Tan et al. 2015)
+    unnorm = []
+    for r in rows:
+        alts = r[4].split(",")
+        if trim_alleles(int(r[1]), r[3], alts) != (int(r[1]), r[3], alts):
+            unnorm.append(vkey(r, chrom=norm_chrom(r[0])))
+    v["n_unnormalized_records"] = len(unnorm)
+    v["unnormalized_fraction"] = round(len(unnorm) / max(len(rows), 1), 4)
+    v["unnormalized_keys"] = sorted(set(unnorm))
+    if unnorm:
+        findings.append("unnormalized_indels")
+
+    # 9. cross-sample contamination: hom-ref calls carrying ALT reads, heterozygous allele balance off 0.5
+    v["homref_alt_read_fraction"], v["het_allele_balance"] = {}, {}
+    contaminated = []
+    for i, s in enumerate(samples):
+        hr, ab = read_balance(rows, i)
+        v["homref_alt_read_fraction"][s] = round(float(np.mean(hr >= CONTAM_AB)), 4) if len(hr) else 0.0
+        v["het_allele_balance"][s] = round(float(np.median(ab)), 3) if len(ab) else None
+        if len(hr) and v["homref_alt_read_fraction"][s] >= CONTAM_FINDING:
+            contaminated.append(s)
+    v["contaminated_samples"] = sorted(contaminated)
+    v["n_contaminated_samples"] = len(contaminated)
+    v["max_homref_alt_read_fraction"] = max(v["homref_alt_read_fraction"].values(), default=0.0)
+    if contaminated:
+        findings.append("sample_contamination")
     return {"findings": sorted(findings), **v}
 
 
-@solver("clinvar.L1.integrity", version="2")
+@solver("clinvar.L1.integrity", version="3")
 def l1_integrity(world_dir: Path, world) -> dict:
     world_dir = Path(world_dir)
     meta = json.loads((world_dir / "meta.json").read_text())
@@ -473,6 +537,39 @@ def recounted(path: Path, golden: dict, check) -> tuple[float, str]:
     good = ok and bad == 0 and same_samples and nonref == golden["n_nonref_genotypes"]
     return float(good), (f"{bad} records with AC/AN/AF disagreeing with genotypes; {nonref} non-reference genotypes "
                          f"(world: {golden['n_nonref_genotypes']}); {why}")
+
+
+@product_validator("clinvar.normalized")
+def normalized(path: Path, golden: dict, check) -> tuple[float, str]:
+    """Either a VCF in parsimonious form (no record with a padding base all its alleles share) holding the same alleles
+    (compared after trimming, multi-allelic records split or not) and genotypes, or the list of the non-parsimonious
+    records' variant keys as written."""
+    from graders.checks import f1_score, read_items
+
+    v = _product_vcf(path)
+    if v is not None:
+        left = [vkey(r) for r in v["rows"] if trim_alleles(int(r[1]), r[3], r[4].split(",")) != (int(r[1]), r[3], r[4].split(","))]
+        keys = set()
+        for r in v["rows"]:
+            for a in r[4].split(","):
+                p, ref, (alt,) = trim_alleles(int(r[1]), r[3], [a])
+                keys.add(f"{norm_chrom(r[0])}:{p}:{ref}:{alt}")
+        want = set()
+        for k in golden["unique_keys"]:
+            c, p0, ref0, alts0 = k.split(":")
+            for a in alts0.split(","):
+                p, ref, (alt,) = trim_alleles(int(p0), ref0, [a])
+                want.add(f"{c}:{p}:{ref}:{alt}")
+        same_samples = len(v["samples"]) == golden["n_samples"]
+        nonref = sum(1 for r in v["rows"] for i in range(len(v["samples"])) if dosage(r, i) > 0)
+        good = not left and keys == want and same_samples and nonref >= golden["n_nonref_genotypes"] * 0.98
+        return float(good), (f"normalised VCF: {len(left)} records still padded; {len(keys & want)} of {len(want)} "
+                             f"alleles present, {len(keys - want)} unexpected; {nonref} non-reference genotypes "
+                             f"(world: {golden['n_nonref_genotypes']})")
+    want = golden["unnormalized_keys"]
+    items = [norm_chrom(x.split(":", 1)[0]) + ":" + x.split(":", 1)[1] if ":" in x else x for x in read_items(path, want)]
+    p, r, f1 = f1_score(items, want)
+    return float(f1 >= 0.95), f"non-parsimonious records: precision {p:.2f}, recall {r:.2f}, F1 {f1:.2f} (need 0.95)"
 
 
 # ---------------------------------------------------------------- L2 frequency_filter
