@@ -60,6 +60,7 @@ L2
                                        annotated candidate variants plus batch-mates' variants; see the docstring
   carrier_world(...)                   exome: cohort VCF + ClinVar-like table for a carrier screen
   findings_world(...)                  g1k: one proband's VCF + ClinVar-like table for reportable findings
+  inheritance_world(...)               exome: one real trio's VCF + a candidate-gene table (AR/AD genes, seeded model)
 L3
   tstv_dossier(artifact_sample, rate)  per-sample SNV spectrum tables of the five g1k samples (optionally with
                                        seeded C>A/G>T artefact genotypes injected into one sample)
@@ -106,6 +107,7 @@ class VcfData:
     truncate_at: float | None = None
     dossier: dict | None = None
     declared_records: int | None = None            # n_records meta.json states (set before a defect removes records)
+    truth: dict = field(default_factory=dict)      # generative truth (gold side only, CanonicalWriter.truth)
 
 
 @dataclass
@@ -718,6 +720,139 @@ def split_record(row: list[str], n_samples: int) -> list[list[str]]:
     return out
 
 
+# ---------------------------------------------------------------- L2: inheritance (exome trios)
+
+def _dos(row: list[str], i: int) -> int | None:
+    g = gt_of(row, i).replace("|", "/").split("/")
+    return None if "." in g else sum(a != "0" for a in g)
+
+
+def _homref_call(keys: list[str], depth: int, gq: int) -> str:
+    """A hom-ref call on `depth` reads, none ALT, with GATK-style likelihoods (PL ~ 0, GQ, 10 x depth)."""
+    pl = f"0,{gq},{max(10 * depth, gq + 1)}"
+    vals = {"GT": "0/0", "AD": f"{depth},0", "DP": str(depth), "GQ": str(gq), "PL": pl, "PP": pl}
+    return ":".join(vals.get(k, ".") for k in keys)
+
+
+@recipe(TRACK, "inheritance_world")
+def inheritance_world(data: VcfData, rng, fraction: float, n_hom: int, n_trans: int, n_denovo: int, n_absent: int,
+                      n_single: int = 0, n_cis: int = 0, n_dropout: int = 0, window: int = 300000) -> VcfData:
+    """A trio VCF (one of the four real HapMap trios, drawn; the child is the affected proband) and a candidate table
+    (seeded model of an annotation pipeline's output: rare predicted-damaging variants, each with a gene and the gene's
+    established inheritance mode). Genes are opaque names; every candidate sits on a real biallelic PASS record whose
+    three real trio calls are clearly confident (GQ >= 30, DP >= 10), except the edits below. Gene kinds:
+      n_hom     AR gene, one variant the child carries homozygous (real genotypes)                    -> explained
+      n_trans   AR gene, two child hets within `window` bp, one from each parent (real: child/parent het, the other
+                parent hom-ref, at each)                                                           -> explained
+      n_denovo  AD gene, a child het whose carrying parent's call is replaced by a confident hom-ref call (15-40 reads,
+                none ALT, GQ 45-99): a de novo variant (seeded edit)                                -> explained
+      n_absent  AR or AD gene whose variant only a parent carries                                        -> not
+      n_single  AR gene, ONE child het inherited from one parent (a carrier)                           -> not
+      n_cis     AR gene, two child hets within `window` bp BOTH from the same parent (the other parent hom-ref at
+                both): one gene copy hit twice, the other intact                                      -> not
+      n_dropout AD gene, a child het inherited from a het parent whose call is replaced by a low-coverage hom-ref
+                (2-5 reads, none ALT, GQ 3-9: allelic dropout), the other parent confident hom-ref  -> not
+    The VCF keeps the trio's columns over a drawn `fraction` of the records (plus every candidate), INFO recounted."""
+    t = int(rng.integers(len(TRIOS)))
+    child, parents = TRIOS[t]
+    trio = [child, *parents]
+    _keep_samples(data, trio)
+    rows = data.rows
+    C, P1, P2 = 0, 1, 2
+
+    def confident(r):
+        return all(_dos(r, i) is not None and call_quality(_genotype_fields(r, i)) == "confident" for i in range(3))
+
+    ok = [i for i, r in enumerate(rows) if "," not in r[4] and r[6] == "PASS" and confident(r)]
+    pat = {i: tuple(_dos(rows[i], j) for j in range(3)) for i in ok}
+    used: set[int] = set()
+
+    def free(pred):
+        return [i for i in ok if i not in used and pred(pat[i])]
+
+    def take(pred, k):
+        pool = free(pred)
+        if len(pool) < k:
+            raise ValueError(f"inheritance_world: only {len(pool)} records for {k}")
+        got = [int(x) for x in rng.choice(pool, k, replace=False)] if k else []
+        used.update(got)
+        return got
+
+    def take_pair(pa, pb):
+        a_pool = free(pa)
+        for a in rng.permutation(a_pool):
+            a = int(a)
+            near = [b for b in free(pb) if b != a and abs(int(rows[b][1]) - int(rows[a][1])) <= window]
+            if near:
+                b = int(rng.choice(near))
+                used.update((a, b))
+                return sorted((a, b), key=lambda i: int(rows[i][1]))
+        raise ValueError("inheritance_world: no record pair within the window")
+
+    het_from1 = lambda g: g == (1, 1, 0)  # noqa: E731   child het, parent 1 het, parent 2 hom-ref
+    het_from2 = lambda g: g == (1, 0, 1)  # noqa: E731
+    genes = []      # (kind, mode, [row indices])
+    for _ in range(n_hom):
+        genes.append(("hom", "AR", take(lambda g: g[0] == 2 and g[1] >= 1 and g[2] >= 1, 1)))
+    for _ in range(n_trans):
+        genes.append(("trans", "AR", take_pair(het_from1, het_from2)))
+    for _ in range(n_cis):
+        first = rng.random() < 0.5
+        pick = het_from1 if first else het_from2
+        genes.append(("cis", "AR", take_pair(pick, pick)))
+    for _ in range(n_single):
+        genes.append(("single", "AR", take(lambda g: g in ((1, 1, 0), (1, 0, 1)), 1)))
+    for _ in range(n_absent):
+        genes.append(("absent", str(rng.choice(["AR", "AD"])), take(lambda g: g[0] == 0 and (g[1] == 1 or g[2] == 1), 1)))
+    edits = {}
+    for _ in range(n_denovo):
+        (i,) = take(lambda g: g in ((1, 1, 0), (1, 0, 1)), 1)
+        par = P1 if pat[i][1] == 1 else P2
+        d = int(rng.integers(15, 41))
+        edits[(i, par)] = _homref_call(rows[i][8].split(":"), d, min(99, int(rng.integers(45, 100))))
+        genes.append(("denovo", "AD", [i]))
+    for _ in range(n_dropout):
+        (i,) = take(lambda g: g in ((1, 1, 0), (1, 0, 1)), 1)
+        par = P1 if pat[i][1] == 1 else P2
+        edits[(i, par)] = _homref_call(rows[i][8].split(":"), int(rng.integers(2, 6)), int(rng.integers(3, 10)))
+        genes.append(("dropout", "AD", [i]))
+    for (i, par), val in edits.items():
+        rows[i][9 + par] = val
+    names = []
+    while len(names) < len(genes):
+        g = "CG" + "".join(rng.choice(list("0123456789"), 4))
+        if g not in names:
+            names.append(g)
+    entries, truth = [], {}
+    for (kind, mode, idx), gname in zip(genes, names):
+        truth[gname] = kind
+        for i in idx:
+            r = rows[i]
+            entries.append({"chrom": r[0], "pos": int(r[1]), "ref": r[3], "alt": r[4], "gene": gname,
+                            "inheritance_mode": mode})
+    cand = {i for _, _, idx in genes for i in idx}
+    keep = sorted(cand | {i for i in range(len(rows)) if i not in cand and rng.random() < fraction})
+    data.rows = [rows[i] for i in keep]
+    for r in data.rows:
+        recount(r, 3)
+    data.rows = [r for r in data.rows if any(int(c) > 0 for c in info_dict(r[7])["AC"].split(","))]
+    table = pd.DataFrame(entries).sort_values(["pos", "ref", "alt"]).reset_index(drop=True)
+    data.tables["candidates.tsv"] = table
+    data.truth = {"gene_kind": truth,
+                  "explained_genes": sorted(g for g, k in truth.items() if k in ("hom", "trans", "denovo"))}
+    data.meta = {
+        "assay": "whole-exome sequencing of a parent-child trio, GATK HaplotypeCaller joint genotyping (GRCh37, "
+                 "chromosome 22), with GT, AD, DP, GQ and PL per sample",
+        "family": {"proband": child, "parents": list(parents),
+                   "phenotype": "the proband is affected by a rare, severe, fully penetrant Mendelian disorder; both "
+                                "parents are unaffected"},
+        "candidates.tsv": "the annotation pipeline's candidate variants (rare, predicted damaging) found in any family "
+                          "member: chrom, pos, ref, alt, gene, inheritance_mode (the gene's established mode: AR "
+                          "autosomal recessive, AD autosomal dominant)",
+    }
+    return data
+
+
 # ---------------------------------------------------------------- L2: reportable_findings (g1k)
 
 @recipe(TRACK, "findings_world")
@@ -936,6 +1071,8 @@ def write(data: VcfData, w: CanonicalWriter) -> None:
         cut = max([s for s in starts if s <= len(raw) * data.truncate_at] or [starts[1]])
         raw = raw[:max(cut, starts[1])]
     _atomic_write(w.path(VCF), raw)
+    if data.truth:
+        w.truth(**data.truth)
     for name, df in sorted(data.tables.items()):
         w.table(name, df)
     meta = dict(data.meta)

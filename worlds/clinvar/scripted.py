@@ -22,7 +22,8 @@ def _helpers() -> str:
 
     fns = [s.read_text, s.read_vcf, s.info_dict, s.gt_alleles, s.sample_fields, s.norm_chrom, s.vkey, s.header_ids,
            s.genotype_counts, s.lis_length, s.dosage, s.mendel_errors, s.trim_alleles, s.read_balance, s.detect, s.kg_prefix, s.filtering_af,
-           s.frequency_analysis, s.split_alleles, s.carrier_analysis, s.findings_analysis]
+           s.frequency_analysis, s.split_alleles, s.carrier_analysis, s.findings_analysis, s._reliable,
+           s.inheritance_analysis]
     head = ["import json", "import zlib", "from pathlib import Path", "import numpy as np", "import pandas as pd", ""]
     consts = [f"{k} = {getattr(s, k)!r}" for k in _CONSTS]
     body = "\n\n".join(inspect.getsource(f) for f in fns)
@@ -362,3 +363,70 @@ def find_oracle(ref) -> list[str]:
 @naive("clinvar.L2.reportable_findings", version="1")
 def find_naive(ref) -> list[str]:
     return [_FIND_NAIVE]
+
+
+_INH_ORACLE = _WRITE + r"""
+meta = json.load(open('meta.json'))
+vcf = read_vcf(VCF)
+table = pd.read_csv('candidates.tsv', sep='\t', dtype={'chrom': str})
+res = inheritance_analysis(vcf, table, meta)
+pd.DataFrame({'gene': list(res['haplotypes_hit']), 'copies_hit': list(res['haplotypes_hit'].values())}).to_csv('gene_table.csv', index=False)
+write_lines('explained_genes.txt', res['explained_genes'])
+issues = []
+if res['single_het_ar_genes']:
+    issues.append(f"{len(res['single_het_ar_genes'])} AR genes ({', '.join(res['single_het_ar_genes'])}) carry only a single "
+                  f"heterozygous variant in the proband (carrier state, one intact copy): not explanatory without a second hit")
+if res['cis_ar_genes']:
+    issues.append(f"{len(res['cis_ar_genes'])} AR genes ({', '.join(res['cis_ar_genes'])}) have two hets both inherited from "
+                  f"the same parent (in cis, phase from the parents' genotypes): not a compound heterozygote")
+if res['dropout_variants']:
+    issues.append(f"{len(res['dropout_variants'])} apparent de novo variants rest on a parental hom-ref call with low depth "
+                  f"and GQ (possible allelic dropout): not called de novo; confirm in the parents")
+report = {'gene_table': 'gene_table.csv', 'explained_list': 'explained_genes.txt', 'n_explained': res['n_explained'],
+          'n_de_novo': res['n_de_novo'],
+          'method': f'zygosity from GT; proband hets phased by transmission (parental genotypes); de novo only where both '
+                    f'parents are hom-ref with GQ >= {MIN_GQ}, DP >= {MIN_DP} and no ALT reads',
+          'issues_found': issues, 'analysis_usable': True,
+          'summary': f"{res['n_explained']} of {res['n_candidate_genes']} candidate genes fit their inheritance mode; "
+                     f"{res['n_de_novo']} confident de novo variant(s)."}
+print(json.dumps(report))
+"""
+
+_INH_NAIVE = r"""
+import json, subprocess
+import pandas as pd
+meta = json.load(open('meta.json'))
+pb, parents = meta['family']['proband'], meta['family']['parents']
+table = pd.read_csv('candidates.tsv', sep='\t', dtype={'chrom': str})
+out = subprocess.run(['bcftools', 'query', '-s', ','.join([pb] + parents), '-f', '%CHROM:%POS:%REF:%ALT[\t%GT]\n',
+                      'calls.vcf.gz'], capture_output=True, text=True).stdout
+order = subprocess.run(['bcftools', 'query', '-l', '-s', ','.join([pb] + parents), 'calls.vcf.gz'], capture_output=True,
+                       text=True).stdout.split()
+gts = {}
+for line in out.splitlines():
+    f = line.split('\t')
+    d = dict(zip(order, f[1:]))
+    gts[f[0]] = [sum(a not in ('0', '.') for a in d[s].replace('|', '/').split('/')) for s in [pb] + parents]
+copies, dn = {}, 0
+for e in table.itertuples():
+    g = gts.get(f'{e.chrom}:{e.pos}:{e.ref}:{e.alt}', [0, 0, 0])
+    copies[e.gene] = min(2, copies.get(e.gene, 0) + g[0])
+    if g[0] == 1 and g[1] == 0 and g[2] == 0:
+        dn += 1
+pd.DataFrame({'gene': list(copies), 'copies_hit': list(copies.values())}).to_csv('gene_table.csv', index=False)
+expl = sorted(g for g, n in copies.items() if n > 0)
+open('explained_genes.txt', 'w').write(''.join(g + '\n' for g in expl))
+print(json.dumps({'gene_table': 'gene_table.csv', 'explained_list': 'explained_genes.txt', 'n_explained': len(expl),
+                  'n_de_novo': dn, 'method': 'bcftools query GT', 'issues_found': [], 'analysis_usable': True,
+                  'summary': f'{len(expl)} candidate genes carried by the proband.'}))
+"""
+
+
+@oracle("clinvar.L2.inheritance", version="1")
+def inh_oracle(ref) -> list[str]:
+    return [_helpers(), _INH_ORACLE]
+
+
+@naive("clinvar.L2.inheritance", version="1")
+def inh_naive(ref) -> list[str]:
+    return [_INH_NAIVE]

@@ -805,6 +805,115 @@ def l2_findings(world_dir: Path, world) -> dict:
     return res
 
 
+# ---------------------------------------------------------------- L2 inheritance (trio)
+
+def _reliable(f: dict) -> bool:
+    try:
+        return int(f.get("GQ", "0")) >= MIN_GQ and int(f.get("DP", "0")) >= MIN_DP
+    except ValueError:
+        return False
+
+
+def inheritance_analysis(vcf: dict, table: pd.DataFrame, meta: dict) -> dict:
+    """Per candidate gene: how many of the proband's two gene copies carry a candidate variant (2: homozygous, or two
+    hets inherited one from each parent; 1: one het, or hets all from one parent, or a de novo), and whether that fits
+    the gene's mode (AR: 2 copies; AD with unaffected parents: a confident de novo variant: proband het, both parents
+    hom-ref on reliable calls, GQ >= 20 and DP >= 10, no ALT reads). Also the naive reading (every gene where the
+    proband carries a candidate; de novo from GT alone)."""
+    fam = meta["family"]
+    S = vcf["samples"]
+    ci, pi = S.index(fam["proband"]), [S.index(p) for p in fam["parents"]]
+    alleles = split_alleles(vcf)
+    hits, explained, naive, origin, de_novo, naive_dn = {}, [], [], {}, [], []
+    single_ar, cis_ar, dropout = [], [], []
+    for gene, grp in table.groupby("gene", sort=True):
+        mode = str(grp["inheritance_mode"].iloc[0])
+        srcs, hom, carried, dn = set(), False, False, False
+        n_het = 0
+        for e in grp.itertuples():
+            k = f"{e.chrom}:{e.pos}:{e.ref}:{e.alt}"
+            hit = alleles.get((norm_chrom(str(e.chrom)), int(e.pos), e.ref, e.alt))
+            if hit is None:
+                origin[k] = "absent"
+                continue
+            r, a = hit
+            cg = gt_alleles(r, ci)
+            c = sum(x == str(a) for x in cg)
+            if c == 0:
+                origin[k] = "not carried"
+                continue
+            carried = True
+            if c == 2:
+                hom = True
+                origin[k] = "homozygous"
+                continue
+            n_het += 1
+            par = []
+            for j in pi:
+                f = sample_fields(r, j)
+                d = sum(x == str(a) for x in gt_alleles(r, j))
+                ad = f.get("AD", "0,0").split(",")
+                alt_reads = int(ad[a]) if len(ad) > a and ad[a].isdigit() else 0
+                par.append((d, _reliable(f), alt_reads))
+            if all(d == 0 for d, _, _ in par):
+                naive_dn.append(k)
+            if all(d == 0 and ok and ar == 0 for d, ok, ar in par):
+                origin[k] = "de novo"
+                srcs.add("de novo")
+                de_novo.append(k)
+                dn = True
+            elif all(d == 0 for d, _, _ in par):
+                origin[k] = "uncertain (parental hom-ref call unreliable)"
+                dropout.append(k)
+                srcs.add("unknown")
+            elif par[0][0] >= 1 and par[1][0] == 0 and par[1][1]:
+                origin[k] = "parent 1"
+                srcs.add("p1")
+            elif par[1][0] >= 1 and par[0][0] == 0 and par[0][1]:
+                origin[k] = "parent 2"
+                srcs.add("p2")
+            else:
+                origin[k] = "unphased"
+                srcs.add("unknown")
+        n = 2 if hom or {"p1", "p2"} <= srcs else (1 if carried else 0)
+        hits[gene] = n
+        if carried:
+            naive.append(gene)
+        if (mode == "AR" and n == 2) or (mode == "AD" and dn):
+            explained.append(gene)
+        if mode == "AR" and carried and n_het == 1 and not hom:
+            single_ar.append(gene)
+        if mode == "AR" and n_het >= 2 and n < 2:
+            cis_ar.append(gene)
+    return {"proband": fam["proband"], "explained_genes": sorted(explained), "n_explained": len(explained),
+            "haplotypes_hit": hits, "variant_origin": origin, "de_novo": sorted(de_novo), "n_de_novo": len(de_novo),
+            "naive_explained": sorted(naive), "trap_explained": sorted(naive) if set(naive) != set(explained) else [],
+            "naive_de_novo": sorted(naive_dn), "n_naive_de_novo": len(naive_dn),
+            "single_het_ar_genes": sorted(single_ar), "cis_ar_genes": sorted(cis_ar), "dropout_variants": sorted(dropout),
+            "n_candidate_genes": len(hits)}
+
+
+@solver("clinvar.L2.inheritance", version="1")
+def l2_inheritance(world_dir: Path, world) -> dict:
+    from worlds.clinvar.build import call_quality
+
+    world_dir = Path(world_dir)
+    vcf, meta = read_vcf(world_dir / VCF), json.loads((world_dir / "meta.json").read_text())
+    table = pd.read_csv(world_dir / "candidates.tsv", sep="\t", dtype={"chrom": str})
+    alleles = split_alleles(vcf)
+    for e in table.itertuples():
+        hit = alleles.get((norm_chrom(str(e.chrom)), int(e.pos), e.ref, e.alt))
+        if hit is None:
+            continue
+        for i, smp in enumerate(vcf["samples"]):
+            if call_quality(sample_fields(hit[0], i)) == "ambiguous":
+                raise ThresholdMargin(
+                    f"{getattr(world, 'id', world)}: call {smp} at {e.chrom}:{e.pos} has GQ/DP between clearly "
+                    f"confident and clearly low: genotype filters an expert could use would disagree. Fix: redraw "
+                    f"(clinvar.inheritance_world uses only clear calls)")
+    return inheritance_analysis(vcf, table, meta)
+
+
 # ---------------------------------------------------------------- L3 dossier
 
 @solver("clinvar.L3.dossier", version="1")
