@@ -62,6 +62,7 @@ L2
   findings_world(...)                  g1k: one proband's VCF + ClinVar-like table for reportable findings
   inheritance_world(...)               exome: one real trio's VCF + a candidate-gene table (AR/AD genes, seeded model)
 L3
+  mendel_dossier()                     per-trio Mendelian consistency tables of the four real exome trios (native)
   tstv_dossier(artifact_sample, rate)  per-sample SNV spectrum tables of the five g1k samples (optionally with
                                        seeded C>A/G>T artefact genotypes injected into one sample)
 """
@@ -1015,6 +1016,75 @@ def tstv_dossier(data: VcfData, rng, artifact_rate: float = 0.0) -> VcfData:
         "- substitution_spectrum.csv: sample, substitution, genotypes, singletons, fraction_of_snvs",
     ]
     data.dossier = {"dossier.md": "\n".join(md), "sample_summary.csv": per, "substitution_spectrum.csv": spec}
+    return data
+
+
+MENDEL_CLASSES = ("PASS, high quality", "PASS, low quality", "PASS, indel", "VQSR-filtered")
+
+
+def mendel_tables(data: VcfData) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per declared trio, over the biallelic records where every trio member is called and one carries the ALT
+    (informative sites): Mendelian-inconsistent sites (the child's genotype cannot be formed from one allele of each
+    parent), overall and per call class: VQSR-filtered (FILTER not PASS); PASS indel; PASS SNV with some trio call of
+    GQ < 20 or DP < 10 (low quality); the other PASS SNVs (high quality)."""
+    opts = {0: [0], 1: [0, 1], 2: [1]}
+    summ, by = [], []
+    for child, parents in TRIOS:
+        idx = [data.samples.index(x) for x in (child, *parents)]
+        counts = {c: [0, 0] for c in MENDEL_CLASSES}
+        for r in data.rows:
+            if "," in r[4]:
+                continue
+            g = [_dos(r, i) for i in idx]
+            if None in g or max(g) == 0:
+                continue
+            bad = not any(a + b == g[0] for a in opts[g[1]] for b in opts[g[2]])
+            q = [_genotype_fields(r, i) for i in idx]
+            try:
+                low = min(int(d.get("GQ", "0")) for d in q) < 20 or min(int(d.get("DP", "0")) for d in q) < 10
+            except ValueError:
+                low = True
+            cls = ("VQSR-filtered" if r[6] != "PASS" else "PASS, indel" if (len(r[3]) != 1 or len(r[4]) != 1)
+                   else "PASS, low quality" if low else "PASS, high quality")
+            counts[cls][0] += 1
+            counts[cls][1] += bad
+        n, e = sum(v[0] for v in counts.values()), sum(v[1] for v in counts.values())
+        summ.append({"child": child, "parents": "+".join(parents), "population": POPULATION[child],
+                     "informative_sites": n, "inconsistent_sites": e, "inconsistent_percent": round(100 * e / n, 2)})
+        for c in MENDEL_CLASSES:
+            k, b = counts[c]
+            by.append({"child": child, "call_class": c, "informative_sites": k, "inconsistent_sites": b,
+                       "inconsistent_percent": round(100 * b / k, 2) if k else 0.0})
+    return (pd.DataFrame(summ).sort_values("child").reset_index(drop=True),
+            pd.DataFrame(by).sort_values(["child", "call_class"]).reset_index(drop=True))
+
+
+@recipe(TRACK, "mendel_dossier")
+def mendel_dossier(data: VcfData, rng) -> VcfData:
+    """Native dossier (real data, untouched): Mendelian consistency of the four real HapMap/CEPH trios of the GATK exome
+    call set of chromosome 22, overall and per call class (mendel_tables)."""
+    summ, by = mendel_tables(data)
+    md = [
+        "# Evidence dossier: Mendelian consistency of four parent-child trios",
+        "",
+        "## Data",
+        "Whole-exome sequencing of 22 HapMap/CEPH individuals, jointly genotyped with GATK HaplotypeCaller and filtered",
+        f"with VQSR (FILTER column), GRCh37 chromosome 22 ({len(data.rows):,} variant records). The call set contains",
+        "four complete parent-child trios with documented parentage (CEPH pedigrees 1463 and 1341, a CEPH/Utah",
+        "trio and the Yoruba trio Y117); the trios are named by the child's Coriell ID.",
+        "",
+        "## Reference analysis",
+        "For each trio, at every biallelic record where all three members have a genotype call and at least one",
+        "carries the ALT allele (informative site): whether the child's genotype can be formed from one allele of each",
+        "parent. Sites where it cannot are Mendelian-inconsistent (`mendel_summary.csv`). `mendel_by_call_class.csv`",
+        "splits the same sites by call class: VQSR-filtered (FILTER not PASS); PASS indel; PASS SNV where some trio",
+        "member's call has GQ < 20 or DP < 10 ('PASS, low quality'); all other PASS SNVs ('PASS, high quality').",
+        "",
+        "## Tables",
+        "- mendel_summary.csv: child, parents, population, informative_sites, inconsistent_sites, inconsistent_percent",
+        "- mendel_by_call_class.csv: child, call_class, informative_sites, inconsistent_sites, inconsistent_percent",
+    ]
+    data.dossier = {"dossier.md": "\n".join(md), "mendel_summary.csv": summ, "mendel_by_call_class.csv": by}
     return data
 
 

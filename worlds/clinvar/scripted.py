@@ -398,10 +398,9 @@ import pandas as pd
 meta = json.load(open('meta.json'))
 pb, parents = meta['family']['proband'], meta['family']['parents']
 table = pd.read_csv('candidates.tsv', sep='\t', dtype={'chrom': str})
-out = subprocess.run(['bcftools', 'query', '-s', ','.join([pb] + parents), '-f', '%CHROM:%POS:%REF:%ALT[\t%GT]\n',
-                      'calls.vcf.gz'], capture_output=True, text=True).stdout
-order = subprocess.run(['bcftools', 'query', '-l', '-s', ','.join([pb] + parents), 'calls.vcf.gz'], capture_output=True,
-                       text=True).stdout.split()
+out = subprocess.run(['bcftools', 'query', '-f', '%CHROM:%POS:%REF:%ALT[\t%GT]\n', 'calls.vcf.gz'],
+                     capture_output=True, text=True).stdout
+order = subprocess.run(['bcftools', 'query', '-l', 'calls.vcf.gz'], capture_output=True, text=True).stdout.split()
 gts = {}
 for line in out.splitlines():
     f = line.split('\t')
@@ -427,6 +426,6 @@ def inh_oracle(ref) -> list[str]:
     return [_helpers(), _INH_ORACLE]
 
 
-@naive("clinvar.L2.inheritance", version="1")
+@naive("clinvar.L2.inheritance", version="2")
 def inh_naive(ref) -> list[str]:
     return [_INH_NAIVE]

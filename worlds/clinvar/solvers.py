@@ -918,6 +918,8 @@ def l2_inheritance(world_dir: Path, world) -> dict:
 
 @solver("clinvar.L3.dossier", version="1")
 def l3_dossier(world_dir: Path, world) -> dict:
+    if (Path(world_dir) / "mendel_summary.csv").exists():
+        return l3_mendel(world_dir)
     per = pd.read_csv(Path(world_dir) / "sample_summary.csv")
     spec = pd.read_csv(Path(world_dir) / "substitution_spectrum.csv")
     ca = spec[spec["substitution"] == "C>A"].set_index("sample")
@@ -927,6 +929,19 @@ def l3_dossier(world_dir: Path, world) -> dict:
             "c_to_a_singletons": {s: int(ca.loc[s, "singletons"]) for s in ca.index},
             "lowest_ti_tv_sample": str(per.sort_values(["ti_tv", "sample"])["sample"].iloc[0]),
             "median_ti_tv": float(per["ti_tv"].median())}
+
+
+def l3_mendel(world_dir: Path) -> dict:
+    summ = pd.read_csv(Path(world_dir) / "mendel_summary.csv")
+    by = pd.read_csv(Path(world_dir) / "mendel_by_call_class.csv")
+    tot = by.groupby("call_class")[["informative_sites", "inconsistent_sites"]].sum()
+    return {"inconsistent_percent": dict(zip(summ["child"], summ["inconsistent_percent"].astype(float))),
+            "inconsistent_sites": dict(zip(summ["child"], summ["inconsistent_sites"].astype(int))),
+            "total_inconsistent": int(summ["inconsistent_sites"].sum()),
+            "total_informative": int(summ["informative_sites"].sum()),
+            "class_percent": {c: round(100 * float(r.inconsistent_sites) / max(float(r.informative_sites), 1), 2)
+                              for c, r in tot.iterrows()},
+            "class_inconsistent": {c: int(r.inconsistent_sites) for c, r in tot.iterrows()}}
 
 
 from worlds.clinvar import scripted  # noqa: E402,F401  (registers the oracle and naive solutions)
