@@ -742,7 +742,7 @@ def inheritance_world(data: VcfData, rng, fraction: float, n_hom: int, n_trans: 
     (seeded model of an annotation pipeline's output: rare predicted-damaging variants, each with a gene and the gene's
     established inheritance mode). Genes are opaque names; every candidate sits on a real biallelic PASS record whose
     three real trio calls are clearly confident (GQ >= 30, DP >= 10), except the edits below. Gene kinds:
-      n_hom     AR gene, one variant the child carries homozygous (real genotypes)                    -> explained
+      n_hom     AR gene, one variant the child carries homozygous, both parents het (real genotypes)  -> explained
       n_trans   AR gene, two child hets within `window` bp, one from each parent (real: child/parent het, the other
                 parent hom-ref, at each)                                                           -> explained
       n_denovo  AD gene, a child het whose carrying parent's call is replaced by a confident hom-ref call (15-40 reads,
@@ -794,7 +794,7 @@ def inheritance_world(data: VcfData, rng, fraction: float, n_hom: int, n_trans: 
     het_from2 = lambda g: g == (1, 0, 1)  # noqa: E731
     genes = []      # (kind, mode, [row indices])
     for _ in range(n_hom):
-        genes.append(("hom", "AR", take(lambda g: g[0] == 2 and g[1] >= 1 and g[2] >= 1, 1)))
+        genes.append(("hom", "AR", take(lambda g: g == (2, 1, 1), 1)))     # both parents het carriers (unaffected)
     for _ in range(n_trans):
         genes.append(("trans", "AR", take_pair(het_from1, het_from2)))
     for _ in range(n_cis):
