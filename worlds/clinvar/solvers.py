@@ -5,7 +5,9 @@ clinvar.L1.integrity       every integrity detector on calls.vcf.gz + meta.json:
                            declared in the header, duplicated records, coordinate order (records to move = n - LIS),
                            INFO/FORMAT tags used but not defined, INFO AC/AN disagreeing with the genotypes, and
                            Mendelian consistency of the declared trios (a swapped sample is the column that fits the
-                           trio instead). Findings, measured sizes, and what the products are checked against.
+                           trio instead), records not in parsimonious form (a padding base all alleles share, Tan
+                           et al. 2015), and a contaminated sample (>= 2% of its hom-ref SNV calls at depth >= 10 with
+                           >= 5% ALT reads). Findings, measured sizes, and what the products are checked against.
 clinvar.L2.frequency_filter  the proband's candidates: non-reference genotype and filtering AF (max of the 1000
                            Genomes global and continental AFs, whichever tags the header says are 1000 Genomes; an
                            absent tag = 0) below task.max_allele_frequency (gnomAD popmax practice). Refuses a world
@@ -21,6 +23,10 @@ clinvar.L2.reportable_findings  the proband's findings: exact allele match, aggr
                            conflicting), popmax AF < 0.05 (BA1). Also the trap list (position join, substring
                            'pathogenic', no frequency check). BA1 is AF > 5% (ClinGen: in a population of >= 2,000
                            alleles); every carried P/LP entry has popmax <= 0.033 or global AF >= 0.075, else refused.
+clinvar.L2.inheritance     per candidate gene of a trio: the proband's gene copies hit (homozygous = 2; hets phased by
+                           transmission, one from each parent = 2), the gene's mode (AR: 2 copies; AD with unaffected
+                           parents: a de novo with both parents hom-ref on reliable calls, GQ >= 20, DP >= 10, no ALT
+                           read). Refuses a world with a candidate call between clearly confident and clearly low.
 clinvar.L3.dossier         the dossier's statistics read back from its tables.
 
 Scripted agents (scripted.py): oracle = these analyses run in the sandbox (helpers inlined); naive = tool defaults.
