@@ -322,7 +322,7 @@ def trim_alleles(pos: int, ref: str, alts: list[str]) -> tuple[int, str, list[st
 @recipe(TRACK, "split_unnormalized")
 def split_unnormalized(data: VcfData, rng, keep_multi: float) -> VcfData:
     """Multi-allelic INDEL records split into biallelic ones by a decomposition that does not trim (vt decompose
-    without vt normalize, a per-ALT script): each split record keeps the shared REF of the multi-allelic record, so an
+    without vt normalize, bcftools norm -m-any without a reference, a per-ALT script): each split record keeps the shared REF of the multi-allelic record, so an
     ALT like GTT>GT is written with a padding base it does not need (parsimonious form GT>G). A drawn share
     `keep_multi` of the multi-allelic SNV records stays unsplit (they have no padding problem). Genotypes are recoded
     per ALT and INFO recounted (clinvar.split_record)."""

@@ -148,14 +148,14 @@ if 'unnormalized_indels' in f:
                    'description': f"{v['n_unnormalized_records']} indel records carry padding bases shared by REF and ALT "
                                   f"(e.g. {v['unnormalized_keys'][0]}), left over from splitting multi-allelic records "
                                   f"without trimming; they would not match the normalised keys of ClinVar/gnomAD",
-                   'action': 'trimmed every record to its parsimonious representation (bcftools norm)', 'output': out})
+                   'action': 'trimmed every record to its parsimonious representation (as bcftools norm -f would; left-alignment needs the reference)', 'output': out})
 if 'sample_contamination' in f:
     out = write_lines('contaminated_samples.txt', v['contaminated_samples'])
     c = v['contaminated_samples']
     issues.append({'category': 'sample contamination', 'severity': 'blocking', 'where': f'{VCF} FORMAT/AD of {", ".join(c)}',
                    'value': v['n_contaminated_samples'],
                    'description': f"{', '.join(c)}: {v['max_homref_alt_read_fraction']:.1%} of hom-ref calls carry >= 5% ALT "
-                                  f"reads (other samples <= 0.3%); het allele balance "
+                                  f"reads (other samples <= {max([x for k, x in v['homref_alt_read_fraction'].items() if k not in c] or [0]):.1%}); het allele balance "
                                   f"{[v['het_allele_balance'][x] for x in c]}: DNA from another person mixed in",
                    'action': 'listed the contaminated sample; exclude it (re-extract / re-sequence) before interpretation',
                    'output': out})
@@ -176,7 +176,7 @@ print(json.dumps({'assessment': 'usable', 'issues': [], 'summary': f'{n} records
 """
 
 
-@oracle("clinvar.L1.integrity", version="2")
+@oracle("clinvar.L1.integrity", version="3")
 def l1_oracle(ref) -> list[str]:
     return [_helpers(), _L1_ORACLE]
 
