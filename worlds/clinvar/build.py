@@ -48,6 +48,10 @@ L1 integrity (exome)
                                        length (interrupted transfer): no EOF marker, the last record cut mid-line
   drop_header_defs(format_tags, info_tags)  ##FORMAT / ##INFO definitions removed while the tags stay in the records
   stale_counts(drop_samples)           samples removed from the genotype columns WITHOUT recomputing INFO AC/AN/AF
+  split_unnormalized(keep_multi)       multi-allelic indel records split per ALT without trimming the shared padding
+                                       bases (vt decompose without normalize): non-parsimonious indel records
+  contaminate(alpha)                   one sample's reads mixed with another sample's DNA at a drawn fraction: AD
+                                       redrawn (hom-ref calls with ALT reads, het allele balance shifted), GT kept
   swap_samples(size, unrelated)        the names of `size` sample columns rotate (2: a pair swap; 3: a three-way
                                        rotation): declared trio children of different trios and `unrelated` non-trio
                                        samples (each right after a child), drawn per world
@@ -56,7 +60,9 @@ L2
                                        annotated candidate variants plus batch-mates' variants; see the docstring
   carrier_world(...)                   exome: cohort VCF + ClinVar-like table for a carrier screen
   findings_world(...)                  g1k: one proband's VCF + ClinVar-like table for reportable findings
+  inheritance_world(...)               exome: one real trio's VCF + a candidate-gene table (AR/AD genes, seeded model)
 L3
+  mendel_dossier()                     per-trio Mendelian consistency tables of the four real exome trios (native)
   tstv_dossier(artifact_sample, rate)  per-sample SNV spectrum tables of the five g1k samples (optionally with
                                        seeded C>A/G>T artefact genotypes injected into one sample)
 """
@@ -102,6 +108,7 @@ class VcfData:
     truncate_at: float | None = None
     dossier: dict | None = None
     declared_records: int | None = None            # n_records meta.json states (set before a defect removes records)
+    truth: dict = field(default_factory=dict)      # generative truth (gold side only, CanonicalWriter.truth)
 
 
 @dataclass
@@ -297,6 +304,74 @@ def swap_samples(data: VcfData, rng, size: int, unrelated: int) -> VcfData:
     idx = [data.samples.index(s) for s in cycle]
     for k, i in enumerate(idx):               # the column of cycle[k] is now labelled cycle[k + 1]
         data.samples[i] = cycle[(k + 1) % len(cycle)]
+    return data
+
+
+def trim_alleles(pos: int, ref: str, alts: list[str]) -> tuple[int, str, list[str]]:
+    """Parsimonious representation without a reference (Tan et al. 2015, step 'trim'): drop the last base while every
+    allele is longer than one base and all end in the same base, then the first base likewise (POS moves right)."""
+    al = [ref, *alts]
+    while all(len(a) > 1 for a in al) and len({a[-1] for a in al}) == 1:
+        al = [a[:-1] for a in al]
+    while all(len(a) > 1 for a in al) and len({a[0] for a in al}) == 1:
+        al = [a[1:] for a in al]
+        pos += 1
+    return pos, al[0], al[1:]
+
+
+@recipe(TRACK, "split_unnormalized")
+def split_unnormalized(data: VcfData, rng, keep_multi: float) -> VcfData:
+    """Multi-allelic INDEL records split into biallelic ones by a decomposition that does not trim (vt decompose
+    without vt normalize, bcftools norm -m-any without a reference, a per-ALT script): each split record keeps the shared REF of the multi-allelic record, so an
+    ALT like GTT>GT is written with a padding base it does not need (parsimonious form GT>G). A drawn share
+    `keep_multi` of the multi-allelic SNV records stays unsplit (they have no padding problem). Genotypes are recoded
+    per ALT and INFO recounted (clinvar.split_record)."""
+    out = []
+    for r in data.rows:
+        alleles = [r[3], *r[4].split(",")]
+        indel = any(len(a) != 1 for a in alleles)
+        if "," in r[4] and (indel or rng.random() >= keep_multi):
+            out += split_record(r, len(data.samples))
+        else:
+            out.append(r)
+    data.rows = out
+    return data
+
+
+@recipe(TRACK, "contaminate")
+def contaminate(data: VcfData, rng, alpha: float) -> VcfData:
+    """Cross-sample DNA contamination (VerifyBamID's FREEMIX model, Jun et al. 2012): one drawn sample's reads are a
+    mixture of its own DNA (1 - alpha) and another drawn sample's (alpha). At every biallelic SNV record the sample's read
+    depth is kept and its ALT read count redrawn as Binomial(depth, (1 - alpha) g_s / 2 + alpha g_c / 2 + 0.002)
+    (g: non-reference dosage of the sample and the contaminant; 0.002 the sequencing error). Genotype calls stay as
+    they are (at 8-20% contamination the caller keeps most genotypes): the reads show it, the GT column does not.
+    Hom-ref calls then carry ALT reads where the contaminant carries the allele, and heterozygous allele balance
+    shifts away from 0.5."""
+    target, cont = (str(x) for x in rng.choice(data.samples, 2, replace=False))
+    si, ci = data.samples.index(target), data.samples.index(cont)
+    for r in data.rows:
+        if len(r[3]) != 1 or len(r[4]) != 1:       # biallelic SNVs (the sites VerifyBamID reads)
+            continue
+        keys = r[8].split(":")
+        if "AD" not in keys:
+            continue
+        vals = r[9 + si].split(":")
+        j = keys.index("AD")
+        if j >= len(vals):
+            continue
+        try:
+            depth = sum(int(x) for x in vals[j].split(","))
+        except ValueError:
+            continue
+        gs = sum(a != "0" for a in gt_of(r, si).replace("|", "/").split("/"))
+        gc_al = gt_of(r, ci).replace("|", "/").split("/")
+        if "." in gt_of(r, si) or "." in gc_al:
+            continue
+        gc = sum(a != "0" for a in gc_al)
+        p = min((1 - alpha) * gs / 2 + alpha * gc / 2 + 0.002, 0.998)
+        alt = int(rng.binomial(depth, p)) if depth else 0
+        vals[j] = f"{depth - alt},{alt}"
+        r[9 + si] = ":".join(vals)
     return data
 
 
@@ -646,6 +721,139 @@ def split_record(row: list[str], n_samples: int) -> list[list[str]]:
     return out
 
 
+# ---------------------------------------------------------------- L2: inheritance (exome trios)
+
+def _dos(row: list[str], i: int) -> int | None:
+    g = gt_of(row, i).replace("|", "/").split("/")
+    return None if "." in g else sum(a != "0" for a in g)
+
+
+def _homref_call(keys: list[str], depth: int, gq: int) -> str:
+    """A hom-ref call on `depth` reads, none ALT, with GATK-style likelihoods (PL ~ 0, GQ, 10 x depth)."""
+    pl = f"0,{gq},{max(10 * depth, gq + 1)}"
+    vals = {"GT": "0/0", "AD": f"{depth},0", "DP": str(depth), "GQ": str(gq), "PL": pl, "PP": pl}
+    return ":".join(vals.get(k, ".") for k in keys)
+
+
+@recipe(TRACK, "inheritance_world")
+def inheritance_world(data: VcfData, rng, fraction: float, n_hom: int, n_trans: int, n_denovo: int, n_absent: int,
+                      n_single: int = 0, n_cis: int = 0, n_dropout: int = 0, window: int = 300000) -> VcfData:
+    """A trio VCF (one of the four real HapMap trios, drawn; the child is the affected proband) and a candidate table
+    (seeded model of an annotation pipeline's output: rare predicted-damaging variants, each with a gene and the gene's
+    established inheritance mode). Genes are opaque names; every candidate sits on a real biallelic PASS record whose
+    three real trio calls are clearly confident (GQ >= 30, DP >= 10), except the edits below. Gene kinds:
+      n_hom     AR gene, one variant the child carries homozygous, both parents het (real genotypes)  -> explained
+      n_trans   AR gene, two child hets within `window` bp, one from each parent (real: child/parent het, the other
+                parent hom-ref, at each)                                                           -> explained
+      n_denovo  AD gene, a child het whose carrying parent's call is replaced by a confident hom-ref call (15-40 reads,
+                none ALT, GQ 45-99): a de novo variant (seeded edit)                                -> explained
+      n_absent  AR or AD gene whose variant only a parent carries                                        -> not
+      n_single  AR gene, ONE child het inherited from one parent (a carrier)                           -> not
+      n_cis     AR gene, two child hets within `window` bp BOTH from the same parent (the other parent hom-ref at
+                both): one gene copy hit twice, the other intact                                      -> not
+      n_dropout AD gene, a child het inherited from a het parent whose call is replaced by a low-coverage hom-ref
+                (2-5 reads, none ALT, GQ 3-9: allelic dropout), the other parent confident hom-ref  -> not
+    The VCF keeps the trio's columns over a drawn `fraction` of the records (plus every candidate), INFO recounted."""
+    t = int(rng.integers(len(TRIOS)))
+    child, parents = TRIOS[t]
+    trio = [child, *parents]
+    _keep_samples(data, trio)
+    rows = data.rows
+    C, P1, P2 = 0, 1, 2
+
+    def confident(r):
+        return all(_dos(r, i) is not None and call_quality(_genotype_fields(r, i)) == "confident" for i in range(3))
+
+    ok = [i for i, r in enumerate(rows) if "," not in r[4] and r[6] == "PASS" and confident(r)]
+    pat = {i: tuple(_dos(rows[i], j) for j in range(3)) for i in ok}
+    used: set[int] = set()
+
+    def free(pred):
+        return [i for i in ok if i not in used and pred(pat[i])]
+
+    def take(pred, k):
+        pool = free(pred)
+        if len(pool) < k:
+            raise ValueError(f"inheritance_world: only {len(pool)} records for {k}")
+        got = [int(x) for x in rng.choice(pool, k, replace=False)] if k else []
+        used.update(got)
+        return got
+
+    def take_pair(pa, pb):
+        a_pool = free(pa)
+        for a in rng.permutation(a_pool):
+            a = int(a)
+            near = [b for b in free(pb) if b != a and abs(int(rows[b][1]) - int(rows[a][1])) <= window]
+            if near:
+                b = int(rng.choice(near))
+                used.update((a, b))
+                return sorted((a, b), key=lambda i: int(rows[i][1]))
+        raise ValueError("inheritance_world: no record pair within the window")
+
+    het_from1 = lambda g: g == (1, 1, 0)  # noqa: E731   child het, parent 1 het, parent 2 hom-ref
+    het_from2 = lambda g: g == (1, 0, 1)  # noqa: E731
+    genes = []      # (kind, mode, [row indices])
+    for _ in range(n_hom):
+        genes.append(("hom", "AR", take(lambda g: g == (2, 1, 1), 1)))     # both parents het carriers (unaffected)
+    for _ in range(n_trans):
+        genes.append(("trans", "AR", take_pair(het_from1, het_from2)))
+    for _ in range(n_cis):
+        first = rng.random() < 0.5
+        pick = het_from1 if first else het_from2
+        genes.append(("cis", "AR", take_pair(pick, pick)))
+    for _ in range(n_single):
+        genes.append(("single", "AR", take(lambda g: g in ((1, 1, 0), (1, 0, 1)), 1)))
+    for _ in range(n_absent):
+        genes.append(("absent", str(rng.choice(["AR", "AD"])), take(lambda g: g[0] == 0 and (g[1] == 1 or g[2] == 1), 1)))
+    edits = {}
+    for _ in range(n_denovo):
+        (i,) = take(lambda g: g in ((1, 1, 0), (1, 0, 1)), 1)
+        par = P1 if pat[i][1] == 1 else P2
+        d = int(rng.integers(15, 41))
+        edits[(i, par)] = _homref_call(rows[i][8].split(":"), d, min(99, int(rng.integers(45, 100))))
+        genes.append(("denovo", "AD", [i]))
+    for _ in range(n_dropout):
+        (i,) = take(lambda g: g in ((1, 1, 0), (1, 0, 1)), 1)
+        par = P1 if pat[i][1] == 1 else P2
+        edits[(i, par)] = _homref_call(rows[i][8].split(":"), int(rng.integers(2, 6)), int(rng.integers(3, 10)))
+        genes.append(("dropout", "AD", [i]))
+    for (i, par), val in edits.items():
+        rows[i][9 + par] = val
+    names = []
+    while len(names) < len(genes):
+        g = "CG" + "".join(rng.choice(list("0123456789"), 4))
+        if g not in names:
+            names.append(g)
+    entries, truth = [], {}
+    for (kind, mode, idx), gname in zip(genes, names):
+        truth[gname] = kind
+        for i in idx:
+            r = rows[i]
+            entries.append({"chrom": r[0], "pos": int(r[1]), "ref": r[3], "alt": r[4], "gene": gname,
+                            "inheritance_mode": mode})
+    cand = {i for _, _, idx in genes for i in idx}
+    keep = sorted(cand | {i for i in range(len(rows)) if i not in cand and rng.random() < fraction})
+    data.rows = [rows[i] for i in keep]
+    for r in data.rows:
+        recount(r, 3)
+    data.rows = [r for r in data.rows if any(int(c) > 0 for c in info_dict(r[7])["AC"].split(","))]
+    table = pd.DataFrame(entries).sort_values(["pos", "ref", "alt"]).reset_index(drop=True)
+    data.tables["candidates.tsv"] = table
+    data.truth = {"gene_kind": truth,
+                  "explained_genes": sorted(g for g, k in truth.items() if k in ("hom", "trans", "denovo"))}
+    data.meta = {
+        "assay": "whole-exome sequencing of a parent-child trio, GATK HaplotypeCaller joint genotyping (GRCh37, "
+                 "chromosome 22), with GT, AD, DP, GQ and PL per sample",
+        "family": {"proband": child, "parents": list(parents),
+                   "phenotype": "the proband is affected by a rare, severe, fully penetrant Mendelian disorder; both "
+                                "parents are unaffected"},
+        "candidates.tsv": "the annotation pipeline's candidate variants (rare, predicted damaging) found in any family "
+                          "member: chrom, pos, ref, alt, gene, inheritance_mode (the gene's established mode: AR "
+                          "autosomal recessive, AD autosomal dominant)",
+    }
+    return data
+
+
 # ---------------------------------------------------------------- L2: reportable_findings (g1k)
 
 @recipe(TRACK, "findings_world")
@@ -811,6 +1019,75 @@ def tstv_dossier(data: VcfData, rng, artifact_rate: float = 0.0) -> VcfData:
     return data
 
 
+MENDEL_CLASSES = ("PASS, high quality", "PASS, low quality", "PASS, indel", "VQSR-filtered")
+
+
+def mendel_tables(data: VcfData) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per declared trio, over the biallelic records where every trio member is called and one carries the ALT
+    (informative sites): Mendelian-inconsistent sites (the child's genotype cannot be formed from one allele of each
+    parent), overall and per call class: VQSR-filtered (FILTER not PASS); PASS indel; PASS SNV with some trio call of
+    GQ < 20 or DP < 10 (low quality); the other PASS SNVs (high quality)."""
+    opts = {0: [0], 1: [0, 1], 2: [1]}
+    summ, by = [], []
+    for child, parents in TRIOS:
+        idx = [data.samples.index(x) for x in (child, *parents)]
+        counts = {c: [0, 0] for c in MENDEL_CLASSES}
+        for r in data.rows:
+            if "," in r[4]:
+                continue
+            g = [_dos(r, i) for i in idx]
+            if None in g or max(g) == 0:
+                continue
+            bad = not any(a + b == g[0] for a in opts[g[1]] for b in opts[g[2]])
+            q = [_genotype_fields(r, i) for i in idx]
+            try:
+                low = min(int(d.get("GQ", "0")) for d in q) < 20 or min(int(d.get("DP", "0")) for d in q) < 10
+            except ValueError:
+                low = True
+            cls = ("VQSR-filtered" if r[6] != "PASS" else "PASS, indel" if (len(r[3]) != 1 or len(r[4]) != 1)
+                   else "PASS, low quality" if low else "PASS, high quality")
+            counts[cls][0] += 1
+            counts[cls][1] += bad
+        n, e = sum(v[0] for v in counts.values()), sum(v[1] for v in counts.values())
+        summ.append({"child": child, "parents": "+".join(parents), "population": POPULATION[child],
+                     "informative_sites": n, "inconsistent_sites": e, "inconsistent_percent": round(100 * e / n, 2)})
+        for c in MENDEL_CLASSES:
+            k, b = counts[c]
+            by.append({"child": child, "call_class": c, "informative_sites": k, "inconsistent_sites": b,
+                       "inconsistent_percent": round(100 * b / k, 2) if k else 0.0})
+    return (pd.DataFrame(summ).sort_values("child").reset_index(drop=True),
+            pd.DataFrame(by).sort_values(["child", "call_class"]).reset_index(drop=True))
+
+
+@recipe(TRACK, "mendel_dossier")
+def mendel_dossier(data: VcfData, rng) -> VcfData:
+    """Native dossier (real data, untouched): Mendelian consistency of the four real HapMap/CEPH trios of the GATK exome
+    call set of chromosome 22, overall and per call class (mendel_tables)."""
+    summ, by = mendel_tables(data)
+    md = [
+        "# Evidence dossier: Mendelian consistency of four parent-child trios",
+        "",
+        "## Data",
+        "Whole-exome sequencing of 22 HapMap/CEPH individuals, jointly genotyped with GATK HaplotypeCaller and filtered",
+        f"with VQSR (FILTER column), GRCh37 chromosome 22 ({len(data.rows):,} variant records). The call set contains",
+        "four complete parent-child trios with documented parentage (CEPH pedigrees 1463 and 1341, a CEPH/Utah",
+        "trio and the Yoruba trio Y117); the trios are named by the child's Coriell ID.",
+        "",
+        "## Reference analysis",
+        "For each trio, at every biallelic record where all three members have a genotype call and at least one",
+        "carries the ALT allele (informative site): whether the child's genotype can be formed from one allele of each",
+        "parent. Sites where it cannot are Mendelian-inconsistent (`mendel_summary.csv`). `mendel_by_call_class.csv`",
+        "splits the same sites by call class: VQSR-filtered (FILTER not PASS); PASS indel; PASS SNV where some trio",
+        "member's call has GQ < 20 or DP < 10 ('PASS, low quality'); all other PASS SNVs ('PASS, high quality').",
+        "",
+        "## Tables",
+        "- mendel_summary.csv: child, parents, population, informative_sites, inconsistent_sites, inconsistent_percent",
+        "- mendel_by_call_class.csv: child, call_class, informative_sites, inconsistent_sites, inconsistent_percent",
+    ]
+    data.dossier = {"dossier.md": "\n".join(md), "mendel_summary.csv": summ, "mendel_by_call_class.csv": by}
+    return data
+
+
 # ---------------------------------------------------------------- writer
 
 def canonical_columns(data: VcfData) -> VcfData:
@@ -864,6 +1141,8 @@ def write(data: VcfData, w: CanonicalWriter) -> None:
         cut = max([s for s in starts if s <= len(raw) * data.truncate_at] or [starts[1]])
         raw = raw[:max(cut, starts[1])]
     _atomic_write(w.path(VCF), raw)
+    if data.truth:
+        w.truth(**data.truth)
     for name, df in sorted(data.tables.items()):
         w.table(name, df)
     meta = dict(data.meta)

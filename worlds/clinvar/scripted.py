@@ -13,15 +13,17 @@ import inspect
 
 from benchmark.registry import naive, oracle
 
-_CONSTS = ("VCF", "BGZF_EOF", "POP_TAGS", "PLP", "MIN_GQ", "MIN_DP", "BA1_AF", "CONFLICTING", "MENDEL_FINDING")
+_CONSTS = ("VCF", "BGZF_EOF", "POP_TAGS", "PLP", "MIN_GQ", "MIN_DP", "BA1_AF", "CONFLICTING", "MENDEL_FINDING",
+           "CONTAM_AB", "CONTAM_FINDING")
 
 
 def _helpers() -> str:
     from worlds.clinvar import solvers as s
 
     fns = [s.read_text, s.read_vcf, s.info_dict, s.gt_alleles, s.sample_fields, s.norm_chrom, s.vkey, s.header_ids,
-           s.genotype_counts, s.lis_length, s.dosage, s.mendel_errors, s.detect, s.kg_prefix, s.filtering_af,
-           s.frequency_analysis, s.split_alleles, s.carrier_analysis, s.findings_analysis]
+           s.genotype_counts, s.lis_length, s.dosage, s.mendel_errors, s.trim_alleles, s.read_balance, s.detect, s.kg_prefix, s.filtering_af,
+           s.frequency_analysis, s.split_alleles, s.carrier_analysis, s.findings_analysis, s._reliable,
+           s.inheritance_analysis]
     head = ["import json", "import zlib", "from pathlib import Path", "import numpy as np", "import pandas as pd", ""]
     consts = [f"{k} = {getattr(s, k)!r}" for k in _CONSTS]
     body = "\n\n".join(inspect.getsource(f) for f in fns)
@@ -134,6 +136,29 @@ if 'sample_swap' in f:
                                   f"parents instead: {v['n_swapped_samples']} labels ({', '.join(v['swapped_samples'])}) "
                                   f"are exchanged",
                    'action': 'listed the mislabelled samples; restore their labels before any analysis', 'output': out})
+if 'unnormalized_indels' in f:
+    rows = []
+    for r in R:
+        p, ref, alts = trim_alleles(int(r[1]), r[3], r[4].split(','))
+        rows.append([r[0], str(p), r[2], ref, ','.join(alts)] + r[5:])
+    rows.sort(key=lambda r: (norm_chrom(r[0]), int(r[1])))
+    out = write_vcf('calls_normalized.vcf', H, S, rows)
+    issues.append({'category': 'indels not normalised (non-parsimonious representation)', 'severity': 'warning',
+                   'where': f'{VCF} REF/ALT', 'value': v['n_unnormalized_records'],
+                   'description': f"{v['n_unnormalized_records']} indel records carry padding bases shared by REF and ALT "
+                                  f"(e.g. {v['unnormalized_keys'][0]}), left over from splitting multi-allelic records "
+                                  f"without trimming; they would not match the normalised keys of ClinVar/gnomAD",
+                   'action': 'trimmed every record to its parsimonious representation (as bcftools norm -f would; left-alignment needs the reference)', 'output': out})
+if 'sample_contamination' in f:
+    out = write_lines('contaminated_samples.txt', v['contaminated_samples'])
+    c = v['contaminated_samples']
+    issues.append({'category': 'sample contamination', 'severity': 'blocking', 'where': f'{VCF} FORMAT/AD of {", ".join(c)}',
+                   'value': v['n_contaminated_samples'],
+                   'description': f"{', '.join(c)}: {v['max_homref_alt_read_fraction']:.1%} of hom-ref calls carry >= 5% ALT "
+                                  f"reads (other samples <= {max([x for k, x in v['homref_alt_read_fraction'].items() if k not in c] or [0]):.1%}); het allele balance "
+                                  f"{[v['het_allele_balance'][x] for x in c]}: DNA from another person mixed in",
+                   'action': 'listed the contaminated sample; exclude it (re-extract / re-sequence) before interpretation',
+                   'output': out})
 blocking = any(i['severity'] == 'blocking' for i in issues)
 report = {'assessment': 'unusable' if 'truncated_file' in f else ('usable_with_caveats' if issues else 'usable'),
           'issues': issues,
@@ -151,7 +176,7 @@ print(json.dumps({'assessment': 'usable', 'issues': [], 'summary': f'{n} records
 """
 
 
-@oracle("clinvar.L1.integrity", version="1")
+@oracle("clinvar.L1.integrity", version="3")
 def l1_oracle(ref) -> list[str]:
     return [_helpers(), _L1_ORACLE]
 
@@ -338,3 +363,69 @@ def find_oracle(ref) -> list[str]:
 @naive("clinvar.L2.reportable_findings", version="1")
 def find_naive(ref) -> list[str]:
     return [_FIND_NAIVE]
+
+
+_INH_ORACLE = _WRITE + r"""
+meta = json.load(open('meta.json'))
+vcf = read_vcf(VCF)
+table = pd.read_csv('candidates.tsv', sep='\t', dtype={'chrom': str})
+res = inheritance_analysis(vcf, table, meta)
+pd.DataFrame({'gene': list(res['haplotypes_hit']), 'copies_hit': list(res['haplotypes_hit'].values())}).to_csv('gene_table.csv', index=False)
+write_lines('explained_genes.txt', res['explained_genes'])
+issues = []
+if res['single_het_ar_genes']:
+    issues.append(f"{len(res['single_het_ar_genes'])} AR genes ({', '.join(res['single_het_ar_genes'])}) carry only a single "
+                  f"heterozygous variant in the proband (carrier state, one intact copy): not explanatory without a second hit")
+if res['cis_ar_genes']:
+    issues.append(f"{len(res['cis_ar_genes'])} AR genes ({', '.join(res['cis_ar_genes'])}) have two hets both inherited from "
+                  f"the same parent (in cis, phase from the parents' genotypes): not a compound heterozygote")
+if res['dropout_variants']:
+    issues.append(f"{len(res['dropout_variants'])} apparent de novo variants rest on a parental hom-ref call with low depth "
+                  f"and GQ (possible allelic dropout): not called de novo; confirm in the parents")
+report = {'gene_table': 'gene_table.csv', 'explained_list': 'explained_genes.txt', 'n_explained': res['n_explained'],
+          'n_de_novo': res['n_de_novo'],
+          'method': f'zygosity from GT; proband hets phased by transmission (parental genotypes); de novo only where both '
+                    f'parents are hom-ref with GQ >= {MIN_GQ}, DP >= {MIN_DP} and no ALT reads',
+          'issues_found': issues, 'analysis_usable': True,
+          'summary': f"{res['n_explained']} of {res['n_candidate_genes']} candidate genes fit their inheritance mode; "
+                     f"{res['n_de_novo']} confident de novo variant(s)."}
+print(json.dumps(report))
+"""
+
+_INH_NAIVE = r"""
+import json, subprocess
+import pandas as pd
+meta = json.load(open('meta.json'))
+pb, parents = meta['family']['proband'], meta['family']['parents']
+table = pd.read_csv('candidates.tsv', sep='\t', dtype={'chrom': str})
+out = subprocess.run(['bcftools', 'query', '-f', '%CHROM:%POS:%REF:%ALT[\t%GT]\n', 'calls.vcf.gz'],
+                     capture_output=True, text=True).stdout
+order = subprocess.run(['bcftools', 'query', '-l', 'calls.vcf.gz'], capture_output=True, text=True).stdout.split()
+gts = {}
+for line in out.splitlines():
+    f = line.split('\t')
+    d = dict(zip(order, f[1:]))
+    gts[f[0]] = [sum(a not in ('0', '.') for a in d[s].replace('|', '/').split('/')) for s in [pb] + parents]
+copies, dn = {}, 0
+for e in table.itertuples():
+    g = gts.get(f'{e.chrom}:{e.pos}:{e.ref}:{e.alt}', [0, 0, 0])
+    copies[e.gene] = min(2, copies.get(e.gene, 0) + g[0])
+    if g[0] == 1 and g[1] == 0 and g[2] == 0:
+        dn += 1
+pd.DataFrame({'gene': list(copies), 'copies_hit': list(copies.values())}).to_csv('gene_table.csv', index=False)
+expl = sorted(g for g, n in copies.items() if n > 0)
+open('explained_genes.txt', 'w').write(''.join(g + '\n' for g in expl))
+print(json.dumps({'gene_table': 'gene_table.csv', 'explained_list': 'explained_genes.txt', 'n_explained': len(expl),
+                  'n_de_novo': dn, 'method': 'bcftools query GT', 'issues_found': [], 'analysis_usable': True,
+                  'summary': f'{len(expl)} candidate genes carried by the proband.'}))
+"""
+
+
+@oracle("clinvar.L2.inheritance", version="1")
+def inh_oracle(ref) -> list[str]:
+    return [_helpers(), _INH_ORACLE]
+
+
+@naive("clinvar.L2.inheritance", version="2")
+def inh_naive(ref) -> list[str]:
+    return [_INH_NAIVE]

@@ -5,7 +5,9 @@ clinvar.L1.integrity       every integrity detector on calls.vcf.gz + meta.json:
                            declared in the header, duplicated records, coordinate order (records to move = n - LIS),
                            INFO/FORMAT tags used but not defined, INFO AC/AN disagreeing with the genotypes, and
                            Mendelian consistency of the declared trios (a swapped sample is the column that fits the
-                           trio instead). Findings, measured sizes, and what the products are checked against.
+                           trio instead), records not in parsimonious form (a padding base all alleles share, Tan
+                           et al. 2015), and a contaminated sample (>= 2% of its hom-ref SNV calls at depth >= 10 with
+                           >= 5% ALT reads). Findings, measured sizes, and what the products are checked against.
 clinvar.L2.frequency_filter  the proband's candidates: non-reference genotype and filtering AF (max of the 1000
                            Genomes global and continental AFs, whichever tags the header says are 1000 Genomes; an
                            absent tag = 0) below task.max_allele_frequency (gnomAD popmax practice). Refuses a world
@@ -21,6 +23,10 @@ clinvar.L2.reportable_findings  the proband's findings: exact allele match, aggr
                            conflicting), popmax AF < 0.05 (BA1). Also the trap list (position join, substring
                            'pathogenic', no frequency check). BA1 is AF > 5% (ClinGen: in a population of >= 2,000
                            alleles); every carried P/LP entry has popmax <= 0.033 or global AF >= 0.075, else refused.
+clinvar.L2.inheritance     per candidate gene of a trio: the proband's gene copies hit (homozygous = 2; hets phased by
+                           transmission, one from each parent = 2), the gene's mode (AR: 2 copies; AD with unaffected
+                           parents: a de novo with both parents hom-ref on reliable calls, GQ >= 20, DP >= 10, no ALT
+                           read). Refuses a world with a candidate call between clearly confident and clearly low.
 clinvar.L3.dossier         the dossier's statistics read back from its tables.
 
 Scripted agents (scripted.py): oracle = these analyses run in the sandbox (helpers inlined); naive = tool defaults.
@@ -45,6 +51,8 @@ MIN_GQ, MIN_DP = 20, 10
 BA1_AF = 0.05
 CONFLICTING = "Conflicting_interpretations_of_pathogenicity"
 MENDEL_FINDING = 0.08
+CONTAM_AB = 0.05          # a hom-ref call (depth >= 10) whose reads are >= 5% ALT
+CONTAM_FINDING = 0.02     # flagged when >= 2% of a sample's hom-ref calls are such (real samples here: <= 0.2%)
 
 
 # ---------------------------------------------------------------- reading (robust to truncation, plain or gz)
@@ -180,6 +188,41 @@ def mendel_errors(rows: list, samples: list, child: str, parents: list) -> tuple
     return err, inf
 
 
+def trim_alleles(pos: int, ref: str, alts: list) -> tuple:
+    """Parsimonious representation without a reference (Tan et al. 2015): drop the last base while every allele is
+    longer than one base and all end in the same base, then the first base likewise (POS moves right)."""
+    al = [ref, *alts]
+    while all(len(a) > 1 for a in al) and len({a[-1] for a in al}) == 1:
+        al = [a[:-1] for a in al]
+    while all(len(a) > 1 for a in al) and len({a[0] for a in al}) == 1:
+        al = [a[1:] for a in al]
+        pos += 1
+    return pos, al[0], al[1:]
+
+
+def read_balance(rows: list, i: int, min_depth: int = 10) -> tuple:
+    """Sample i at biallelic SNV records with AD depth >= min_depth: ALT read fractions of its hom-ref calls and of its
+    heterozygous calls (numpy arrays)."""
+    hr, ab = [], []
+    for r in rows:
+        if len(r[3]) != 1 or len(r[4]) != 1 or len(r) <= 9 + i:     # biallelic SNVs (indel reads are ambiguous)
+            continue
+        f = sample_fields(r, i)
+        try:
+            ad = [int(x) for x in f.get("AD", ".").split(",")]
+        except ValueError:
+            continue
+        depth = sum(ad)
+        if len(ad) != 2 or depth < min_depth:
+            continue
+        g = f.get("GT", "./.").replace("|", "/")
+        if g == "0/0":
+            hr.append(ad[1] / depth)
+        elif g in ("0/1", "1/0"):
+            ab.append(ad[1] / depth)
+    return np.array(hr), np.array(ab)
+
+
 # ---------------------------------------------------------------- L1 detectors
 
 def detect(vcf: dict, meta: dict) -> dict:
@@ -295,10 +338,37 @@ def detect(vcf: dict, meta: dict) -> dict:
     v["mendelian_error_rate"] = round(worst, 4)
     if swapped:
         findings.append("sample_swap")
+
+    # 8. indel representation: records not in parsimonious form (a padding base every allele shares; Tan et al. 2015)
+    unnorm = []
+    for r in rows:
+        alts = r[4].split(",")
+        if trim_alleles(int(r[1]), r[3], alts) != (int(r[1]), r[3], alts):
+            unnorm.append(vkey(r, chrom=norm_chrom(r[0])))
+    v["n_unnormalized_records"] = len(unnorm)
+    v["unnormalized_fraction"] = round(len(unnorm) / max(len(rows), 1), 4)
+    v["unnormalized_keys"] = sorted(set(unnorm))
+    if unnorm:
+        findings.append("unnormalized_indels")
+
+    # 9. cross-sample contamination: hom-ref calls carrying ALT reads, heterozygous allele balance off 0.5
+    v["homref_alt_read_fraction"], v["het_allele_balance"] = {}, {}
+    contaminated = []
+    for i, s in enumerate(samples):
+        hr, ab = read_balance(rows, i)
+        v["homref_alt_read_fraction"][s] = round(float(np.mean(hr >= CONTAM_AB)), 4) if len(hr) else 0.0
+        v["het_allele_balance"][s] = round(float(np.median(ab)), 3) if len(ab) else None
+        if len(hr) and v["homref_alt_read_fraction"][s] >= CONTAM_FINDING:
+            contaminated.append(s)
+    v["contaminated_samples"] = sorted(contaminated)
+    v["n_contaminated_samples"] = len(contaminated)
+    v["max_homref_alt_read_fraction"] = max(v["homref_alt_read_fraction"].values(), default=0.0)
+    if contaminated:
+        findings.append("sample_contamination")
     return {"findings": sorted(findings), **v}
 
 
-@solver("clinvar.L1.integrity", version="2")
+@solver("clinvar.L1.integrity", version="3")
 def l1_integrity(world_dir: Path, world) -> dict:
     world_dir = Path(world_dir)
     meta = json.loads((world_dir / "meta.json").read_text())
@@ -473,6 +543,39 @@ def recounted(path: Path, golden: dict, check) -> tuple[float, str]:
     good = ok and bad == 0 and same_samples and nonref == golden["n_nonref_genotypes"]
     return float(good), (f"{bad} records with AC/AN/AF disagreeing with genotypes; {nonref} non-reference genotypes "
                          f"(world: {golden['n_nonref_genotypes']}); {why}")
+
+
+@product_validator("clinvar.normalized")
+def normalized(path: Path, golden: dict, check) -> tuple[float, str]:
+    """Either a VCF in parsimonious form (no record with a padding base all its alleles share) holding the same alleles
+    (compared after trimming, multi-allelic records split or not) and genotypes, or the list of the non-parsimonious
+    records' variant keys as written."""
+    from graders.checks import f1_score, read_items
+
+    v = _product_vcf(path)
+    if v is not None:
+        left = [vkey(r) for r in v["rows"] if trim_alleles(int(r[1]), r[3], r[4].split(",")) != (int(r[1]), r[3], r[4].split(","))]
+        keys = set()
+        for r in v["rows"]:
+            for a in r[4].split(","):
+                p, ref, (alt,) = trim_alleles(int(r[1]), r[3], [a])
+                keys.add(f"{norm_chrom(r[0])}:{p}:{ref}:{alt}")
+        want = set()
+        for k in golden["unique_keys"]:
+            c, p0, ref0, alts0 = k.split(":")
+            for a in alts0.split(","):
+                p, ref, (alt,) = trim_alleles(int(p0), ref0, [a])
+                want.add(f"{c}:{p}:{ref}:{alt}")
+        same_samples = len(v["samples"]) == golden["n_samples"]
+        nonref = sum(1 for r in v["rows"] for i in range(len(v["samples"])) if dosage(r, i) > 0)
+        good = not left and keys == want and same_samples and nonref >= golden["n_nonref_genotypes"] * 0.98
+        return float(good), (f"normalised VCF: {len(left)} records still padded; {len(keys & want)} of {len(want)} "
+                             f"alleles present, {len(keys - want)} unexpected; {nonref} non-reference genotypes "
+                             f"(world: {golden['n_nonref_genotypes']})")
+    want = golden["unnormalized_keys"]
+    items = [norm_chrom(x.split(":", 1)[0]) + ":" + x.split(":", 1)[1] if ":" in x else x for x in read_items(path, want)]
+    p, r, f1 = f1_score(items, want)
+    return float(f1 >= 0.95), f"non-parsimonious records: precision {p:.2f}, recall {r:.2f}, F1 {f1:.2f} (need 0.95)"
 
 
 # ---------------------------------------------------------------- L2 frequency_filter
@@ -708,10 +811,121 @@ def l2_findings(world_dir: Path, world) -> dict:
     return res
 
 
+# ---------------------------------------------------------------- L2 inheritance (trio)
+
+def _reliable(f: dict) -> bool:
+    try:
+        return int(f.get("GQ", "0")) >= MIN_GQ and int(f.get("DP", "0")) >= MIN_DP
+    except ValueError:
+        return False
+
+
+def inheritance_analysis(vcf: dict, table: pd.DataFrame, meta: dict) -> dict:
+    """Per candidate gene: how many of the proband's two gene copies carry a candidate variant (2: homozygous, or two
+    hets inherited one from each parent; 1: one het, or hets all from one parent, or a de novo), and whether that fits
+    the gene's mode (AR: 2 copies; AD with unaffected parents: a confident de novo variant: proband het, both parents
+    hom-ref on reliable calls, GQ >= 20 and DP >= 10, no ALT reads). Also the naive reading (every gene where the
+    proband carries a candidate; de novo from GT alone)."""
+    fam = meta["family"]
+    S = vcf["samples"]
+    ci, pi = S.index(fam["proband"]), [S.index(p) for p in fam["parents"]]
+    alleles = split_alleles(vcf)
+    hits, explained, naive, origin, de_novo, naive_dn = {}, [], [], {}, [], []
+    single_ar, cis_ar, dropout = [], [], []
+    for gene, grp in table.groupby("gene", sort=True):
+        mode = str(grp["inheritance_mode"].iloc[0])
+        srcs, hom, carried, dn = set(), False, False, False
+        n_het = 0
+        for e in grp.itertuples():
+            k = f"{e.chrom}:{e.pos}:{e.ref}:{e.alt}"
+            hit = alleles.get((norm_chrom(str(e.chrom)), int(e.pos), e.ref, e.alt))
+            if hit is None:
+                origin[k] = "absent"
+                continue
+            r, a = hit
+            cg = gt_alleles(r, ci)
+            c = sum(x == str(a) for x in cg)
+            if c == 0:
+                origin[k] = "not carried"
+                continue
+            carried = True
+            if c == 2:
+                hom = True
+                origin[k] = "homozygous"
+                continue
+            n_het += 1
+            par = []
+            for j in pi:
+                f = sample_fields(r, j)
+                d = sum(x == str(a) for x in gt_alleles(r, j))
+                ad = f.get("AD", "0,0").split(",")
+                alt_reads = int(ad[a]) if len(ad) > a and ad[a].isdigit() else 0
+                par.append((d, _reliable(f), alt_reads))
+            if all(d == 0 for d, _, _ in par):
+                naive_dn.append(k)
+            if all(d == 0 and ok and ar == 0 for d, ok, ar in par):
+                origin[k] = "de novo"
+                srcs.add("de novo")
+                de_novo.append(k)
+                dn = True
+            elif all(d == 0 for d, _, _ in par):
+                origin[k] = "uncertain (parental hom-ref call unreliable)"
+                dropout.append(k)
+                srcs.add("unknown")
+            elif par[0][0] >= 1 and par[1][0] == 0 and par[1][1]:
+                origin[k] = "parent 1"
+                srcs.add("p1")
+            elif par[1][0] >= 1 and par[0][0] == 0 and par[0][1]:
+                origin[k] = "parent 2"
+                srcs.add("p2")
+            else:
+                origin[k] = "unphased"
+                srcs.add("unknown")
+        n = 2 if hom or {"p1", "p2"} <= srcs else (1 if carried else 0)
+        hits[gene] = n
+        if carried:
+            naive.append(gene)
+        if (mode == "AR" and n == 2) or (mode == "AD" and dn):
+            explained.append(gene)
+        if mode == "AR" and carried and n_het == 1 and not hom:
+            single_ar.append(gene)
+        if mode == "AR" and n_het >= 2 and n < 2:
+            cis_ar.append(gene)
+    return {"proband": fam["proband"], "explained_genes": sorted(explained), "n_explained": len(explained),
+            "haplotypes_hit": hits, "variant_origin": origin, "de_novo": sorted(de_novo), "n_de_novo": len(de_novo),
+            "naive_explained": sorted(naive), "trap_explained": sorted(naive) if set(naive) != set(explained) else [],
+            "naive_de_novo": sorted(naive_dn), "n_naive_de_novo": len(naive_dn),
+            "single_het_ar_genes": sorted(single_ar), "cis_ar_genes": sorted(cis_ar), "dropout_variants": sorted(dropout),
+            "n_candidate_genes": len(hits)}
+
+
+@solver("clinvar.L2.inheritance", version="1")
+def l2_inheritance(world_dir: Path, world) -> dict:
+    from worlds.clinvar.build import call_quality
+
+    world_dir = Path(world_dir)
+    vcf, meta = read_vcf(world_dir / VCF), json.loads((world_dir / "meta.json").read_text())
+    table = pd.read_csv(world_dir / "candidates.tsv", sep="\t", dtype={"chrom": str})
+    alleles = split_alleles(vcf)
+    for e in table.itertuples():
+        hit = alleles.get((norm_chrom(str(e.chrom)), int(e.pos), e.ref, e.alt))
+        if hit is None:
+            continue
+        for i, smp in enumerate(vcf["samples"]):
+            if call_quality(sample_fields(hit[0], i)) == "ambiguous":
+                raise ThresholdMargin(
+                    f"{getattr(world, 'id', world)}: call {smp} at {e.chrom}:{e.pos} has GQ/DP between clearly "
+                    f"confident and clearly low: genotype filters an expert could use would disagree. Fix: redraw "
+                    f"(clinvar.inheritance_world uses only clear calls)")
+    return inheritance_analysis(vcf, table, meta)
+
+
 # ---------------------------------------------------------------- L3 dossier
 
 @solver("clinvar.L3.dossier", version="1")
 def l3_dossier(world_dir: Path, world) -> dict:
+    if (Path(world_dir) / "mendel_summary.csv").exists():
+        return l3_mendel(world_dir)
     per = pd.read_csv(Path(world_dir) / "sample_summary.csv")
     spec = pd.read_csv(Path(world_dir) / "substitution_spectrum.csv")
     ca = spec[spec["substitution"] == "C>A"].set_index("sample")
@@ -721,6 +935,19 @@ def l3_dossier(world_dir: Path, world) -> dict:
             "c_to_a_singletons": {s: int(ca.loc[s, "singletons"]) for s in ca.index},
             "lowest_ti_tv_sample": str(per.sort_values(["ti_tv", "sample"])["sample"].iloc[0]),
             "median_ti_tv": float(per["ti_tv"].median())}
+
+
+def l3_mendel(world_dir: Path) -> dict:
+    summ = pd.read_csv(Path(world_dir) / "mendel_summary.csv")
+    by = pd.read_csv(Path(world_dir) / "mendel_by_call_class.csv")
+    tot = by.groupby("call_class")[["informative_sites", "inconsistent_sites"]].sum()
+    return {"inconsistent_percent": dict(zip(summ["child"], summ["inconsistent_percent"].astype(float))),
+            "inconsistent_sites": dict(zip(summ["child"], summ["inconsistent_sites"].astype(int))),
+            "total_inconsistent": int(summ["inconsistent_sites"].sum()),
+            "total_informative": int(summ["informative_sites"].sum()),
+            "class_percent": {c: round(100 * float(r.inconsistent_sites) / max(float(r.informative_sites), 1), 2)
+                              for c, r in tot.iterrows()},
+            "class_inconsistent": {c: int(r.inconsistent_sites) for c, r in tot.iterrows()}}
 
 
 from worlds.clinvar import scripted  # noqa: E402,F401  (registers the oracle and naive solutions)
