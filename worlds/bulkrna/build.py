@@ -236,7 +236,7 @@ def simulate(data: BulkData, rng, n_genes: int, n_per_condition: int, depth: flo
     # the i7 index (8 nt) each library was sequenced under, as sample sheets record it
     cols["index"] = np.array(["".join(rng.choice(list("ACGT"), 8)) for _ in range(ns)])
     data.samples = pd.DataFrame({k: v for k, v in cols.items()})
-    data.sheet_columns = [c for c in (sheet or ["sample", "condition", "sex", "batch", "donor"]) if c in cols] + ["index"]
+    data.sheet_columns = [c for c in (sheet or ["sample", "condition", "sex", "batch", "donor"]) if c in cols or c == "specimen"] + ["index"]
     data.task = {"test_condition": conditions[1], "reference_condition": conditions[0]}
     return data
 
@@ -250,6 +250,48 @@ def draw_counts(data: BulkData, rng) -> BulkData:
     p = n / (n + mu)
     X = rng.negative_binomial(np.broadcast_to(n, mu.shape), p)
     data.counts = pd.DataFrame(X, index=data.genes["gene_id"].to_numpy(), columns=data.samples["sample"].to_numpy())
+    return data
+
+
+@recipe(TRACK, "sequence_lanes")
+def sequence_lanes(data: BulkData, rng, lanes: int = 1, rerun: int = 0, lane_sd: float = 0.2) -> BulkData:
+    """Counts drawn library by library (replaces draw_counts; the same negative binomial in law): each simulated
+    sample is one biological specimen whose library has a true expression lambda_g ~ Gamma(1 / alpha_g, mu_g alpha_g)
+    (the gamma mixing of the NB), and every sequencing run of that library is Poisson(lambda_g x run share), the run's
+    share drawn log-normal (sd lane_sd) around 1 / lanes. `lanes` runs per library (lane re-runs of one library share
+    its i7 index); `rerun` libraries (drawn) are re-made from the same RNA and sequenced once more under their own new
+    index (technical replicates that a merged sample sheet lists as further samples). Runs of one library differ by
+    Poisson sampling only, never by the biological dispersion alpha. Sample names are re-drawn over all runs; the
+    specimen column (when the sheet asks for it) names the RNA specimen each run comes from."""
+    mu = data.truth.pop("mu")
+    G, ns = mu.shape
+    a = data.alpha[:, None]
+    lam = rng.gamma(np.broadcast_to(1.0 / a, mu.shape), mu * a)
+    extra = sorted(int(j) for j in rng.choice(ns, int(rerun), replace=False)) if rerun else []
+    runs = [(j, k) for j in range(ns) for k in range(int(lanes))] + [(j, int(lanes)) for j in extra]
+    share = np.exp(rng.normal(0, lane_sd, len(runs))) / int(lanes)
+    share[int(lanes) * ns:] = np.exp(rng.normal(0, lane_sd, len(extra)))
+    X = rng.poisson(np.column_stack([lam[:, j] * share[r] for r, (j, _) in enumerate(runs)]))
+    s = data.samples.reset_index(drop=True)
+    rows = s.iloc[[j for j, _ in runs]].reset_index(drop=True)
+    used = set(s["index"])
+    for r, (j, k) in enumerate(runs):
+        if k >= int(lanes):  # a re-made library: its own index
+            while (idx := "".join(rng.choice(list("ACGT"), 8))) in used:
+                pass
+            used.add(idx)
+            rows.loc[r, "index"] = idx
+    spec = [f"P{i + 1:02d}" for i in rng.permutation(ns)]
+    rows["specimen"] = [spec[j] for j, _ in runs]
+    names = [f"S{i + 1:02d}" for i in rng.permutation(len(runs))]
+    rows["sample"] = names
+    data.samples = rows
+    if "specimen" not in data.sheet_columns and int(lanes) > 1:
+        raise ValueError("lanes > 1 needs the specimen column in the sheet")
+    data.truth["mean_count"] = dict(zip(data.genes["gene_id"], (mu * share.sum() / ns).mean(1)))
+    groups = [sorted(names[r] for r, (j, _) in enumerate(runs) if j == jj) for jj in range(ns)]
+    data.truth["technical_groups"] = sorted(g for g in groups if len(g) > 1)
+    data.counts = pd.DataFrame(X, index=data.genes["gene_id"].to_numpy(), columns=names)
     return data
 
 
@@ -554,7 +596,8 @@ META = {
 }
 SHEET = {"sample": "sample name, as in the counts.tsv header", "index": "i7 index sequence of the library", "condition": "experimental condition",
          "sex": "donor sex recorded at collection (F / M)", "batch": "library-preparation batch",
-         "donor": "donor (cell line or individual) the sample comes from"}
+         "donor": "donor (cell line or individual) the sample comes from",
+         "specimen": "RNA specimen (biological sample) the library was made from"}
 
 
 def counts_text(data: BulkData) -> str:
@@ -590,7 +633,7 @@ def gold_truth(data: BulkData) -> dict:
     handful of reads has a true change no count experiment of this size can rank), and the injected defects."""
     t = dict(data.truth)
     out: dict = {k: t[k] for k in ("a0", "a1", "batch_genes", "shift", "swapped", "duplicates", "degraded_index",
-                                   "low_index") if k in t}
+                                   "low_index", "technical_groups") if k in t}
     if "de_genes" in t:
         lfc = dict(zip(t["de_genes"], t["de_lfc"]))
         out["de_genes"] = sorted(lfc)

@@ -10,7 +10,7 @@ import inspect
 from benchmark.registry import naive, oracle
 from worlds.bulkrna import solvers as S
 
-_CONSTS = ("SEX_Y", "SLOPE_FINDING", "SHIFT_FINDING", "TOP_K", "CONDITION_GENES")
+_CONSTS = ("SEX_Y", "SLOPE_FINDING", "SHIFT_FINDING", "TOP_K", "CONDITION_GENES", "TECHREP_RATIO", "CHI2_1_MEDIAN")
 
 
 def _helpers(*fns) -> str:
@@ -64,6 +64,16 @@ if 'duplicate_sample' in f:
                    'description': f"identical count columns in every gene ({groups}): {v['n_duplicate_extra']} extra "
                                   'copies of libraries already in the matrix',
                    'action': 'keep one copy of each library', 'output': lines('duplicated_samples.txt', v['duplicated_samples'])})
+if 'technical_replicates' in f:
+    groups = '; '.join(' + '.join(g) for g in v['techrep_groups'])
+    issues.append({'category': 'technical replicates listed as separate biological samples', 'severity': 'warning',
+                   'where': 'counts.tsv columns ' + ', '.join(v['techrep_samples']), 'value': v['n_techrep_extra'],
+                   'description': f"these columns differ only by Poisson sampling ({groups}: median pairwise Pearson X2 "
+                                  f"{v['techrep_min_ratio']:.2f} x its chi-square(1) median; every other pair >= "
+                                  f"{v['bio_min_ratio']:.1f} x): libraries of one RNA specimen, not biological replicates; "
+                                  f"{v['n_techrep_extra']} extra columns",
+                   'action': 'sum each group into one sample (collapse technical replicates) before DE',
+                   'output': lines('technical_replicates.txt', v['techrep_samples'])})
 if 'swapped_samples' in f:
     sw = v['swapped_samples']
     fixed = restore_sheet(d['sheet'], sw, {s: (v['expressed_condition'][s], v['inferred_sex'][s]) for s in sw})
@@ -95,9 +105,10 @@ print(json.dumps({'assessment': 'usable', 'issues': [], 'summary': f'Loaded {X.s
 """
 
 
-@oracle("bulkrna.L1.integrity", version="1")
+@oracle("bulkrna.L1.integrity", version="2")
 def l1_oracle(ref) -> list[str]:
-    return [_helpers(S.length_slopes, S.infer_sex, S.expressed_condition, S.restore_sheet, S.detect), _L1_ORACLE]
+    return [_helpers(S.length_slopes, S.infer_sex, S.expressed_condition, S.pair_poisson_ratios, S.restore_sheet, S.detect),
+            _L1_ORACLE]
 
 
 @naive("bulkrna.L1.integrity", version="1")

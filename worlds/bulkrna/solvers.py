@@ -38,6 +38,9 @@ SLOPE_FINDING = 0.2          # |length-trend slope| (log2 ratio per log2 length)
 SHIFT_FINDING = 0.3          # spike-in vs endogenous size-factor disagreement between conditions (log2)
 TOP_K = 20
 CONDITION_GENES = 200     # genes that best separate the recorded conditions, for the expressed-condition check
+TECHREP_RATIO = 2.0       # a pair whose median Pearson X2 (against Poisson splitting) is < 2 x the chi2(1) median is
+                          # one library sequenced twice: biological replicates add the extra-Poisson dispersion
+CHI2_1_MEDIAN = 0.454936  # median of chi-square with 1 df
 
 
 # ---------------------------------------------------------------- reading
@@ -198,6 +201,24 @@ def detect(d: dict) -> dict:
     if groups:
         findings.append("duplicate_sample")
 
+    # 4b. technical replicates: two columns that differ by Poisson sampling only (one RNA specimen sequenced twice)
+    ratios = pair_poisson_ratios(X)
+    same = {tuple(sorted(p)) for p in dup_pairs}
+    tech = [(a, b) for (a, b), r in ratios.items() if r < TECHREP_RATIO and (a, b) not in same]
+    tgroups: list[set] = []
+    for a, b in tech:
+        hit = [g for g in tgroups if a in g or b in g]
+        merged = set().union(*hit) | {a, b}
+        tgroups = [g for g in tgroups if g not in hit] + [merged]
+    v["techrep_groups"] = sorted(sorted(g) for g in tgroups)
+    v["techrep_samples"] = sorted({s for g in tgroups for s in g})
+    v["n_techrep_samples"] = len(v["techrep_samples"])
+    v["n_techrep_extra"] = sum(len(g) - 1 for g in tgroups)
+    v["techrep_min_ratio"] = round(min((ratios[p] for p in tech), default=0.0), 4)
+    v["bio_min_ratio"] = round(min((r for p, r in ratios.items() if p not in same and p not in set(tech)), default=0.0), 4)
+    if tgroups:
+        findings.append("technical_replicates")
+
     # 5. recorded sex and condition vs expression: sheet rows moved between samples (a swap or a rotation)
     inferred = infer_sex(X, genes)
     rec_sex = sheet.set_index("sample")["sex"].reindex(X.columns) if "sex" in sheet else inferred
@@ -240,8 +261,32 @@ def detect(d: dict) -> dict:
     v["library_sizes"] = {s: int(t) for s, t in lib.items()}
     v["min_library_ratio"] = round(float(lib.min() / lib.median()), 4)
     v["median_library_size"] = int(lib.median())
-    v["n_samples_kept"] = int(X.shape[1]) - len(deg) - v["n_duplicate_extra"]
+    v["n_samples_kept"] = int(X.shape[1]) - len(deg) - v["n_duplicate_extra"] - v["n_techrep_extra"]
+    v["n_specimens"] = int(X.shape[1]) - v["n_duplicate_extra"] - v["n_techrep_extra"]
     return {"findings": sorted(findings), **v}
+
+
+def pair_poisson_ratios(X: pd.DataFrame, min_total: float = 100.0) -> dict:
+    """Per pair of sample columns (a, b), a < b: over the genes with >= min_total reads in the pair, the median of the
+    Pearson statistic X2 = sum over the two samples (y - s t)^2 / (s t) (t the pair's reads of the gene, s the sample's
+    share of the pair's library total) divided by the chi-square(1) median: ~1 when the two columns differ by Poisson
+    sampling only (technical replicates of one library), 1 + alpha mu / 2-ish and more between biological replicates."""
+    A = X.to_numpy(float)
+    lib = A.sum(0)
+    cols = list(X.columns)
+    out = {}
+    for i in range(len(cols)):
+        for j in range(i + 1, len(cols)):
+            t = A[:, i] + A[:, j]
+            k = t >= min_total
+            if not k.any():
+                continue
+            s = lib[i] / (lib[i] + lib[j])
+            e1, e2 = s * t[k], (1 - s) * t[k]
+            x2 = (A[k, i] - e1) ** 2 / e1 + (A[k, j] - e2) ** 2 / e2
+            a, b = sorted((cols[i], cols[j]))
+            out[(a, b)] = float(np.median(x2)) / CHI2_1_MEDIAN
+    return out
 
 
 def restore_sheet(sheet: pd.DataFrame, swapped: list, shown: dict) -> pd.DataFrame:
@@ -259,7 +304,7 @@ def restore_sheet(sheet: pd.DataFrame, swapped: list, shown: dict) -> pd.DataFra
     return out
 
 
-@solver("bulkrna.L1.integrity", version="3")
+@solver("bulkrna.L1.integrity", version="4")
 def l1_integrity(world_dir: Path, world) -> dict:
     return detect(read_world(world_dir))
 
