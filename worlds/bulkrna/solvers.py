@@ -217,7 +217,7 @@ def detect(d: dict) -> dict:
     v["techrep_min_ratio"] = round(min((ratios[p] for p in tech), default=0.0), 4)
     v["bio_min_ratio"] = round(min((r for p, r in ratios.items() if p not in same and p not in set(tech)), default=0.0), 4)
     if tgroups:
-        findings.append("technical_replicates")
+        findings.append("resequenced_specimen")
 
     # 5. recorded sex and condition vs expression: sheet rows moved between samples (a swap or a rotation)
     inferred = infer_sex(X, genes)
@@ -542,6 +542,91 @@ def de_calls_truth(path: Path, golden: dict, check) -> tuple[float, str]:
                        f"precision {prec:.2f} of {len(called)} calls (need {need[1]:.2f}; reference {r_prec:.2f}); "
                        f"{nul:.0%} of {len(null)} truly unchanged genes the trap calls not significant "
                        f"(need {need[2]:.0%}; reference {r_nul:.0%})")
+
+
+# ---------------------------------------------------------------- L2 design
+
+NUISANCE = ("batch", "donor", "sex")    # recorded sheet factors that may be aliased with condition
+
+
+def collapse_technical(X: pd.DataFrame, sheet: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list]:
+    """DESeq2's collapseReplicates: the runs of one specimen (sheet column `specimen`) summed into one sample named after
+    the specimen; the sheet keeps one row per specimen (its annotations must agree over its runs). Returns the
+    collapsed counts, sheet and the groups of runs collapsed (specimens with more than one run)."""
+    if "specimen" not in sheet or sheet["specimen"].nunique() == len(sheet):
+        return X, sheet, []
+    sh = sheet.set_index("sample").loc[X.columns]
+    groups = sorted(sorted(g.index) for _, g in sh.groupby("specimen") if len(g) > 1)
+    C = X.T.groupby(sh["specimen"].to_numpy()).sum().T
+    cols = [c for c in sheet.columns if c not in ("sample", "specimen", "index")]
+    one = sh.groupby("specimen")[cols].first()
+    one = one.reset_index().rename(columns={"specimen": "sample"})
+    return C[sorted(C.columns)], one.sort_values("sample").reset_index(drop=True), groups
+
+
+def aliased_factors(sheet: pd.DataFrame) -> list[str]:
+    """Recorded factors whose levels coincide with the condition's (each level in one condition only and each condition
+    in one level only): their effect and the condition's are the same column of the design, not estimable apart."""
+    out = []
+    for c in NUISANCE:
+        if c in sheet and sheet[c].nunique() > 1:
+            if sheet.groupby(c)["condition"].nunique().max() == 1 and sheet.groupby("condition")[c].nunique().max() == 1:
+                out.append(c)
+    return out
+
+
+def default_coefficient_sign(levels: list[str], test: str) -> float:
+    """The sign of the one condition coefficient a formula design (~condition, reference = the alphabetically first
+    level, as R and formulaic choose it) gives for the test-over-reference contrast: +1 when the test level sorts
+    after the reference, -1 when the test level is the reference (the coefficient is reference over test)."""
+    return 1.0 if sorted(levels)[0] != test else -1.0
+
+
+@solver("bulkrna.L2.design", version="1")
+def l2_design(world_dir: Path, world) -> dict:
+    X, sheet, genes, meta = load_l2(world_dir)
+    test, ref = meta["task"]["test_condition"], meta["task"]["reference_condition"]
+    C, sh, groups = collapse_technical(X, sheet)
+    aliased = aliased_factors(sh)
+    out = {"test_condition": test, "reference_condition": ref, "n_samples": int(X.shape[1]),
+           "n_specimens": int(C.shape[1]), "technical_groups": groups, "n_technical_groups": len(groups),
+           "aliased": aliased, "estimable": not aliased,
+           "default_reference": sorted(sheet["condition"].unique())[0],
+           "sign_flip_by_default": default_coefficient_sign(list(sheet["condition"].unique()), test) < 0,
+           "batch_by_condition": ({c: sorted(s["batch"]) for c, s in sheet.groupby("condition")} if "batch" in sheet else {})}
+    # the trap's analysis: ~condition on every column, the shrunk LFCs of the design's one condition coefficient
+    nv = run_deseq(X.T, sheet, "~condition", ["condition", test, ref], shrink=True)
+    sign = default_coefficient_sign(list(sheet["condition"].unique()), test)
+    nlfc = sign * nv["shrunk_lfc"]          # the coefficient as the table reports it (sign undone by run_deseq)
+    npadj = _bool_padj(nv)
+    naive_de = sorted(nv.index[npadj < 0.05])
+    out.update({"naive_de_genes": naive_de, "naive_n_de": len(naive_de),
+                "naive_up_genes": sorted(g for g in naive_de if nlfc[g] > 0)})
+    out["naive_n_up"] = len(out["naive_up_genes"])
+    defect = getattr(world, "defect", None)
+    if aliased:
+        out.update({"design": "not estimable (condition aliased with " + ", ".join(aliased) + ")", "de_genes": [],
+                    "n_de_genes": 0, "up_genes": [], "n_up": 0, "down_genes": [], "de_log2fc": {}, "median_log2fc": 0.0,
+                    "trap_de_genes": naive_de, "trap_up_genes": [], "null_padj": {}, "n_naive_false": len(naive_de)})
+        return out
+    design = estimable_design(sh)
+    if groups or design != "~condition":
+        res = run_deseq(C.T, sh, design, ["condition", test, ref])
+    else:
+        res = nv
+    padj = _bool_padj(res)
+    de = sorted(res.index[padj < 0.05])
+    lfc = res["log2FoldChange"]
+    up = sorted(g for g in de if lfc[g] > 0)
+    null = sorted(g for g in naive_de if padj.get(g, 1.0) >= 0.05)
+    out.update({"design": design, "de_genes": de, "n_de_genes": len(de), "up_genes": up, "n_up": len(up),
+                "down_genes": sorted(g for g in de if lfc[g] < 0), "de_log2fc": _table_golden(res, de),
+                "median_log2fc": round(float(lfc[res["baseMean"] >= 20].median()), 4),
+                "trap_de_genes": naive_de if defect == "technical_replicates" else [],
+                "trap_up_genes": out["naive_up_genes"] if defect == "reference_level" else [],
+                "null_padj": {g: 1.0 for g in null[:200]} if defect == "technical_replicates" else {},
+                "n_naive_false": len(null)})
+    return out
 
 
 # ---------------------------------------------------------------- L2 normalisation
