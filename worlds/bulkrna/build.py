@@ -542,6 +542,17 @@ def dossier(data: BulkData, rng, kind: str) -> BulkData:
         {"statistic": "genes_bh_below_0.05_and_abs_log2_ratio_gt_1", "value": int((sig & (np.abs(lfc) > 1)).sum())},
         {"statistic": "fraction_of_tested_genes_bh_below_0.05", "value": round(float(sig.mean()), 4)},
     ])
+    if kind in COMPOSITION_KINDS:  # how the reads of each tissue are spread over its genes, and the per-million ratios
+        rows = []
+        for t, y in (("kidney", yk), ("liver", yl)):
+            top = np.sort(y)[::-1]
+            for k in (1, 5, 20):
+                rows.append({"statistic": f"{t}_share_of_reads_top{k}_genes (pooled lanes)", "value": round(float(top[:k].sum() / y.sum()), 4)})
+        both = ok & (yk > 0) & (yl > 0)
+        m = np.log2((yk[both] / nk) / (yl[both] / nl))
+        rows += [{"statistic": "median_log2_ratio_kidney_over_liver (per million, tested genes with reads in both)", "value": round(float(np.median(m)), 3)},
+                 {"statistic": "fraction_of_those_genes_higher_in_kidney (per million)", "value": round(float(np.mean(m > 0)), 4)}]
+        contrast = pd.concat([contrast, pd.DataFrame(rows)], ignore_index=True)
     data.dossier = {"dossier.md": L3_TEXT[kind], "lanes.csv": lanes[["lane", "tissue", "run", "total_counts", "share_of_tissue"]],
                     "lane_dispersion.csv": pd.DataFrame(summ), "dispersion_by_mean.csv": pd.DataFrame(bins),
                     "top_overdispersed_genes.csv": pd.DataFrame(top), "tissue_contrast.csv": contrast}
@@ -584,6 +595,19 @@ _L3_QUESTION = [
 L3_TEXT = {k: "\n".join(["# Evidence dossier: lane-to-lane variation of RNA-seq counts, kidney and liver", "",
                          *_L3_COMMON, "", *_L3_QUESTION]) + "\n"
            for k in ("technical_lanes", "liver_lanes")}
+COMPOSITION_KINDS = ("composition_native",)
+_L3_COMPOSITION = [
+    "- tissue_contrast.csv also gives, per tissue, the share of its pooled reads taken by its 1, 5 and 20 most-read genes,",
+    "  and, over the tested genes with reads in both tissues, the median log2 ratio kidney / liver of reads per million",
+    "  (each tissue's counts divided by its total) and the fraction of those genes with a higher per-million value in kidney",
+]
+_L3_COMPOSITION_QUESTION = [
+    "## Question",
+    "Scaled to reads per million, how do the expression levels of a typical gene compare between kidney and liver here,",
+    "what explains that, and how should the two tissues' counts be normalised before they are compared?",
+]
+L3_TEXT["composition_native"] = "\n".join(["# Evidence dossier: lane-to-lane variation of RNA-seq counts, kidney and liver", "",
+                                          *_L3_COMMON, *_L3_COMPOSITION, "", *_L3_COMPOSITION_QUESTION]) + "\n"
 
 
 # ---------------------------------------------------------------- writer

@@ -736,7 +736,8 @@ def l3_dossier(world_dir: Path, world) -> dict:
             over.append(r["tissue"])
     out["overdispersed_tissues"] = sorted(over)
     out["median_dispersion_by_bin"] = {f"{r.tissue} {r.mean_count_bin}": float(r.median_dispersion) for r in bins.itertuples()}
-    out["contrast"] = {k.split(" ")[0]: (float(v) if k.startswith("fraction") else int(v)) for k, v in con.items()}
+    out["contrast"] = {k.split(" ")[0]: (float(v) if k.startswith("fraction") or not float(v).is_integer() else int(v))
+                       for k, v in con.items()}
     return out
 
 
