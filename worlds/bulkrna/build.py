@@ -34,6 +34,10 @@ simulate(...)              the experiment: genes kept (n_genes drawn), samples a
                            transcriptional shift (fraction of genes, log2 size) and spike-ins, low-count genes; and
                            one degraded sample (3' bias: mean x (length / 2.5 kb)^-beta, library x retention)
 draw_counts()              NB counts from the means (deterministic in the world's RNG)
+sequence_lanes(lanes, rerun)
+                           counts drawn library by library instead: lambda ~ Gamma(1/alpha, mu alpha) per specimen, each
+                           run Poisson(lambda x run share); `lanes` runs per library (same index), `rerun` libraries
+                           re-made from the same RNA under a new name and index (L1); a specimen column names the source
 sort_genes()               L1: genes in gene-ID order (kept for the L1 draws; the writer sorts every world: gene rows
                            by gene ID and sample columns by sample name, the same rule in clean and defective worlds)
 swap_sheet_rows(size)      L1: sample-sheet rows move between samples: size 2, two samples of different condition
@@ -62,7 +66,9 @@ dossier(kind)              L3: evidence tables computed from the (real or edited
                            and the lanes of each run) the Pearson X2 test of each gene against Poisson lane sampling,
                            variance / Poisson variance, moment NB dispersion and the log-log variance-mean slope,
                            summarised overall, by mean-count bin and for the 8 most overdispersed genes; and a
-                           kidney-vs-liver exact Poisson test on the pooled lanes
+                           kidney-vs-liver exact Poisson test on the pooled lanes; kind composition_native adds
+                           each tissue's read share of its 1 / 5 / 20 most-read genes and the per-million median log2
+                           ratio kidney / liver
 """
 from __future__ import annotations
 

@@ -6,7 +6,9 @@ bulkrna.L1.integrity   every integrity detector on the files: values are integer
                        genes absent), no two sample columns are identical (groups of identical columns: the copies
                        beyond one per library), recorded sex agrees with XIST / chrY expression and recorded condition
                        with the expression profile (leave-one-out nearest centroid); samples whose rows disagree and
-                       whose rows are each other's (a swap or a rotation) = swapped sheet rows; and no sample shows
+                       whose rows are each other's (a swap or a rotation) = swapped sheet rows; no two non-identical
+                       columns differ by Poisson sampling only (pairwise median Pearson X2: one specimen re-sequenced);
+                       and no sample shows
                        a 3'-bias length trend (slope of its log ratio to the gene-wise geometric mean on log2 gene
                        length). It reports the findings, their sizes and the products a careful analyst writes.
 bulkrna.L2.condition_de  DESeq2 (pydeseq2, Wald, BH) with every recorded covariate that is estimable (batch when it
@@ -19,6 +21,11 @@ bulkrna.L2.normalisation  size factors from the ERCC spike-ins (median of ratios
                        (|difference of mean log2 ratio| > 0.3), else endogenous median of ratios; DE on genes only.
 bulkrna.L2.lfc_ranking  DESeq2 ~condition, apeGLM-shrunk log2 fold changes (pydeseq2 lfc_shrink); the top 20 genes by
                        |shrunk LFC| over every tested gene (no p-value filter), and the unshrunk MLE (trap) ranking.
+bulkrna.L2.design      runs of one specimen summed (collapseReplicates); a recorded factor whose levels coincide with the
+                       conditions makes the effect not estimable (no DE genes, estimable = false); otherwise DESeq2 with the
+                       estimable design and an explicit test-over-reference contrast. Also the trap's analysis: ~condition
+                       on every run, apeGLM-shrunk LFCs of the formula's one condition coefficient (its reference level is
+                       the alphabetically first, so the sign is reversed when the test level sorts first).
 bulkrna.L3.dossier     the dossier's lane-dispersion statistics read back from its tables (real Marioni et al. 2008
                        kidney / liver lanes), and the tissues whose technical-replicate lanes are not Poisson.
 """
