@@ -201,3 +201,43 @@ def significant_by_fold_change(world_dir: Path, out: Path) -> dict:
     return _rank_report(kept, res, test, base, "DESeq2 MLE of the genes significant at FDR 5%",
                         "low-count genes have noisy fold changes; ranked only significant genes", out / "rank.csv",
                         table=res.dropna(subset=["log2FoldChange"]))
+
+
+# ---------------------------------------------------------------- design
+
+DESIGN_WORLDS = ["bulkrna.L2.design.clean", "bulkrna.L2.design.batch_aliased", "bulkrna.L2.design.reference_flip",
+                 "bulkrna.L2.design.technical_lanes"]
+
+
+@alternative("bulkrna.L2.design",
+             "limma-trend-style moderated t on log-CPM of the biological samples (technical runs summed) with the estimable design",
+             DESIGN_WORLDS)
+def design_moderated_t(world_dir: Path, out: Path) -> dict:
+    """Written independently of the reference solver: runs of one specimen summed (the unit of replication is the
+    specimen), a factor whose levels coincide with the conditions makes the contrast inestimable (the design matrix
+    with it and condition is rank-deficient: checked by its rank, not by the reference's level tabulation), otherwise
+    the moderated t with the test-condition indicator as the contrast (its sign never depends on level order)."""
+    counts, sheet, test, base = _load(world_dir)
+    issues = []
+    if sheet["specimen"].nunique() < len(sheet):
+        spec = sheet.set_index("sample")["specimen"].reindex(counts.columns)
+        counts = counts.T.groupby(spec.to_numpy()).sum().T
+        n_runs = len(sheet)
+        sheet = sheet.drop_duplicates("specimen").drop(columns=["sample"]).rename(columns={"specimen": "sample"})
+        issues.append(f"technical replicates: {n_runs} runs of {len(sheet)} specimens; runs of each specimen summed (collapse)")
+    rep_base = {"test_condition": test, "reference_condition": base}
+    for f in ("batch",):
+        if sheet[f].nunique() > 1:
+            D = np.column_stack([np.ones(len(sheet)), (sheet[f] == sorted(sheet[f].unique())[1]).to_numpy(float),
+                                 (sheet["condition"] == test).to_numpy(float)])
+            if np.linalg.matrix_rank(D) < D.shape[1]:
+                issues.append(f"condition confounded with {f}: the design is rank-deficient, the treatment effect is not estimable")
+                return {**rep_base, "estimable": False, "confounded_with": [f], "de_genes": [], "n_de_genes": 0, "up_genes": [],
+                        "down_genes": [], "de_table": None, "median_log2fc": None,
+                        "method": {"design": "none", "normalization": "n/a", "samples_used": "all"},
+                        "issues_found": issues, "analysis_usable": False, "summary": "not estimable"}
+    if sorted(sheet["condition"].unique())[0] == test:
+        issues.append("reference level: the test condition sorts first alphabetically; contrast coded as the test indicator")
+    res, design = moderated_t(counts, sheet, test)
+    rep = _de_report(res, test, base, design, "median-of-ratios scaled log-CPM", issues, out / "de_design.csv")
+    return {**rep, "estimable": True, "confounded_with": []}

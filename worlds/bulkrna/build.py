@@ -34,6 +34,10 @@ simulate(...)              the experiment: genes kept (n_genes drawn), samples a
                            transcriptional shift (fraction of genes, log2 size) and spike-ins, low-count genes; and
                            one degraded sample (3' bias: mean x (length / 2.5 kb)^-beta, library x retention)
 draw_counts()              NB counts from the means (deterministic in the world's RNG)
+sequence_lanes(lanes, rerun)
+                           counts drawn library by library instead: lambda ~ Gamma(1/alpha, mu alpha) per specimen, each
+                           run Poisson(lambda x run share); `lanes` runs per library (same index), `rerun` libraries
+                           re-made from the same RNA under a new name and index (L1); a specimen column names the source
 sort_genes()               L1: genes in gene-ID order (kept for the L1 draws; the writer sorts every world: gene rows
                            by gene ID and sample columns by sample name, the same rule in clean and defective worlds)
 swap_sheet_rows(size)      L1: sample-sheet rows move between samples: size 2, two samples of different condition
@@ -62,7 +66,9 @@ dossier(kind)              L3: evidence tables computed from the (real or edited
                            and the lanes of each run) the Pearson X2 test of each gene against Poisson lane sampling,
                            variance / Poisson variance, moment NB dispersion and the log-log variance-mean slope,
                            summarised overall, by mean-count bin and for the 8 most overdispersed genes; and a
-                           kidney-vs-liver exact Poisson test on the pooled lanes
+                           kidney-vs-liver exact Poisson test on the pooled lanes; kind composition_native adds
+                           each tissue's read share of its 1 / 5 / 20 most-read genes and the per-million median log2
+                           ratio kidney / liver
 """
 from __future__ import annotations
 
@@ -236,7 +242,7 @@ def simulate(data: BulkData, rng, n_genes: int, n_per_condition: int, depth: flo
     # the i7 index (8 nt) each library was sequenced under, as sample sheets record it
     cols["index"] = np.array(["".join(rng.choice(list("ACGT"), 8)) for _ in range(ns)])
     data.samples = pd.DataFrame({k: v for k, v in cols.items()})
-    data.sheet_columns = [c for c in (sheet or ["sample", "condition", "sex", "batch", "donor"]) if c in cols] + ["index"]
+    data.sheet_columns = [c for c in (sheet or ["sample", "condition", "sex", "batch", "donor"]) if c in cols or c == "specimen"] + ["index"]
     data.task = {"test_condition": conditions[1], "reference_condition": conditions[0]}
     return data
 
@@ -250,6 +256,48 @@ def draw_counts(data: BulkData, rng) -> BulkData:
     p = n / (n + mu)
     X = rng.negative_binomial(np.broadcast_to(n, mu.shape), p)
     data.counts = pd.DataFrame(X, index=data.genes["gene_id"].to_numpy(), columns=data.samples["sample"].to_numpy())
+    return data
+
+
+@recipe(TRACK, "sequence_lanes")
+def sequence_lanes(data: BulkData, rng, lanes: int = 1, rerun: int = 0, lane_sd: float = 0.2) -> BulkData:
+    """Counts drawn library by library (replaces draw_counts; the same negative binomial in law): each simulated
+    sample is one biological specimen whose library has a true expression lambda_g ~ Gamma(1 / alpha_g, mu_g alpha_g)
+    (the gamma mixing of the NB), and every sequencing run of that library is Poisson(lambda_g x run share), the run's
+    share drawn log-normal (sd lane_sd) around 1 / lanes. `lanes` runs per library (lane re-runs of one library share
+    its i7 index); `rerun` libraries (drawn) are re-made from the same RNA and sequenced once more under their own new
+    index (technical replicates that a merged sample sheet lists as further samples). Runs of one library differ by
+    Poisson sampling only, never by the biological dispersion alpha. Sample names are re-drawn over all runs; the
+    specimen column (when the sheet asks for it) names the RNA specimen each run comes from."""
+    mu = data.truth.pop("mu")
+    G, ns = mu.shape
+    a = data.alpha[:, None]
+    lam = rng.gamma(np.broadcast_to(1.0 / a, mu.shape), mu * a)
+    extra = sorted(int(j) for j in rng.choice(ns, int(rerun), replace=False)) if rerun else []
+    runs = [(j, k) for j in range(ns) for k in range(int(lanes))] + [(j, int(lanes)) for j in extra]
+    share = np.exp(rng.normal(0, lane_sd, len(runs))) / int(lanes)
+    share[int(lanes) * ns:] = np.exp(rng.normal(0, lane_sd, len(extra)))
+    X = rng.poisson(np.column_stack([lam[:, j] * share[r] for r, (j, _) in enumerate(runs)]))
+    s = data.samples.reset_index(drop=True)
+    rows = s.iloc[[j for j, _ in runs]].reset_index(drop=True)
+    used = set(s["index"])
+    for r, (j, k) in enumerate(runs):
+        if k >= int(lanes):  # a re-made library: its own index
+            while (idx := "".join(rng.choice(list("ACGT"), 8))) in used:
+                pass
+            used.add(idx)
+            rows.loc[r, "index"] = idx
+    spec = [f"P{i + 1:02d}" for i in rng.permutation(ns)]
+    rows["specimen"] = [spec[j] for j, _ in runs]
+    names = [f"S{i + 1:02d}" for i in rng.permutation(len(runs))]
+    rows["sample"] = names
+    data.samples = rows
+    if "specimen" not in data.sheet_columns and int(lanes) > 1:
+        raise ValueError("lanes > 1 needs the specimen column in the sheet")
+    data.truth["mean_count"] = dict(zip(data.genes["gene_id"], (mu * share.sum() / ns).mean(1)))
+    groups = [sorted(names[r] for r, (j, _) in enumerate(runs) if j == jj) for jj in range(ns)]
+    data.truth["technical_groups"] = sorted(g for g in groups if len(g) > 1)
+    data.counts = pd.DataFrame(X, index=data.genes["gene_id"].to_numpy(), columns=names)
     return data
 
 
@@ -500,6 +548,17 @@ def dossier(data: BulkData, rng, kind: str) -> BulkData:
         {"statistic": "genes_bh_below_0.05_and_abs_log2_ratio_gt_1", "value": int((sig & (np.abs(lfc) > 1)).sum())},
         {"statistic": "fraction_of_tested_genes_bh_below_0.05", "value": round(float(sig.mean()), 4)},
     ])
+    if kind in COMPOSITION_KINDS:  # how the reads of each tissue are spread over its genes, and the per-million ratios
+        rows = []
+        for t, y in (("kidney", yk), ("liver", yl)):
+            top = np.sort(y)[::-1]
+            for k in (1, 5, 20):
+                rows.append({"statistic": f"{t}_share_of_reads_top{k}_genes (pooled lanes)", "value": round(float(top[:k].sum() / y.sum()), 4)})
+        both = ok & (yk > 0) & (yl > 0)
+        m = np.log2((yk[both] / nk) / (yl[both] / nl))
+        rows += [{"statistic": "median_log2_ratio_kidney_over_liver (per million, tested genes with reads in both)", "value": round(float(np.median(m)), 3)},
+                 {"statistic": "fraction_of_those_genes_higher_in_kidney (per million)", "value": round(float(np.mean(m > 0)), 4)}]
+        contrast = pd.concat([contrast, pd.DataFrame(rows)], ignore_index=True)
     data.dossier = {"dossier.md": L3_TEXT[kind], "lanes.csv": lanes[["lane", "tissue", "run", "total_counts", "share_of_tissue"]],
                     "lane_dispersion.csv": pd.DataFrame(summ), "dispersion_by_mean.csv": pd.DataFrame(bins),
                     "top_overdispersed_genes.csv": pd.DataFrame(top), "tissue_contrast.csv": contrast}
@@ -542,6 +601,19 @@ _L3_QUESTION = [
 L3_TEXT = {k: "\n".join(["# Evidence dossier: lane-to-lane variation of RNA-seq counts, kidney and liver", "",
                          *_L3_COMMON, "", *_L3_QUESTION]) + "\n"
            for k in ("technical_lanes", "liver_lanes")}
+COMPOSITION_KINDS = ("composition_native",)
+_L3_COMPOSITION = [
+    "- tissue_contrast.csv also gives, per tissue, the share of its pooled reads taken by its 1, 5 and 20 most-read genes,",
+    "  and, over the tested genes with reads in both tissues, the median log2 ratio kidney / liver of reads per million",
+    "  (each tissue's counts divided by its total) and the fraction of those genes with a higher per-million value in kidney",
+]
+_L3_COMPOSITION_QUESTION = [
+    "## Question",
+    "Scaled to reads per million, how do the expression levels of a typical gene compare between kidney and liver here,",
+    "what explains that, and how should the two tissues' counts be normalised before they are compared?",
+]
+L3_TEXT["composition_native"] = "\n".join(["# Evidence dossier: lane-to-lane variation of RNA-seq counts, kidney and liver", "",
+                                          *_L3_COMMON, *_L3_COMPOSITION, "", *_L3_COMPOSITION_QUESTION]) + "\n"
 
 
 # ---------------------------------------------------------------- writer
@@ -554,7 +626,8 @@ META = {
 }
 SHEET = {"sample": "sample name, as in the counts.tsv header", "index": "i7 index sequence of the library", "condition": "experimental condition",
          "sex": "donor sex recorded at collection (F / M)", "batch": "library-preparation batch",
-         "donor": "donor (cell line or individual) the sample comes from"}
+         "donor": "donor (cell line or individual) the sample comes from",
+         "specimen": "RNA specimen (biological sample) the library was made from"}
 
 
 def counts_text(data: BulkData) -> str:
@@ -590,7 +663,7 @@ def gold_truth(data: BulkData) -> dict:
     handful of reads has a true change no count experiment of this size can rank), and the injected defects."""
     t = dict(data.truth)
     out: dict = {k: t[k] for k in ("a0", "a1", "batch_genes", "shift", "swapped", "duplicates", "degraded_index",
-                                   "low_index") if k in t}
+                                   "low_index", "technical_groups") if k in t}
     if "de_genes" in t:
         lfc = dict(zip(t["de_genes"], t["de_lfc"]))
         out["de_genes"] = sorted(lfc)

@@ -10,7 +10,7 @@ import inspect
 from benchmark.registry import naive, oracle
 from worlds.bulkrna import solvers as S
 
-_CONSTS = ("SEX_Y", "SLOPE_FINDING", "SHIFT_FINDING", "TOP_K", "CONDITION_GENES")
+_CONSTS = ("SEX_Y", "SLOPE_FINDING", "SHIFT_FINDING", "TOP_K", "CONDITION_GENES", "TECHREP_RATIO", "CHI2_1_MEDIAN", "NUISANCE")
 
 
 def _helpers(*fns) -> str:
@@ -64,6 +64,16 @@ if 'duplicate_sample' in f:
                    'description': f"identical count columns in every gene ({groups}): {v['n_duplicate_extra']} extra "
                                   'copies of libraries already in the matrix',
                    'action': 'keep one copy of each library', 'output': lines('duplicated_samples.txt', v['duplicated_samples'])})
+if 'resequenced_specimen' in f:
+    groups = '; '.join(' + '.join(g) for g in v['techrep_groups'])
+    issues.append({'category': 'technical replicates listed as separate biological samples', 'severity': 'warning',
+                   'where': 'counts.tsv columns ' + ', '.join(v['techrep_samples']), 'value': v['n_techrep_extra'],
+                   'description': f"these columns differ only by Poisson sampling ({groups}: median pairwise Pearson X2 "
+                                  f"{v['techrep_min_ratio']:.2f} x its chi-square(1) median; every other pair >= "
+                                  f"{v['bio_min_ratio']:.1f} x): libraries of one RNA specimen, not biological replicates; "
+                                  f"{v['n_techrep_extra']} extra columns",
+                   'action': 'sum each group into one sample (collapse technical replicates) before DE',
+                   'output': lines('technical_replicates.txt', v['techrep_samples'])})
 if 'swapped_samples' in f:
     sw = v['swapped_samples']
     fixed = restore_sheet(d['sheet'], sw, {s: (v['expressed_condition'][s], v['inferred_sex'][s]) for s in sw})
@@ -95,9 +105,10 @@ print(json.dumps({'assessment': 'usable', 'issues': [], 'summary': f'Loaded {X.s
 """
 
 
-@oracle("bulkrna.L1.integrity", version="1")
+@oracle("bulkrna.L1.integrity", version="2")
 def l1_oracle(ref) -> list[str]:
-    return [_helpers(S.length_slopes, S.infer_sex, S.expressed_condition, S.restore_sheet, S.detect), _L1_ORACLE]
+    return [_helpers(S.length_slopes, S.infer_sex, S.expressed_condition, S.pair_poisson_ratios, S.restore_sheet, S.detect),
+            _L1_ORACLE]
 
 
 @naive("bulkrna.L1.integrity", version="1")
@@ -249,3 +260,88 @@ def rank_oracle(ref) -> list[str]:
 @naive("bulkrna.L2.lfc_ranking", version="1")
 def rank_naive(ref) -> list[str]:
     return [_RANK_NAIVE]
+
+
+# ---------------------------------------------------------------- L2 design
+
+_DESIGN_ORACLE = r"""
+d = read_world('.')
+X, sheet, genes, meta = d['X'], d['sheet'], d['genes'], d['meta']
+test, ref = meta['task']['test_condition'], meta['task']['reference_condition']
+issues = []
+print(sheet.to_string())
+C, sh, groups = collapse_technical(X, sheet)
+if groups:
+    r = pair_poisson_ratios(X[groups[0]])
+    issues.append(f"technical replicates: {len(groups)} specimens were sequenced on several runs each (same specimen and index; "
+                  f"runs differ by Poisson sampling only, median pairwise X2 / chi2(1) median {min(r.values()):.2f}); "
+                  f"summed the runs of each specimen (collapseReplicates): {X.shape[1]} runs -> {C.shape[1]} biological samples")
+al = aliased_factors(sh)
+levels = sorted(sheet['condition'].unique())
+if levels[0] == test:
+    issues.append(f"reference level: ~condition takes the alphabetically first level '{levels[0]}' (the test condition) as "
+                  f"the reference, so its one coefficient is {ref} over {test}; contrast set explicitly {test} over {ref} (relevel)")
+base = {'test_condition': test, 'reference_condition': ref}
+if al:
+    tab = pd.crosstab(sh['condition'], sh[al[0]])
+    issues.append(f"condition confounded with {', '.join(al)}: " + '; '.join(f'{c}: ' + ', '.join(f'{b} {tab.loc[c, b]}' for b in tab.columns) for c in tab.index)
+                  + ' -> every sample of a condition shares one level; the treatment effect is aliased with it and not estimable')
+    print(json.dumps({**base, 'estimable': False, 'confounded_with': al, 'de_genes': [], 'n_de_genes': 0, 'up_genes': [], 'down_genes': [],
+                      'de_table': None, 'median_log2fc': None,
+                      'method': {'design': 'none: condition aliased with ' + ', '.join(al), 'normalization': 'n/a', 'samples_used': 'all'},
+                      'issues_found': issues, 'analysis_usable': False, 'summary': 'Not estimable: condition and ' + ', '.join(al) + ' coincide; no DE genes can be attributed to the treatment.'}))
+else:
+    design = estimable_design(sh)
+    res = run_deseq(C.T, sh, design, ['condition', test, ref])
+    padj = res['padj'].fillna(1.0)
+    de = sorted(res.index[padj < 0.05])
+    lfc = res['log2FoldChange']
+    pd.DataFrame({'gene': res.index, 'log2fc': lfc.to_numpy(), 'padj': padj.to_numpy()}).to_csv('de_results.csv', index=False)
+    print(json.dumps({**base, 'estimable': True, 'confounded_with': [], 'de_genes': de, 'n_de_genes': len(de),
+                      'up_genes': sorted(g for g in de if lfc[g] > 0), 'down_genes': sorted(g for g in de if lfc[g] < 0),
+                      'de_table': 'de_results.csv', 'median_log2fc': round(float(lfc[res['baseMean'] >= 20].median()), 4),
+                      'method': {'design': design, 'normalization': 'DESeq2 median-of-ratios', 'samples_used': ', '.join(C.columns)},
+                      'issues_found': issues, 'analysis_usable': True, 'summary': f'{len(de)} genes at FDR 5% ({design}, {C.shape[1]} biological samples).'}))
+"""
+
+_DESIGN_NAIVE = r"""
+import json, logging, warnings
+import pandas as pd
+from pydeseq2.dds import DeseqDataSet
+from pydeseq2.ds import DeseqStats
+from pydeseq2.default_inference import DefaultInference
+warnings.simplefilter('ignore')
+meta = json.load(open('meta.json'))
+test, ref = meta['task']['test_condition'], meta['task']['reference_condition']
+X = pd.read_csv('counts.tsv', sep='\t', index_col=0)
+s = pd.read_csv('samples.csv').set_index('sample').loc[X.columns]
+inf = DefaultInference(n_cpus=1)
+dds = DeseqDataSet(counts=X.T, metadata=s, design='~condition', inference=inf, quiet=True)
+dds.deseq2()
+st = DeseqStats(dds, contrast=['condition', test, ref], inference=inf, quiet=True)
+st.summary()
+coeff = [c for c in st.LFC.columns if c.startswith('condition[')][0]
+st.lfc_shrink(coeff=coeff)  # apeGLM-shrunk effect sizes, as the pydeseq2 tutorial does
+res = st.results_df
+padj = res['padj'].fillna(1.0)
+de = sorted(res.index[padj < 0.05])
+lfc = res['log2FoldChange']
+pd.DataFrame({'gene': res.index, 'log2fc': lfc.to_numpy(), 'padj': padj.to_numpy()}).to_csv('de.csv', index=False)
+print(json.dumps({'test_condition': test, 'reference_condition': ref, 'estimable': True, 'confounded_with': [],
+                  'de_genes': de, 'n_de_genes': len(de),
+                  'up_genes': sorted(g for g in de if lfc[g] > 0), 'down_genes': sorted(g for g in de if lfc[g] < 0),
+                  'de_table': 'de.csv', 'median_log2fc': round(float(lfc[res['baseMean'] >= 20].median()), 4),
+                  'method': {'design': '~condition', 'normalization': 'DESeq2 default', 'samples_used': 'all'},
+                  'issues_found': [], 'analysis_usable': True, 'summary': f'{len(de)} DE genes.'}))
+"""
+
+
+@oracle("bulkrna.L2.design", version="1")
+def design_oracle(ref) -> list[str]:
+    return [_helpers(S.run_deseq, S.estimable_design, S.pair_poisson_ratios, S.collapse_technical, S.aliased_factors),
+            _DESIGN_ORACLE]
+
+
+@naive("bulkrna.L2.design", version="1")
+def design_naive(ref) -> list[str]:
+    return [_DESIGN_NAIVE]

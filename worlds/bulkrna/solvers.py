@@ -6,7 +6,9 @@ bulkrna.L1.integrity   every integrity detector on the files: values are integer
                        genes absent), no two sample columns are identical (groups of identical columns: the copies
                        beyond one per library), recorded sex agrees with XIST / chrY expression and recorded condition
                        with the expression profile (leave-one-out nearest centroid); samples whose rows disagree and
-                       whose rows are each other's (a swap or a rotation) = swapped sheet rows; and no sample shows
+                       whose rows are each other's (a swap or a rotation) = swapped sheet rows; no two non-identical
+                       columns differ by Poisson sampling only (pairwise median Pearson X2: one specimen re-sequenced);
+                       and no sample shows
                        a 3'-bias length trend (slope of its log ratio to the gene-wise geometric mean on log2 gene
                        length). It reports the findings, their sizes and the products a careful analyst writes.
 bulkrna.L2.condition_de  DESeq2 (pydeseq2, Wald, BH) with every recorded covariate that is estimable (batch when it
@@ -19,6 +21,11 @@ bulkrna.L2.normalisation  size factors from the ERCC spike-ins (median of ratios
                        (|difference of mean log2 ratio| > 0.3), else endogenous median of ratios; DE on genes only.
 bulkrna.L2.lfc_ranking  DESeq2 ~condition, apeGLM-shrunk log2 fold changes (pydeseq2 lfc_shrink); the top 20 genes by
                        |shrunk LFC| over every tested gene (no p-value filter), and the unshrunk MLE (trap) ranking.
+bulkrna.L2.design      runs of one specimen summed (collapseReplicates); a recorded factor whose levels coincide with the
+                       conditions makes the effect not estimable (no DE genes, estimable = false); otherwise DESeq2 with the
+                       estimable design and an explicit test-over-reference contrast. Also the trap's analysis: ~condition
+                       on every run, apeGLM-shrunk LFCs of the formula's one condition coefficient (its reference level is
+                       the alphabetically first, so the sign is reversed when the test level sorts first).
 bulkrna.L3.dossier     the dossier's lane-dispersion statistics read back from its tables (real Marioni et al. 2008
                        kidney / liver lanes), and the tissues whose technical-replicate lanes are not Poisson.
 """
@@ -38,6 +45,9 @@ SLOPE_FINDING = 0.2          # |length-trend slope| (log2 ratio per log2 length)
 SHIFT_FINDING = 0.3          # spike-in vs endogenous size-factor disagreement between conditions (log2)
 TOP_K = 20
 CONDITION_GENES = 200     # genes that best separate the recorded conditions, for the expressed-condition check
+TECHREP_RATIO = 2.0       # a pair whose median Pearson X2 (against Poisson splitting) is < 2 x the chi2(1) median is
+                          # one library sequenced twice: biological replicates add the extra-Poisson dispersion
+CHI2_1_MEDIAN = 0.454936  # median of chi-square with 1 df
 
 
 # ---------------------------------------------------------------- reading
@@ -198,6 +208,24 @@ def detect(d: dict) -> dict:
     if groups:
         findings.append("duplicate_sample")
 
+    # 4b. technical replicates: two columns that differ by Poisson sampling only (one RNA specimen sequenced twice)
+    ratios = pair_poisson_ratios(X)
+    same = {tuple(sorted(p)) for p in dup_pairs}
+    tech = [(a, b) for (a, b), r in ratios.items() if r < TECHREP_RATIO and (a, b) not in same]
+    tgroups: list[set] = []
+    for a, b in tech:
+        hit = [g for g in tgroups if a in g or b in g]
+        merged = set().union(*hit) | {a, b}
+        tgroups = [g for g in tgroups if g not in hit] + [merged]
+    v["techrep_groups"] = sorted(sorted(g) for g in tgroups)
+    v["techrep_samples"] = sorted({s for g in tgroups for s in g})
+    v["n_techrep_samples"] = len(v["techrep_samples"])
+    v["n_techrep_extra"] = sum(len(g) - 1 for g in tgroups)
+    v["techrep_min_ratio"] = round(min((ratios[p] for p in tech), default=0.0), 4)
+    v["bio_min_ratio"] = round(min((r for p, r in ratios.items() if p not in same and p not in set(tech)), default=0.0), 4)
+    if tgroups:
+        findings.append("resequenced_specimen")
+
     # 5. recorded sex and condition vs expression: sheet rows moved between samples (a swap or a rotation)
     inferred = infer_sex(X, genes)
     rec_sex = sheet.set_index("sample")["sex"].reindex(X.columns) if "sex" in sheet else inferred
@@ -240,8 +268,32 @@ def detect(d: dict) -> dict:
     v["library_sizes"] = {s: int(t) for s, t in lib.items()}
     v["min_library_ratio"] = round(float(lib.min() / lib.median()), 4)
     v["median_library_size"] = int(lib.median())
-    v["n_samples_kept"] = int(X.shape[1]) - len(deg) - v["n_duplicate_extra"]
+    v["n_samples_kept"] = int(X.shape[1]) - len(deg) - v["n_duplicate_extra"] - v["n_techrep_extra"]
+    v["n_specimens"] = int(X.shape[1]) - v["n_duplicate_extra"] - v["n_techrep_extra"]
     return {"findings": sorted(findings), **v}
+
+
+def pair_poisson_ratios(X: pd.DataFrame, min_total: float = 100.0) -> dict:
+    """Per pair of sample columns (a, b), a < b: over the genes with >= min_total reads in the pair, the median of the
+    Pearson statistic X2 = sum over the two samples (y - s t)^2 / (s t) (t the pair's reads of the gene, s the sample's
+    share of the pair's library total) divided by the chi-square(1) median: ~1 when the two columns differ by Poisson
+    sampling only (technical replicates of one library), 1 + alpha mu / 2-ish and more between biological replicates."""
+    A = X.to_numpy(float)
+    lib = A.sum(0)
+    cols = list(X.columns)
+    out = {}
+    for i in range(len(cols)):
+        for j in range(i + 1, len(cols)):
+            t = A[:, i] + A[:, j]
+            k = t >= min_total
+            if not k.any():
+                continue
+            s = lib[i] / (lib[i] + lib[j])
+            e1, e2 = s * t[k], (1 - s) * t[k]
+            x2 = (A[k, i] - e1) ** 2 / e1 + (A[k, j] - e2) ** 2 / e2
+            a, b = sorted((cols[i], cols[j]))
+            out[(a, b)] = float(np.median(x2)) / CHI2_1_MEDIAN
+    return out
 
 
 def restore_sheet(sheet: pd.DataFrame, swapped: list, shown: dict) -> pd.DataFrame:
@@ -259,7 +311,7 @@ def restore_sheet(sheet: pd.DataFrame, swapped: list, shown: dict) -> pd.DataFra
     return out
 
 
-@solver("bulkrna.L1.integrity", version="3")
+@solver("bulkrna.L1.integrity", version="4")
 def l1_integrity(world_dir: Path, world) -> dict:
     return detect(read_world(world_dir))
 
@@ -499,6 +551,91 @@ def de_calls_truth(path: Path, golden: dict, check) -> tuple[float, str]:
                        f"(need {need[2]:.0%}; reference {r_nul:.0%})")
 
 
+# ---------------------------------------------------------------- L2 design
+
+NUISANCE = ("batch", "donor", "sex")    # recorded sheet factors that may be aliased with condition
+
+
+def collapse_technical(X: pd.DataFrame, sheet: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list]:
+    """DESeq2's collapseReplicates: the runs of one specimen (sheet column `specimen`) summed into one sample named after
+    the specimen; the sheet keeps one row per specimen (its annotations must agree over its runs). Returns the
+    collapsed counts, sheet and the groups of runs collapsed (specimens with more than one run)."""
+    if "specimen" not in sheet or sheet["specimen"].nunique() == len(sheet):
+        return X, sheet, []
+    sh = sheet.set_index("sample").loc[X.columns]
+    groups = sorted(sorted(g.index) for _, g in sh.groupby("specimen") if len(g) > 1)
+    C = X.T.groupby(sh["specimen"].to_numpy()).sum().T
+    cols = [c for c in sheet.columns if c not in ("sample", "specimen", "index")]
+    one = sh.groupby("specimen")[cols].first()
+    one = one.reset_index().rename(columns={"specimen": "sample"})
+    return C[sorted(C.columns)], one.sort_values("sample").reset_index(drop=True), groups
+
+
+def aliased_factors(sheet: pd.DataFrame) -> list[str]:
+    """Recorded factors whose levels coincide with the condition's (each level in one condition only and each condition
+    in one level only): their effect and the condition's are the same column of the design, not estimable apart."""
+    out = []
+    for c in NUISANCE:
+        if c in sheet and sheet[c].nunique() > 1:
+            if sheet.groupby(c)["condition"].nunique().max() == 1 and sheet.groupby("condition")[c].nunique().max() == 1:
+                out.append(c)
+    return out
+
+
+def default_coefficient_sign(levels: list[str], test: str) -> float:
+    """The sign of the one condition coefficient a formula design (~condition, reference = the alphabetically first
+    level, as R and formulaic choose it) gives for the test-over-reference contrast: +1 when the test level sorts
+    after the reference, -1 when the test level is the reference (the coefficient is reference over test)."""
+    return 1.0 if sorted(levels)[0] != test else -1.0
+
+
+@solver("bulkrna.L2.design", version="1")
+def l2_design(world_dir: Path, world) -> dict:
+    X, sheet, genes, meta = load_l2(world_dir)
+    test, ref = meta["task"]["test_condition"], meta["task"]["reference_condition"]
+    C, sh, groups = collapse_technical(X, sheet)
+    aliased = aliased_factors(sh)
+    out = {"test_condition": test, "reference_condition": ref, "n_samples": int(X.shape[1]),
+           "n_specimens": int(C.shape[1]), "technical_groups": groups, "n_technical_groups": len(groups),
+           "aliased": aliased, "estimable": not aliased,
+           "default_reference": sorted(sheet["condition"].unique())[0],
+           "sign_flip_by_default": default_coefficient_sign(list(sheet["condition"].unique()), test) < 0,
+           "batch_by_condition": ({c: sorted(s["batch"]) for c, s in sheet.groupby("condition")} if "batch" in sheet else {})}
+    # the trap's analysis: ~condition on every column, the shrunk LFCs of the design's one condition coefficient
+    nv = run_deseq(X.T, sheet, "~condition", ["condition", test, ref], shrink=True)
+    sign = default_coefficient_sign(list(sheet["condition"].unique()), test)
+    nlfc = sign * nv["shrunk_lfc"]          # the coefficient as the table reports it (sign undone by run_deseq)
+    npadj = _bool_padj(nv)
+    naive_de = sorted(nv.index[npadj < 0.05])
+    out.update({"naive_de_genes": naive_de, "naive_n_de": len(naive_de),
+                "naive_up_genes": sorted(g for g in naive_de if nlfc[g] > 0)})
+    out["naive_n_up"] = len(out["naive_up_genes"])
+    defect = getattr(world, "defect", None)
+    if aliased:
+        out.update({"design": "not estimable (condition aliased with " + ", ".join(aliased) + ")", "de_genes": [],
+                    "n_de_genes": 0, "up_genes": [], "n_up": 0, "down_genes": [], "de_log2fc": {}, "median_log2fc": 0.0,
+                    "trap_de_genes": naive_de, "trap_up_genes": [], "null_padj": {}, "n_naive_false": len(naive_de)})
+        return out
+    design = estimable_design(sh)
+    if groups or design != "~condition":
+        res = run_deseq(C.T, sh, design, ["condition", test, ref])
+    else:
+        res = nv
+    padj = _bool_padj(res)
+    de = sorted(res.index[padj < 0.05])
+    lfc = res["log2FoldChange"]
+    up = sorted(g for g in de if lfc[g] > 0)
+    null = sorted(g for g in naive_de if padj.get(g, 1.0) >= 0.05)
+    out.update({"design": design, "de_genes": de, "n_de_genes": len(de), "up_genes": up, "n_up": len(up),
+                "down_genes": sorted(g for g in de if lfc[g] < 0), "de_log2fc": _table_golden(res, de),
+                "median_log2fc": round(float(lfc[res["baseMean"] >= 20].median()), 4),
+                "trap_de_genes": naive_de if defect == "technical_replicates" else [],
+                "trap_up_genes": out["naive_up_genes"] if defect == "reference_level" else [],
+                "null_padj": {g: 1.0 for g in null[:200]} if defect == "technical_replicates" else {},
+                "n_naive_false": len(null)})
+    return out
+
+
 # ---------------------------------------------------------------- L2 normalisation
 
 def spike_decision(X: pd.DataFrame, sheet: pd.DataFrame, genes: pd.DataFrame, test: str, ref: str) -> dict:
@@ -606,7 +743,8 @@ def l3_dossier(world_dir: Path, world) -> dict:
             over.append(r["tissue"])
     out["overdispersed_tissues"] = sorted(over)
     out["median_dispersion_by_bin"] = {f"{r.tissue} {r.mean_count_bin}": float(r.median_dispersion) for r in bins.itertuples()}
-    out["contrast"] = {k.split(" ")[0]: (float(v) if k.startswith("fraction") else int(v)) for k, v in con.items()}
+    out["contrast"] = {k.split(" ")[0]: (float(v) if k.startswith("fraction") or not float(v).is_integer() else int(v))
+                       for k, v in con.items()}
     return out
 
 
