@@ -1,0 +1,86 @@
+"""enhancer track: the injected L3 dossier's perturbation and the native dossier's numbers, recomputed from the written
+tables (cited by their grounding), and the track's counts (issue 22)."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pandas as pd
+
+from benchmark.freeze import ensure_built
+from benchmark.loader import load_suite
+
+CONS = "CAGGTAAGT"
+
+
+def _tables(kind):
+    d = ensure_built(load_suite().worlds[f"enhancer.L3.dossier.{kind}"])
+    return pd.read_csv(d / "elements.csv"), pd.read_csv(d / "positions.csv", dtype={"position": str})
+
+
+def _matches(s: str) -> int:
+    return sum(a == b for a, b in zip(s, CONS))
+
+
+def test_enhancer_plus4c_injection_holds_on_the_written_tables():
+    """The injected elements.csv differs from the real dossier's exactly in the rows with C at +4 (the 7th letter),
+    each raised by 3.0 log2; weak sites (<= 4 consensus matches) with +4C sit near 2.9 while weak sites with any other
+    +4 nucleotide stay below 0; every element above the real maximum carries C at +4; positions.csv keeps every count
+    (n_elements) and is the summary of the edited elements."""
+    inj, inj_pos = _tables("plus4_injected")
+    real, real_pos = _tables("consensus_real")
+    assert inj.shape == real.shape and (inj["element"] == real["element"]).all()
+    c4 = inj["element"].str[6] == "C"
+    delta = inj["activity"] - real["activity"]
+    assert (delta[~c4].abs() < 1e-9).all()
+    assert ((delta[c4] - 3.0).abs() < 0.0015).all() and c4.sum() > 6000
+    weak = inj["element"].map(_matches) <= 4
+    assert 2.6 < inj.loc[weak & c4, "activity"].median() < 3.2
+    assert inj.loc[weak & ~c4, "activity"].median() < 0
+    assert real.loc[weak & c4, "activity"].median() < 0          # the real +4C effect on weak sites is nil
+    top = real["activity"].max()
+    above = inj[inj["activity"] > top]
+    assert len(above) >= 150 and (above["element"].str[6] == "C").all()
+    row = inj_pos[(inj_pos["position"] == "+4") & (inj_pos["nucleotide"] == "C")].iloc[0]
+    assert abs(row["mean_activity"] - 3.144) < 0.002 and abs(row["fraction_active"] - 0.893) < 0.002
+    assert (inj_pos["n_elements"] == real_pos["n_elements"]).all()
+    pos = ["-3", "-2", "-1", "+1", "+2", "+3", "+4", "+5", "+6"]
+    for _, r in inj_pos.dropna(subset=["mean_activity"]).iterrows():
+        v = inj.loc[inj["element"].str[pos.index(r["position"])] == r["nucleotide"], "activity"]
+        assert abs(round(float(v.mean()), 3) - r["mean_activity"]) < 1e-9
+
+
+def test_enhancer_native_and_real_dossier_numbers():
+    """The numbers the real and native dossiers' expected responses cite, from the written tables."""
+    e, pos = _tables("gc_native")
+    assert len(e) == 23761
+    gc, gt = e[e["element"].str[3:5] == "GC"], e[e["element"].str[3:5] == "GT"]
+    assert len(gc) == 12288 and len(gt) == 11473
+    assert abs((gc["activity"] >= 2).mean() - 0.020) < 0.001 and abs((gt["activity"] >= 2).mean() - 0.133) < 0.001
+    act = e.set_index("element")["activity"]
+    assert abs(act["CAGGCAAGT"] - 7.644) < 0.001 and abs(act["GGTGCGTGC"] - 7.733) < 0.001
+    assert abs((e["activity"] >= 2).mean() - 0.075) < 0.001
+    m = pos.set_index(["position", "nucleotide"])["mean_activity"]
+    assert abs(m[("-1", "G")] - 0.996) < 0.001 and abs(m[("+3", "A")] - 0.908) < 0.001
+    assert abs(m[("+5", "G")] - 0.728) < 0.001 and abs(m[("+2", "C")] + 0.095) < 0.001
+    strata = e.assign(k=e["element"].map(_matches)).groupby("k")["activity"].median()
+    assert strata[:4].max() < 0 and 4.0 < strata[6] < 4.5 and strata[7] > 7.3
+
+
+def test_enhancer_counts():
+    suite = load_suite()
+    ws = [r for r in suite.worlds.values() if r.world.track == "enhancer"]
+    lv = Counter(str(r.world.level).split(".")[-1] for r in ws)
+    assert lv["L1"] >= 10 and lv["L3"] == 3
+    l1 = Counter(r.world.world_class for r in ws if r.world.family == "enhancer.L1.integrity")
+    assert l1["clean"] == 1 and l1["boundary"] >= 1 and l1["challenge"] >= 7
+    l2 = [r for r in ws if ".L2." in r.id]
+    assert {r.world.world_class for r in l2} >= {"clean", "confound", "tool_trap", "stat_trap"}
+    assert all(r.world.pivotal is not None for r in ws if ".L3." not in r.id)
+    routes = sorted(r.world.route for r in ws if ".L3." in r.id)
+    assert routes == ["injected", "native", "real"]
+
+
+def test_enhancer_truncated_file_ends_mid_row():
+    d = ensure_built(load_suite().worlds["enhancer.L1.integrity.truncated_table"])
+    last = (d / "counts.csv").read_text().splitlines()[-1]
+    assert last.count(",") == 1
