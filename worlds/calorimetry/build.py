@@ -22,7 +22,7 @@ triple point, spread over 0.03 K below it (premelting of a 99.9 % sample). Entha
 
 Measurements (simulated, seeded)
 --------------------------------
-L1 `cp_series`: a heat-pulse series of a specimen (n mol): five runs (Cu; 15-320 K) or two runs (n-heptane through
+L1 `pulse_series`: a heat-pulse series of a specimen (n mol): five runs (Cu; 15-320 K) or two runs (n-heptane through
 its melting), each pulse delivering E joules (net of the empty-vessel addenda) for a drawn temperature rise; the
 recorded rise carries relative noise u_rel(T) = 0.0008 + 0.004 (20 K / T)^2 (standard, k = 1; Lang et al. 2006 quote
 0.1 % above 30 K); Cp = E / (n dT) is written with the standard uncertainty u_Cp = u_rel Cp. Edits: duplicated rows,
@@ -235,8 +235,8 @@ def _series(sub: dict, rng, sample: str, n: float) -> pd.DataFrame:
     return d
 
 
-@recipe(TRACK, "cp_series")
-def cp_series(sub: dict, rng, sample: str = "Cu", n_low: float = 0.10, n_high: float = 0.16) -> Cal:
+@recipe(TRACK, "pulse_series")
+def pulse_series(sub: dict, rng, sample: str = "Cu", n_low: float = 0.10, n_high: float = 0.16) -> Cal:
     n = round(float(rng.uniform(n_low, n_high)), 6)
     d = _series(sub, rng, sample, n)
     p = Cal(kind="integrity", table=d)
@@ -352,10 +352,12 @@ def _pulses(sub: dict, rng, n: float, d_ref: float, t_lo: float = 80.0, t_hi: fl
     return pd.DataFrame(rows)
 
 
-def hep_table(sub: dict) -> pd.DataFrame:
+def hep_table(sub: dict, rng) -> pd.DataFrame:
+    """The evaluated n-heptane table, tabulated on a grid whose origin is drawn per world (3-K steps)."""
     ttp = sub["ttp"]
-    ts = [float(x) for x in range(120, 182, 3)] + [round(ttp, 3)]
-    tl = [round(ttp, 3)] + [float(x) for x in range(185, 383, 3)]
+    s0, l0 = round(float(rng.uniform(118.5, 121.5)), 2), round(float(rng.uniform(184.0, 187.0)), 2)
+    ts = [round(s0 + 3 * k, 2) for k in range(40) if s0 + 3 * k < ttp - 0.5] + [round(ttp, 3)]
+    tl = [round(ttp, 3)] + [round(l0 + 3 * k, 2) for k in range(80) if l0 + 3 * k <= 383.0]
     rows = [{"T_K": x, "phase": "solid", "Cp_J_per_mol_K": round(float(hep_cp_solid(sub, x)), 2)} for x in ts]
     rows += [{"T_K": x, "phase": "liquid", "Cp_J_per_mol_K": round(float(hep_cp_liquid(sub, x)), 2)} for x in tl]
     return pd.DataFrame(rows)
@@ -398,7 +400,7 @@ def equilibrium(sub: dict, rng, d_ref: float, m_cu: float, t_cu: float, m_hep: f
                 splice: bool = False) -> Cal:
     n_spec = round(float(rng.uniform(0.12, 0.16)), 6)
     pul = _pulses(sub, rng, n_spec, d_ref / 60000.0)
-    hep = hep_table(sub)
+    hep = hep_table(sub, rng)
     gt, gh = cu_h_grid(sub)
     h298_0 = round(float(np.interp(T298, gt, gh)), 2)
     tab = _software_table(pul, n_spec, hep, splice, h298_0)
