@@ -372,7 +372,7 @@ def _software_table(pul: pd.DataFrame, n: float, hep: pd.DataFrame, splice: bool
     ht = hep["T_K"].to_numpy(dtype=float)
     hcp = hep["Cp_J_per_mol_K"].to_numpy(dtype=float)
     hh = np.concatenate([[0.0], np.cumsum(0.5 * (hcp[1:] + hcp[:-1]) * np.diff(ht))])
-    grid = np.arange(120, 381).astype(float)
+    grid = np.arange(125, 381).astype(float)
     h_cu = np.interp(grid, tm, hc) - np.interp(T298, tm, hc)
     if splice:
         h_cu = np.where(grid < T298, h_cu + h298_0, h_cu)
