@@ -335,8 +335,10 @@ def window_peaks(chip: Bam, inp: Bam, win: int = 500, step: int = 100, p: float 
 
 
 @alternative("histone.L2.peaks",
-             "pysam reads (MAPQ >= 30, deduplicated), a sliding-window Poisson caller against the depth-scaled input, "
-             "windows in blacklist.bed dropped, FRiP and promoter overlap from fragment centres",
+             "pysam reads (MAPQ >= 30, deduplicated) scored by a window caller written from the prompt: 500-bp "
+             "windows sliding by 100 bp, Poisson enrichment of ChIP over the depth-scaled input (floored at the "
+             "ChIP background) at p < 1e-6, merged; windows in blacklist.bed dropped; FRiP and promoter overlap "
+             "from the merged peaks",
              ["histone.L2.peaks.clean", "histone.L2.peaks.multimapper_pileups", "histone.L2.peaks.blacklist_artefacts",
               "histone.L2.peaks.jackpots_in_peaks"])
 def window_caller_peaks(world_dir: Path, out: Path) -> dict:
