@@ -477,8 +477,8 @@ def write(p: Nuc, w: CanonicalWriter) -> None:
     files = {"meta.json": "this description"}
     meta = {"detector": DETECTOR, "source": "Co-60 sealed point source on a fixed holder 10 cm from the detector face",
             "acquisition": "one spectrum a day, started by the scheduler at about 08:00 UTC, preset real time 600 s",
-            "dead_time_model": "the MCA's live-time clock: live_time_s is the time the MCA was able to accept pulses; "
-                               "dead_time_pct = 100 (real - live) / real",
+            "live_time_clock": "the MCA's live-time clock: live_time_s is the time the MCA was able to accept pulses; "
+                               "the dead-time fraction is (real - live) / real",
             "reference_data": {"Co-60": {"half_life_d": 1925.28, "lines_keV": [1173.228, 1332.492]},
                                "Mn-54": {"half_life_d": 312.19, "lines_keV": [834.848]},
                                "source": "DDEP/LNHB recommended data"}}
