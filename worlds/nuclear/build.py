@@ -375,6 +375,8 @@ def l2_series(sub, rng, n: int, co60_total: float, mn54_ratio: float = 0.0, seas
     p.mn54_ref = rng.poisson(expected(mnt, a, b) * 7200.0)
     p.env = _environment(rng, p.ids, t + start.timetuple().tm_yday, temp)
     p.meta.update(calibration={"offset_keV": a, "slope_keV_per_ch": b})
+    win = window_rate(co60_template(), *A.WINDOW_KEV) * co60_total / total_rate(co60_template())
+    p.truth["co60_rate"] = {s: round(win * math.exp(-math.log(2) * i / T_CO60), 4) for i, s in enumerate(p.ids)}
     p.truth.update(half_life_days=T_CO60, dead_time_fraction_first=round(float(1 - live[0] / REAL_S), 4),
                    mn54_ratio=mn54_ratio, kappa=kappa if seasonal else 0.0)
     return p
