@@ -106,3 +106,18 @@ def test_nuclear_boundary_recalibration_is_recorded():
     assert abs(1332.492 / b[0] - 1332.492 / b[1]) > 80
     meta = json.loads((d / "meta.json").read_text())
     assert any("recalibr" in e["entry"] or "calibration" in e["entry"] for e in meta["service_log"])
+
+
+def test_nuclear_l1_reference_finds_exactly_the_injected_records():
+    """On every challenge world the reference solver's list of affected spectra is exactly the set the recipe edited
+    (the generative truth), and the measured channel offset is within 2 channels of the injected one."""
+    from benchmark.freeze import read_golden
+
+    pairs = {"duplicate_spectra": ("duplicates", "duplicated_spectra"), "clock_reset": ("reset", "bad_timestamps"),
+             "live_exceeds_real": ("swapped", "live_exceeds_real"), "channel_shift": ("shifted", "shifted_spectra"),
+             "missing_spectra": ("missing", "missing_spectra"), "summary_mismatch": ("summary_edited", "summary_mismatch")}
+    for name, (truth_key, key) in pairs.items():
+        g = read_golden(SUITE.worlds[f"nuclear.L1.integrity.{name}"]).values
+        assert sorted(g["truth"][truth_key]) == sorted(g[key]), name
+    g = read_golden(SUITE.worlds["nuclear.L1.integrity.channel_shift"]).values
+    assert abs(g["channel_offset"] - g["truth"]["offset"]) <= 2

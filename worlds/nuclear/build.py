@@ -303,6 +303,7 @@ def duplicate_spectra(p: Nuc, rng, k_low: int, k_high: int) -> Nuc:
 def missing_spectra(p: Nuc, rng, k_low: int, k_high: int) -> Nuc:
     idx = _pick(rng, len(p.ids), k_low, k_high)
     p.drop = {p.ids[i] for i in idx}
+    p.truth["missing"] = sorted(p.drop)
     return p
 
 
@@ -334,6 +335,7 @@ def summary_mismatch(p: Nuc, rng, k_low: int, k_high: int) -> Nuc:
     for i in idx:
         f = float(rng.uniform(1.06, 1.2)) if rng.random() < 0.5 else float(rng.uniform(0.8, 0.94))
         p.summary_factor[p.ids[i]] = round(f, 4)
+    p.truth["summary_edited"] = sorted(p.summary_factor)
     return p
 
 
