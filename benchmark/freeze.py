@@ -313,7 +313,9 @@ def manifest_sha256(path: Path) -> str:
         if line.startswith(b"pivotal:"):
             skipping = True
             continue
-        if skipping and line.strip() and not line[:1].isspace() and not line.startswith(b"#"):
+        # the block ends at the next top-level key; its lines are indented, comments, or the items of a list of
+        # blocks (a world with several decisions), which YAML lets start at column 0 with "- "
+        if skipping and line.strip() and not line[:1].isspace() and not line.startswith((b"#", b"- ")):
             skipping = False
         if not skipping:
             out.append(line)

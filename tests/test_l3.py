@@ -449,3 +449,28 @@ def test_the_grounding_judge_gets_agent_text_only_as_quoted_data():
         _assert_framed(p, 2)  # the executed analysis; the final answer
         verdict = scripted_verdict(p, kind)  # the scripted judge reads the harness's lines, never forged ones
         assert verdict["matches_reference"] is True, verdict
+
+
+def test_histone_active_k27_injection_holds_on_the_written_tables():
+    """Recomputed from the written files: the injected dossier's per-gene table differs from the real
+    polycomb_repression dossier's (same substrate, same reference analysis) only in the promoter H3K27me3 column of
+    the 8 most highly expressed genes; those become H3K27me3-marked (log2 >= 0.58, here >= 1.2) while in the real table
+    no expressed gene (TPM >= 5) is, and they stay the only expressed marked genes of the injected table."""
+    import pandas as pd
+
+    from benchmark.freeze import ensure_built
+    from benchmark.loader import load_suite
+
+    suite = load_suite()
+    inj, real = (pd.read_csv(ensure_built(suite.worlds[f"histone.L3.dossier.{k}"]) / "evidence" / "promoter_marks.csv")
+                 for k in ("active_k27_injected", "polycomb_repression"))
+    assert inj.shape == real.shape and (inj.columns == real.columns).all()
+    k27 = "h3k27me3_promoter_log2enr"
+    top = set(real.sort_values(["gene_expression_tpm", "gene_id"], ascending=[False, True]).head(8).index)
+    differ = {(i, c) for c in inj.columns for i in inj.index if inj.at[i, c] != real.at[i, c]}
+    assert differ == {(i, k27) for i in top}
+    assert (inj.loc[sorted(top), k27] >= 1.2).all() and (real.loc[sorted(top), k27] < 0.58).all()
+    assert not ((real.gene_expression_tpm >= 5) & (real[k27] >= 0.58)).any()
+    assert set(inj.index[(inj.gene_expression_tpm >= 5) & (inj[k27] >= 0.58)]) == top
+    md = (ensure_built(suite.worlds["histone.L3.dossier.active_k27_injected"]) / "dossier.md").read_text()
+    assert "8 of the 10 most highly expressed genes" in md

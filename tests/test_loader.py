@@ -103,6 +103,11 @@ def test_lock_hash_ignores_only_the_pivotal_block(tmp_path):
     assert manifest_sha256(p) == h
     p.write_text(base.replace("accept", "detect") + "pivotal:\n  record: r\n")
     assert manifest_sha256(p) != h
+    # a list of decisions, whose items YAML lets start at column 0, is the pivotal block too
+    p.write_text("pivotal:\n- record: r\n  original_plan: o\n- stage: later\n  record: s\n" + base)
+    assert manifest_sha256(p) == h
+    p.write_text(base + "pivotal:\n- record: r\n- stage: later\n  record: s\nextra: 1\n")
+    assert manifest_sha256(p) != h
 
 
 def test_every_declared_data_file_is_fetched_and_matches_its_hash():

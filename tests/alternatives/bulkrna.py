@@ -232,7 +232,7 @@ def design_moderated_t(world_dir: Path, out: Path) -> dict:
                                  (sheet["condition"] == test).to_numpy(float)])
             if np.linalg.matrix_rank(D) < D.shape[1]:
                 issues.append(f"condition confounded with {f}: the design is rank-deficient, the treatment effect is not estimable")
-                return {**rep_base, "estimable": False, "confounded_with": [f], "de_genes": [], "n_de_genes": 0, "up_genes": [],
+                return {**rep_base, "estimable": False, "aliased_with": [f], "de_genes": [], "n_de_genes": 0, "up_genes": [],
                         "down_genes": [], "de_table": None, "median_log2fc": None,
                         "method": {"design": "none", "normalization": "n/a", "samples_used": "all"},
                         "issues_found": issues, "analysis_usable": False, "summary": "not estimable"}
@@ -240,4 +240,4 @@ def design_moderated_t(world_dir: Path, out: Path) -> dict:
         issues.append("reference level: the test condition sorts first alphabetically; contrast coded as the test indicator")
     res, design = moderated_t(counts, sheet, test)
     rep = _de_report(res, test, base, design, "median-of-ratios scaled log-CPM", issues, out / "de_design.csv")
-    return {**rep, "estimable": True, "confounded_with": []}
+    return {**rep, "estimable": True, "aliased_with": []}

@@ -281,3 +281,146 @@ def scran_pairwise_t(world_dir: Path, out: Path) -> dict:
                        "comparison": "target vs each other population; min log-fold change, max p-value",
                        "covariates": "lane (block)"},
             "issues_found": issues, "analysis_usable": True, "summary": f"{len(markers)} markers of {target}"}
+
+
+# ---------------------------------------------------------------- composition: edgeR-style DA (Lun et al. 2017)
+
+def _tmm(C: np.ndarray, trim_m: float = 0.3, trim_a: float = 0.05) -> np.ndarray:
+    """edgeR's TMM normalisation factors of the columns of a populations x samples count table (Robinson & Oshlack
+    2010): reference = the sample whose upper-quartile-scaled total is closest to the mean; per sample the weighted
+    mean of the log ratios to it after trimming 30% of M values and 5% of A values at each end."""
+    lib = C.sum(0)
+    uq = np.quantile(C / lib, 0.75, axis=0)
+    ref = int(np.argmin(np.abs(uq - uq.mean())))
+    out = np.ones(C.shape[1])
+    for j in range(C.shape[1]):
+        ok = (C[:, j] > 0) & (C[:, ref] > 0)
+        pj, pr = C[ok, j] / lib[j], C[ok, ref] / lib[ref]
+        m = np.log2(pj / pr)
+        a = 0.5 * np.log2(pj * pr)
+        v = (lib[j] - C[ok, j]) / lib[j] / C[ok, j] + (lib[ref] - C[ok, ref]) / lib[ref] / C[ok, ref]
+        n = len(m)
+        lo_m, hi_m = int(np.floor(n * trim_m)), n - int(np.floor(n * trim_m))
+        lo_a, hi_a = int(np.floor(n * trim_a)), n - int(np.floor(n * trim_a))
+        rm = np.argsort(np.argsort(m, kind="stable"), kind="stable")
+        ra = np.argsort(np.argsort(a, kind="stable"), kind="stable")
+        keep = (rm >= lo_m) & (rm < hi_m) & (ra >= lo_a) & (ra < hi_a)
+        out[j] = 2 ** (np.sum(m[keep] / v[keep]) / np.sum(1 / v[keep])) if keep.any() else 1.0
+    return out / np.exp(np.mean(np.log(out)))
+
+
+def _quasi_poisson(y: np.ndarray, X: np.ndarray, offset: np.ndarray) -> tuple[float, float, int]:
+    """Quasi-Poisson GLM by IRLS: the last coefficient, its p-value (t on n - p degrees of freedom, dispersion from
+    the Pearson statistic, at least 1)."""
+    beta = np.zeros(X.shape[1])
+    beta[0] = np.log((y.sum() + 0.5) / np.exp(offset).sum())
+    for _ in range(50):
+        mu = np.exp(offset + X @ beta)
+        z = X @ beta + (y - mu) / mu
+        W = mu
+        new = np.linalg.solve(X.T @ (W[:, None] * X), X.T @ (W * z))
+        if np.max(np.abs(new - beta)) < 1e-10:
+            beta = new
+            break
+        beta = new
+    mu = np.exp(offset + X @ beta)
+    dof = len(y) - X.shape[1]
+    phi = max(1.0, float(((y - mu) ** 2 / mu).sum() / dof))
+    cov = phi * np.linalg.inv(X.T @ (mu[:, None] * X))
+    tstat = beta[-1] / np.sqrt(cov[-1, -1])
+    return float(beta[-1]), float(2 * t_dist.sf(abs(tstat), dof)), dof
+
+
+def _da_glm(C: pd.DataFrame, info: pd.DataFrame, test: str, tmm: bool = True, lane: bool = True) -> pd.DataFrame:
+    pops = [p for p in C.columns if C[p].sum() >= 40]
+    M = C[pops].to_numpy(float)
+    lib = C.to_numpy(float).sum(1)
+    nf = _tmm(M.T) if tmm else np.ones(len(lib))
+    offset = np.log(lib * nf)
+    cols = [np.ones(len(info))]
+    lanes = sorted(set(info["lane"]))
+    if lane and len(lanes) > 1 and info.groupby("condition")["lane"].nunique().max() > 1:
+        cols.append((info["lane"] == lanes[1]).to_numpy(float))
+    cols.append((info["condition"] == test).to_numpy(float))
+    X = np.vstack(cols).T
+    rows = []
+    for j, p in enumerate(pops):
+        b, pv, _ = _quasi_poisson(M[:, j], X, offset)
+        rows.append({"cell_type": p, "log2fc": b / np.log(2), "pvalue": pv})
+    df = pd.DataFrame(rows)
+    df["padj"] = _bh(df["pvalue"].to_numpy())
+    return df
+
+
+def _lane_effects(C: pd.DataFrame, info: pd.DataFrame, test: str) -> dict[str, float]:
+    """Populations whose abundance differs between lanes (log2 lane coefficient, p < 0.01, |log2| > 1) with
+    condition in the model."""
+    pops = [p for p in C.columns if C[p].sum() >= 40]
+    lanes = sorted(set(info["lane"]))
+    if len(lanes) < 2 or info.groupby("condition")["lane"].nunique().max() < 2:
+        return {}
+    M = C[pops].to_numpy(float)
+    lib = C.to_numpy(float).sum(1)
+    offset = np.log(lib * _tmm(M.T))
+    X = np.vstack([np.ones(len(info)), (info["condition"] == test).to_numpy(float),
+                   (info["lane"] == lanes[1]).to_numpy(float)]).T
+    out = {}
+    for j, p in enumerate(pops):
+        b, pv, _ = _quasi_poisson(M[:, j], X, offset)
+        if pv < 0.01 and abs(b / np.log(2)) > 1:
+            out[p] = b / np.log(2)
+    return out
+
+
+@alternative("scrna.L2.composition",
+             "edgeR-style differential abundance (Lun et al. 2017): donor x population counts, TMM-normalised quasi-Poisson "
+             "GLM ~ [lane +] condition, BH",
+             ["scrna.L2.composition.clean", "scrna.L2.composition.closure", "scrna.L2.composition.pseudoreplication",
+              "scrna.L2.composition.lane_capture"])
+def edger_style_da(world_dir: Path, out: Path) -> dict:
+    """Differential abundance as Lun, Richard & Marioni (2017) test it in cytometry: cells counted per donor and
+    population (the donor is the replicate), TMM normalisation factors over the populations (robust to a minority
+    of changed populations, so one expansion does not depress the rest), a quasi-Poisson GLM per population with
+    lane as a covariate where it varies within a condition, t-test of the condition coefficient, BH at 5%."""
+    from scipy.stats import chi2_contingency
+
+    cells = pd.read_csv(world_dir / "cells.csv", dtype=str, keep_default_na=False)
+    task = json.loads((world_dir / "meta.json").read_text())["task"]
+    test, ref = task["test_condition"], task["reference_condition"]
+    C = pd.crosstab(cells["donor"], cells["cell_type"])
+    info = cells.groupby("donor")[["condition", "lane"]].first().loc[C.index]
+    res = _da_glm(C, info, test)
+    res[["cell_type", "log2fc", "padj"]].to_csv(out / "da_glm.csv", index=False)
+    sig = res[res["padj"] < 0.05]
+    changed = sorted(sig["cell_type"])
+    issues = []
+    raw = _da_glm(C, info, test, tmm=False)
+    extra_raw = sorted(set(raw.loc[raw["padj"] < 0.05, "cell_type"]) - set(changed))
+    if extra_raw:
+        issues.append("compositional closure: without TMM normalisation (library = all cells) "
+                      + ", ".join(extra_raw) + " look depleted only because another population expanded")
+    lane_fx = _lane_effects(C, info, test)
+    if lane_fx and not extra_raw:
+        issues.append("lane effect: " + ", ".join(f"{p} (log2 {b:+.1f} in lane B)" for p, b in lane_fx.items())
+                      + " whatever the condition; the lane is unbalanced between conditions, so it is confounded "
+                        "with condition unless kept as a covariate")
+    if not issues:
+        t = (cells["condition"] == test).to_numpy()
+        pooled = []
+        for p in sorted(set(cells["cell_type"])):
+            m = (cells["cell_type"] == p).to_numpy()
+            tab = [[int((m & t).sum()), int((~m & t).sum())], [int((m & ~t).sum()), int((~m & ~t).sum())]]
+            pooled.append(chi2_contingency(tab).pvalue)
+        q = _bh(np.array(pooled))
+        hits = [p for p, x in zip(sorted(set(cells["cell_type"])), q) if x < 0.05 and p not in changed]
+        if hits:
+            issues.append("pseudoreplication: a chi-square test on pooled cells calls " + ", ".join(hits)
+                          + " changed; the donor is the unit of replication")
+    return {"test_condition": test, "reference_condition": ref, "changed_populations": changed, "n_changed": len(changed),
+            "increased": sorted(sig.loc[sig["log2fc"] > 0, "cell_type"]),
+            "decreased": sorted(sig.loc[sig["log2fc"] < 0, "cell_type"]),
+            "da_table": "da_glm.csv",
+            "method": {"unit_of_replication": "donor", "test": "quasi-Poisson GLM, t-test, BH FDR 5%",
+                       "normalization": "TMM over populations", "covariates": "lane where estimable"},
+            "issues_found": issues, "analysis_usable": True,
+            "summary": f"{len(changed)} populations change in abundance across donors"}

@@ -286,7 +286,7 @@ if al:
     tab = pd.crosstab(sh['condition'], sh[al[0]])
     issues.append(f"condition confounded with {', '.join(al)}: " + '; '.join(f'{c}: ' + ', '.join(f'{b} {tab.loc[c, b]}' for b in tab.columns) for c in tab.index)
                   + ' -> every sample of a condition shares one level; the treatment effect is aliased with it and not estimable')
-    print(json.dumps({**base, 'estimable': False, 'confounded_with': al, 'de_genes': [], 'n_de_genes': 0, 'up_genes': [], 'down_genes': [],
+    print(json.dumps({**base, 'estimable': False, 'aliased_with': al, 'de_genes': [], 'n_de_genes': 0, 'up_genes': [], 'down_genes': [],
                       'de_table': None, 'median_log2fc': None,
                       'method': {'design': 'none: condition aliased with ' + ', '.join(al), 'normalization': 'n/a', 'samples_used': 'all'},
                       'issues_found': issues, 'analysis_usable': False, 'summary': 'Not estimable: condition and ' + ', '.join(al) + ' coincide; no DE genes can be attributed to the treatment.'}))
@@ -297,7 +297,7 @@ else:
     de = sorted(res.index[padj < 0.05])
     lfc = res['log2FoldChange']
     pd.DataFrame({'gene': res.index, 'log2fc': lfc.to_numpy(), 'padj': padj.to_numpy()}).to_csv('de_results.csv', index=False)
-    print(json.dumps({**base, 'estimable': True, 'confounded_with': [], 'de_genes': de, 'n_de_genes': len(de),
+    print(json.dumps({**base, 'estimable': True, 'aliased_with': [], 'de_genes': de, 'n_de_genes': len(de),
                       'up_genes': sorted(g for g in de if lfc[g] > 0), 'down_genes': sorted(g for g in de if lfc[g] < 0),
                       'de_table': 'de_results.csv', 'median_log2fc': round(float(lfc[res['baseMean'] >= 20].median()), 4),
                       'method': {'design': design, 'normalization': 'DESeq2 median-of-ratios', 'samples_used': ', '.join(C.columns)},
@@ -327,7 +327,7 @@ padj = res['padj'].fillna(1.0)
 de = sorted(res.index[padj < 0.05])
 lfc = res['log2FoldChange']
 pd.DataFrame({'gene': res.index, 'log2fc': lfc.to_numpy(), 'padj': padj.to_numpy()}).to_csv('de.csv', index=False)
-print(json.dumps({'test_condition': test, 'reference_condition': ref, 'estimable': True, 'confounded_with': [],
+print(json.dumps({'test_condition': test, 'reference_condition': ref, 'estimable': True, 'aliased_with': [],
                   'de_genes': de, 'n_de_genes': len(de),
                   'up_genes': sorted(g for g in de if lfc[g] > 0), 'down_genes': sorted(g for g in de if lfc[g] < 0),
                   'de_table': 'de.csv', 'median_log2fc': round(float(lfc[res['baseMean'] >= 20].median()), 4),

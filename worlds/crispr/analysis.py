@@ -31,7 +31,10 @@ def read_screen(world_dir) -> dict:
     lib = pd.read_csv(d / "library.csv")
     meta = json.loads((d / "meta.json").read_text())
     cn = pd.read_csv(d / "copy_number.csv") if (d / "copy_number.csv").exists() else None
-    return {"counts": counts, "library": lib, "meta": meta, "cn": cn}
+    out = {"counts": counts, "library": lib, "meta": meta, "cn": cn}
+    if (d / "expression.csv").exists():
+        out["expression"] = pd.read_csv(d / "expression.csv")
+    return out
 
 
 def bh(p) -> np.ndarray:
@@ -219,3 +222,102 @@ def naive_table(d: dict) -> pd.DataFrame:
     t = pd.DataFrame(rows)
     t["fdr"] = bh(t["p"].to_numpy())
     return t
+
+
+NOT_EXPRESSED_TPM = 1.0  # genes below this TPM in the screened line are not expressed (Hart 2015 reference non-essentials)
+
+
+def guide_level_analysis(d: dict) -> tuple[pd.DataFrame, dict]:
+    """Guide-level family (plasmid, T0 and final samples; library.csv perfect_matches; expression.csv): final vs T0
+    (never the plasmid: the transduction bottleneck sits between them), control-normalised; sgRNAs with more than one
+    perfect-match site dropped (multi-cut toxicity); genes not expressed in the line (TPM < 1) not tested; then the
+    robust gene test (median sgRNA LFC, Mann-Whitney against the non-targeting sgRNAs, low-T0 filter, >= MIN_GUIDES
+    sgRNAs), so one outlier sgRNA cannot carry a gene."""
+    line = d["meta"]["task"]["cell_line"]
+    g = guide_lfc(d, line, "final", "initial", controls_norm=True)
+    lib = d["library"].set_index("sgRNA")
+    pm = lib.reindex(g.index)["perfect_matches"].fillna(1)
+    multi = (pm > 1) & (g["category"] == "targeting")
+    info = {"multi_match_sgrnas": int(multi.sum())}
+    g = g[~multi]
+    if d.get("expression") is not None:
+        ex = d["expression"].set_index("gene")["tpm"]
+        off = sorted(set(g.loc[g["category"] == "targeting", "gene"]) & set(ex.index[ex < NOT_EXPRESSED_TPM]))
+        info["not_expressed"] = off
+        g = g[~g["gene"].isin(off)]
+    t = gene_test(g, "down")
+    return t, info
+
+
+def guide_naive_table(d: dict) -> pd.DataFrame:
+    """Guide-level family, tool defaults without checks: median-ratio normalisation over all sgRNAs and samples, each
+    final replicate against the library reference (the plasmid column), replicate-averaged sgRNA LFC, robust z-score
+    of each sgRNA against all sgRNAs, one-sided normal p-values combined per gene by Fisher's method, gene LFC = mean
+    sgRNA LFC, BH; every sgRNA and gene kept."""
+    from scipy.stats import chi2, norm
+
+    meta = d["meta"]
+    c = d["counts"].set_index("sgRNA")
+    lib = d["library"].set_index("sgRNA")
+    cols = list(meta["samples"])
+    x = c[cols].astype(float)
+    n = np.log2(x / size_factors(x) + PSEUDO)
+    ref = [s for s in cols if meta["samples"][s]["condition"] == "plasmid"] or samples_of(meta, None, "initial")
+    fin = samples_of(meta, meta["task"]["cell_line"], "final")
+    lfc = n[fin].mean(1) - n[ref].mean(1)
+    mad = float(np.median(np.abs(lfc - lfc.median()))) * 1.4826
+    p = pd.Series(norm.cdf((lfc - lfc.median()) / mad), index=lfc.index)
+    gene = lib.reindex(lfc.index)["Gene"]
+    cat = lib.reindex(lfc.index)["category"]
+    rows = []
+    for gname in sorted(set(gene[cat == "targeting"])):
+        m = (gene == gname).to_numpy()
+        pv = np.clip(p[m].to_numpy(), 1e-300, 1.0)
+        stat = -2.0 * np.log(pv).sum()
+        rows.append({"gene": gname, "lfc": float(lfc[m].mean()), "p": float(chi2.sf(stat, 2 * len(pv)))})
+    t = pd.DataFrame(rows)
+    t["fdr"] = bh(t["p"].to_numpy())
+    return t
+
+
+def guide_diagnostics(d: dict) -> dict:
+    """What a careful analyst measures before trusting a gene call in the guide-level family (data-driven):
+    single_guide_genes   genes whose most depleted sgRNA is below -2 while the median of the others is above -0.3
+                         (T0 reference, multi-match sgRNAs excluded, low-T0 sgRNAs filtered);
+    multi_locus_genes    genes with >= 2 sgRNAs of more than one perfect-match site;
+    not_expressed_depleted  genes with TPM < 1 whose sgRNAs deplete (median LFC <= -0.5, Mann-Whitney FDR < 0.05);
+    t0_vs_plasmid        the share of sgRNAs whose T0 abundance differs from the plasmid by more than 2-fold, and
+                         the Gini index of the plasmid and T0 counts."""
+    line = d["meta"]["task"]["cell_line"]
+    lib = d["library"].set_index("sgRNA")
+    g = guide_lfc(d, line, "final", "initial", controls_norm=True)
+    pm = lib.reindex(g.index)["perfect_matches"].fillna(1)
+    tg = g[(g["category"] == "targeting") & (pm <= 1) & (g["initial"] >= MIN_INITIAL)]
+    single = []
+    for gene, sub in tg.groupby("gene", sort=True):
+        x = np.sort(sub["lfc"].to_numpy())
+        if len(x) >= 3 and x[0] < -2.0 and np.median(x[1:]) > -0.3:
+            single.append(gene)
+    tl = d["library"][d["library"]["category"] == "targeting"]
+    per = tl[tl["perfect_matches"] > 1].groupby("Gene").size()
+    multi = sorted(per[per >= 2].index)
+    off_dep = []
+    if d.get("expression") is not None:
+        ex = d["expression"].set_index("gene")["tpm"]
+        off = set(ex.index[ex < NOT_EXPRESSED_TPM])
+        gg = g[(pm <= 1) | (g["category"] != "targeting")]
+        t = gene_test(gg, "down")
+        off_dep = sorted(t[t["gene"].isin(off) & (t["fdr"] < FDR) & (t["lfc"] <= -MIN_EFFECT)]["gene"])
+    meta = d["meta"]
+    c = d["counts"].set_index("sgRNA")
+    pl = [s for s in meta["samples"] if meta["samples"][s]["condition"] == "plasmid"]
+    t0 = samples_of(meta, None, "initial")
+    x = c[pl + t0].astype(float)
+    n = x / size_factors(x)
+    r = np.log2((n[t0].mean(1) + PSEUDO) / (n[pl].mean(1) + PSEUDO))
+    return {"single_guide_genes": single, "multi_locus_genes": multi, "not_expressed_depleted": off_dep,
+            "n_single_guide_genes": len(single), "n_multi_locus_genes": len(multi),
+            "n_not_expressed_depleted": len(off_dep),
+            "t0_plasmid_discordant_share": round(float((r.abs() > 1).mean()), 4),
+            "gini_plasmid": round(gini(c[pl].to_numpy(float).ravel()), 4),
+            "gini_t0": round(gini(c[t0].mean(1).to_numpy(float)), 4)}

@@ -63,6 +63,15 @@ L2  choose_lines(lines, dynamic_range, gains, n_nt, shared_base, clip_positive) 
     | low_representation(n_genes, share, guides_low, bottleneck, line) | screen_strength(line, factor)
     | drug_arm(n_resistance, n_proliferation) | simulate(replicates, technical, noise, reads_per_guide, drop_genes)
     | set_task(kind, ...)
+L2 guide-level family (one line, a 4-sgRNA library, plasmid + T0 + endpoint replicates, expression.csv and the
+    library's perfect_matches column): choose_lines | extra_dependencies
+    | guide_design(guides_per_gene, off_share, n_scatter, gamma_multi, cells_per_guide, clone_sigma)
+    | single_guide_outliers(n_genes) | multi_locus(n_genes) | non_expressed_depletion(n_genes)
+    | simulate_guides(replicates, noise, reads_per_guide) | set_task(kind="guide_level", cell_line)
+    The plasmid holds the real initial abundances; the transduction (Poisson cells per sgRNA, log-normal clone sizes)
+    skews T0 and every endpoint flask alike, so endpoint vs T0 cancels it and endpoint vs plasmid does not; sgRNAs with
+    k perfect-match sites deplete by -gamma_multi x (k - 1) (multi-cut toxicity, Aguirre et al. 2016); an outlier sgRNA
+    or a gene-independent artefact on a non-expressed gene is added to the effect, never to the generative truth.
 L3  inject_l3_expression(line, genes, retention)  injected counterfactual: real final counts of `genes` in `line`
                                                 binomially thinned (counts only go down)
     dossier(kind)                              gene-level evidence tables computed from the (edited) real table by
@@ -103,6 +112,7 @@ class Screen:
     task: dict = field(default_factory=dict)
     dossier: dict | None = None
     model: dict = field(default_factory=dict)  # L2 design (modifiers write, simulate reads)
+    expression: pd.DataFrame | None = None    # gene, tpm (guide-level worlds: the screened line's RNA-seq)
 
 
 # ---------------------------------------------------------------- substrate
@@ -499,6 +509,169 @@ def set_task(data: Screen, rng, kind: str, **task) -> Screen:
     return data
 
 
+# ---------------------------------------------------------------- L2 guide-level family (4 sgRNAs per gene)
+
+GUIDE_NOTES = {
+    "plasmid": "the sgRNA library plasmid DNA, sequenced before lentiviral packaging and transduction",
+    "initial": "T0: the transduced cells after puromycin selection, at the start of the proliferation screen",
+    "final": "the end of the screen (about 14 population doublings after T0), replicate flasks split at T0",
+}
+
+
+def _guide_taken(d: dict) -> set:
+    return set(d.get("guide_taken", []))
+
+
+def _guide_free(d: dict) -> list[str]:
+    return [g for g in _free_genes(d, d["lines"]) if g not in _guide_taken(d)]
+
+
+@recipe(TRACK, "guide_design")
+def guide_design(data: Screen, rng, guides_per_gene: int, off_share: float, n_scatter: int, gamma_multi: float,
+                 cells_per_guide: float, clone_sigma: float) -> Screen:
+    """The guide-level design shared by every world of the family: a `guides_per_gene` library (the first drawn
+    guides of each gene's real sgRNAs: a Brunello-like 4-guide library); RNA-seq expression of the line (a drawn share
+    `off_share` of the neutral genes not expressed, TPM 0-0.6; every other gene log-normal, TPM >= 2.8); `n_scatter`
+    sgRNAs of different genes annotated with 2 perfect-match sites (they cut twice); per-extra-site cutting toxicity
+    `gamma_multi` log2; the transduction of the library into cells at `cells_per_guide` transduced cells per sgRNA with
+    log-normal clone sizes (sd `clone_sigma`), the skew every T0 and final sample inherits and the plasmid lacks."""
+    d = data.model
+    tab = d["sub"]["table"]
+    pick = []
+    for g, sub in tab.groupby("Gene", sort=True):
+        ids = sorted(sub["sgRNA"])
+        pick += list(rng.choice(ids, min(guides_per_gene, len(ids)), replace=False))
+    d["guide_ids"] = sorted(str(x) for x in pick)
+    free = _guide_free(d)
+    n_off = int(round(off_share * len(free)))
+    off = sorted(rng.choice(free, n_off, replace=False))
+    genes = list(d["sub"]["genes"])
+    tpm = {}
+    for g in genes + list(POSITIVE_CONTROLS):
+        tpm[g] = round(float(rng.uniform(0.0, 0.6)), 2) if g in off else round(float(2 ** np.clip(rng.normal(4.5, 1.5), 1.5, 10)), 1)
+    data.expression = pd.DataFrame({"gene": sorted(tpm), "tpm": [tpm[g] for g in sorted(tpm)]})
+    d["not_expressed"] = off
+    d["multi"] = {}
+    scatter = rng.choice(sorted(set(tab["Gene"])), n_scatter, replace=False)
+    for g in sorted(scatter):
+        ids = [x for x in d["guide_ids"] if tab.set_index("sgRNA").loc[x, "Gene"] == g]
+        d["multi"][str(rng.choice(ids))] = 2
+    d["gamma_multi"] = float(gamma_multi)
+    d["cells_per_guide"], d["clone_sigma"] = float(cells_per_guide), float(clone_sigma)
+    d["outlier"], d["artefact"] = {}, {}
+    data.copy_number = None
+    return data
+
+
+def _gene_guides(d: dict, g: str) -> list[str]:
+    tab = d["sub"]["table"]
+    genes = dict(zip(tab["sgRNA"], tab["Gene"]))
+    return [x for x in d["guide_ids"] if genes[x] == g]
+
+
+@recipe(TRACK, "single_guide_outliers")
+def single_guide_outliers(data: Screen, rng, n_genes: int, effect: tuple = (-5.0, -3.0)) -> Screen:
+    """n_genes neutral genes get ONE outlier sgRNA (of their 4) depleted by a drawn `effect` log2 (an off-target cut in
+    an essential gene, or a guide that also disrupts an overlapping essential transcript); the gene's other sgRNAs
+    are neutral."""
+    d = data.model
+    pick = sorted(rng.choice(_guide_free(d), n_genes, replace=False))
+    for g in pick:
+        d["outlier"][str(rng.choice(_gene_guides(d, g)))] = float(rng.uniform(*effect))
+    d.setdefault("guide_taken", []).extend(pick)
+    return data
+
+
+@recipe(TRACK, "multi_locus")
+def multi_locus(data: Screen, rng, n_genes: int, matches: tuple = (3, 8), guides: tuple = (3, 4)) -> Screen:
+    """n_genes neutral genes belong to a paralog family / segmental duplication: `guides` (drawn) of their 4 sgRNAs
+    match 3-8 (drawn) sites perfectly, so Cas9 cuts every copy and the cell dies of DNA damage regardless of gene
+    function (per extra site -gamma_multi log2)."""
+    d = data.model
+    free = [g for g in _guide_free(d) if not any(x in d["multi"] for x in _gene_guides(d, g))]
+    pick = sorted(rng.choice(free, n_genes, replace=False))
+    for g in pick:
+        ids = _gene_guides(d, g)
+        k = int(rng.integers(guides[0], guides[1] + 1))
+        for x in sorted(rng.choice(ids, min(k, len(ids)), replace=False)):
+            d["multi"][str(x)] = int(rng.integers(matches[0], matches[1] + 1))
+    d.setdefault("guide_taken", []).extend(pick)
+    return data
+
+
+@recipe(TRACK, "non_expressed_depletion")
+def non_expressed_depletion(data: Screen, rng, n_genes: int, effect: tuple = (-1.8, -1.0)) -> Screen:
+    """n_genes of the genes NOT expressed in the line (TPM < 1) deplete with every sgRNA by a drawn gene-independent
+    `effect` (cutting toxicity in a locus shared with an expressed essential neighbour, or off-target activity): a
+    knockout of a silent gene cannot remove a function the cell uses."""
+    d = data.model
+    free = [g for g in d["not_expressed"] if g not in _guide_taken(d)]
+    pick = sorted(rng.choice(free, n_genes, replace=False))
+    for g in pick:
+        d["artefact"][g] = float(rng.uniform(*effect))
+    d.setdefault("guide_taken", []).extend(pick)
+    return data
+
+
+@recipe(TRACK, "simulate_guides")
+def simulate_guides(data: Screen, rng, replicates: int, noise: float, reads_per_guide: list) -> Screen:
+    """A plasmid -> T0 -> final screen of one line: plasmid abundance a0 (the real initial counts of the chosen
+    sgRNAs); transduction: Poisson(cells_per_guide x share x n) cells per sgRNA, log-normal clone sizes, so T0 and
+    every final flask carry the factor (clone total / expectation); final replicate r: T0 abundance x 2^(effect +
+    noise x e_r), e_r bootstrapped from the real residuals; effect = gene effect (+ outlier sgRNA, - gamma_multi x
+    (sites - 1), + gene-independent artefact); sequencing Multinomial(n x reads per guide)."""
+    d = data.model
+    sub = d["sub"]
+    line = d["lines"][0]
+    cal = sub["cal"][line]
+    tab = sub["table"].set_index("sgRNA")
+    ids = d["guide_ids"]
+    ctrl = _controls(rng, d["n_nt"])
+    guides = pd.concat([pd.DataFrame({"sgRNA": ids, "gene": tab.loc[ids, "Gene"].to_numpy(), "category": "targeting"}),
+                        ctrl], ignore_index=True)
+    guides["perfect_matches"] = [d["multi"].get(x, 1) for x in guides["sgRNA"]]
+    guides.loc[guides["category"] == "non_targeting", "perfect_matches"] = 0
+    n = len(guides)
+    cat = guides["category"].to_numpy()
+    gene = guides["gene"].to_numpy()
+    real_init = dict(zip(sub["table"]["sgRNA"], cal["initial"]))
+    a0 = np.concatenate([[max(real_init[x], 0.5) for x in ids], _boot(rng, cal["initial"], len(ctrl))])
+    a0 = np.maximum(a0, 0.5)
+    base = np.array([_base_effect(d, line, g) if c == "targeting" else 0.0 for g, c in zip(gene, cat)])
+    for g, e in d["extra"][line].items():
+        base[gene == g] = e
+    pc = cat == "positive_control"
+    base[pc] = _boot(rng, cal["strong"], int(pc.sum())) / abs(np.median(cal["strong"])) * d["range"]
+    tg = cat == "targeting"
+    d["true_effect"] = {line: {str(g): round(float(e), 4) for g, e in zip(gene[tg], base[tg])}}
+    eff = base.copy()
+    for i, x in enumerate(guides["sgRNA"]):
+        eff[i] += d["outlier"].get(x, 0.0) - d["gamma_multi"] * max(d["multi"].get(x, 1) - 1, 0)
+    for g, e in d["artefact"].items():
+        eff[gene == g] += e
+    # transduction: the population every T0 and final sample descends from
+    lam = d["cells_per_guide"] * a0 / a0.mean()
+    cells = rng.poisson(lam)
+    sig = d["clone_sigma"]
+    sizes = np.exp(sig * rng.standard_normal(int(cells.sum())))
+    clone = np.bincount(np.repeat(np.arange(n), cells), weights=sizes, minlength=n)
+    a_t0 = a0 * clone / (lam * np.exp(sig ** 2 / 2))
+    rpg = list(reads_per_guide)
+    samples = [{"name": "plasmid", "cell_line": "none", "condition": "plasmid", "replicate": 1},
+               {"name": f"{line}.T0", "cell_line": line, "condition": "initial", "replicate": 1}]
+    cols = [rng.multinomial(int(rpg[0] * n), a0 / a0.sum()), rng.multinomial(int(rpg[1] * n), a_t0 / a_t0.sum())]
+    for r in range(replicates):
+        a = a_t0 * 2.0 ** (eff + noise * _boot(rng, cal["resid"], n))
+        cols.append(rng.multinomial(int(rpg[(2 + r) % len(rpg)] * n), a / a.sum()))
+        samples.append({"name": f"{line}.final.R{r + 1}", "cell_line": line, "condition": "final", "replicate": r + 1})
+    order = np.argsort(guides["sgRNA"].to_numpy(), kind="stable")
+    data.guides = guides.iloc[order].reset_index(drop=True)
+    data.counts = np.column_stack(cols).astype(np.float64)[order]
+    data.samples = samples
+    d["sample_notes"] = GUIDE_NOTES
+    return data
+
+
 # ---------------------------------------------------------------- L3 dossier
 
 @recipe(TRACK, "inject_l3_expression")
@@ -574,6 +747,11 @@ DOSSIER_TEXT = {
                             *_DOSSIER_COMMON, "",
                             "## Question",
                             "Which gene(s) in this slice is a dependency of one line but not the other, and why?"]),
+    "shared_strength": "\n".join(["# Evidence dossier: gene dependencies of two leukaemia lines", "",
+                                   *_DOSSIER_COMMON, "",
+                                   "## Question",
+                                   "How many dependencies does each line show in this slice at FDR 5%, and do the two "
+                                   "lines depend on the same genes to the same degree? Explain what you find."]),
     "abl1_hl60": "\n".join(["# Evidence dossier: line-specific gene dependencies in two leukaemia lines", "",
                                       *_DOSSIER_COMMON, "",
                                       "## Question",
@@ -615,7 +793,7 @@ def generative_truth(data: Screen) -> dict:
     d, task = data.model, data.task
     eff = d.get("true_effect") or {}
     kind = task.get("kind")
-    if kind == "essential":
+    if kind in ("essential", "guide_level"):
         e = eff[task["cell_line"]]
         hits = [g for g, x in e.items() if x <= -TRUE_HIT_EFFECT]
         effect = e
@@ -647,19 +825,31 @@ def write(data: Screen, w: CanonicalWriter) -> None:
         cut = lines[1 + data.truncate_at]
         text = "\n".join(lines[:1 + data.truncate_at]) + "\n" + cut[: max(len(cut) // 2, 1)]
     w.bytes("counts.txt", text.encode("utf-8"))
-    lib = data.guides[["sgRNA", "gene", "category"]].rename(columns={"gene": "Gene"})
+    keep = ["sgRNA", "gene", "category"] + (["perfect_matches"] if "perfect_matches" in data.guides.columns else [])
+    lib = data.guides[keep].rename(columns={"gene": "Gene"})
     w.table("library.csv", lib)
     files = {
         "counts.txt": "sgRNA read-count table (MAGeCK count format: sgRNA, Gene, one column per sample; tab-separated)",
         "library.csv": "the sgRNA library design: sgRNA, Gene, category (targeting / non_targeting / positive_control)",
         "meta.json": "this description",
     }
+    if "perfect_matches" in keep:
+        files["library.csv"] += (", perfect_matches (number of perfect-match target sites of the sgRNA in the "
+                                 "reference genome, from the library annotation)")
+    if data.expression is not None:
+        w.table("expression.csv", data.expression)
+        files["expression.csv"] = ("RNA-seq expression of each library gene in the screened cell line (gene, tpm: "
+                                   "transcripts per million)")
     if data.copy_number is not None:
         w.table("copy_number.csv", data.copy_number)
         files["copy_number.csv"] = ("absolute copy number per gene in each screened cell line (from the lines' "
                                     "SNP-array profiles): cell_line, gene, copy_number")
     meta = {
         **META_BASE,
+        **({"library": "a 100-gene slice of a genome-scale library with 4 sgRNAs per gene (the sgRNA ID names the gene, "
+                       "the strand and the cut-site coordinate), plus non-targeting control sgRNAs (gene NonTargeting) "
+                       "and sgRNAs against reference core-essential genes (positive controls)"}
+           if data.model.get("guide_ids") else {}),
         "files": files,
         "values": "raw read counts per sgRNA (non-negative integers), not normalised",
         "samples": {s["name"]: {"cell_line": s["cell_line"], "condition": s["condition"], "replicate": s["replicate"]}
@@ -668,4 +858,6 @@ def write(data: Screen, w: CanonicalWriter) -> None:
     }
     if data.task:
         meta["task"] = {k: v for k, v in data.task.items() if k != "kind"}
+    if data.model.get("sample_notes"):
+        meta["sample_conditions"] = data.model["sample_notes"]
     w.json("meta.json", meta)

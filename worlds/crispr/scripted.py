@@ -252,3 +252,73 @@ def _l2_naive(ref) -> list[str]:
 for _fam in KINDS:
     oracle(_fam, version="1")(_l2_oracle)
     naive(_fam, version="1")(_l2_naive)
+
+
+# ---------------------------------------------------------------- L2 guide-level family
+
+_GL_ORACLE = r"""
+d = read_screen('.')
+line = d['meta']['task']['cell_line']
+t, info = guide_level_analysis(d)
+hits = hits_of(t, 'down')
+t[['gene', 'lfc', 'fdr', 'n_guides']].to_csv('gene_table.csv', index=False)
+print(t.sort_values('fdr').head(15).to_string())
+v = guide_diagnostics(d)
+print({k: v[k] for k in sorted(v)})
+issues = []
+if len(v['single_guide_genes']) >= 3:
+    issues.append(f"{len(v['single_guide_genes'])} genes ({', '.join(v['single_guide_genes'])}) have one outlier sgRNA "
+                  f"below -2 log2 while their other sgRNAs are neutral: a single guide (off-target or outlier) would "
+                  f"carry the gene call; gene level uses the median sgRNA and a rank test, so >= 2 concordant guides are needed")
+if len(v['multi_locus_genes']) >= 3:
+    issues.append(f"{len(v['multi_locus_genes'])} genes ({', '.join(v['multi_locus_genes'])}) have several sgRNAs with "
+                  f"multiple perfect-match sites (paralogs / duplicated loci): multi-cut toxicity depletes them regardless "
+                  f"of gene function; sgRNAs with > 1 perfect match removed")
+if len(v['not_expressed_depleted']) >= 2:
+    issues.append(f"genes not expressed in {line} (TPM < 1) deplete: {', '.join(v['not_expressed_depleted'])}; a "
+                  f"knockout of a silent gene removes no function, so this is a gene-independent (off-target / cutting) "
+                  f"artefact; non-expressed genes were not tested")
+if v['t0_plasmid_discordant_share'] > 0.05:
+    issues.append(f"the T0 sample differs from the plasmid library for {v['t0_plasmid_discordant_share']:.0%} of sgRNAs "
+                  f"(more than 2-fold; Gini {v['gini_plasmid']:.2f} plasmid vs {v['gini_t0']:.2f} T0): a transduction "
+                  f"bottleneck; the endpoint is compared with T0, not with the plasmid")
+report = {
+    'hits': hits, 'n_hits': len(hits), 'gene_table': 'gene_table.csv',
+    'method': {'normalization': 'median-ratio size factors on the non-targeting control sgRNAs',
+               'filtering': f'final vs T0; sgRNAs with > 1 perfect-match site and sgRNAs with < {MIN_INITIAL:.0f} '
+                            f'normalised T0 reads removed; genes with TPM < 1 not tested; genes need >= {MIN_GUIDES} sgRNAs',
+               'test': 'replicate-averaged sgRNA LFC; gene = median sgRNA LFC; one-sided Mann-Whitney against the '
+                       'non-targeting sgRNAs; Benjamini-Hochberg FDR; hit: FDR < 0.05 and LFC <= -0.5',
+               'corrections': 'none beyond the filters'},
+    'issues_found': issues, 'analysis_usable': True,
+    'summary': f'{len(hits)} hits at FDR 5%: {", ".join(hits[:12])}.',
+}
+print(json.dumps(report))
+"""
+
+_GL_NAIVE = r"""
+d = read_screen('.')
+t = guide_naive_table(d)
+hits = hits_of(t, 'down')
+t[['gene', 'lfc', 'fdr']].to_csv('gene_results.csv', index=False)
+print(t.sort_values('fdr').head(15).to_string())
+report = {
+    'hits': hits, 'n_hits': len(hits), 'gene_table': 'gene_results.csv',
+    'method': {'normalization': 'median-ratio normalisation over all sgRNAs (tool default)', 'filtering': 'none',
+               'test': 'sgRNA z-scores against all sgRNAs (endpoint vs library), Fisher-combined per gene, BH',
+               'corrections': 'none'},
+    'issues_found': [], 'analysis_usable': True,
+    'summary': f'{len(hits)} hits: {", ".join(hits[:12])}.',
+}
+print(json.dumps(report))
+"""
+
+
+@oracle("crispr.L2.guide_level", version="1")
+def guide_level_oracle(ref) -> list[str]:
+    return [_analysis_cell(), _GL_ORACLE]
+
+
+@naive("crispr.L2.guide_level", version="1")
+def guide_level_naive(ref) -> list[str]:
+    return [_analysis_cell(), _GL_NAIVE]

@@ -10,6 +10,10 @@ crispr.L2.essential     genes whose knockout depletes in one line (worlds.crispr
 crispr.L2.selective     dependencies stronger in the query line than the comparison line, each line scaled by its
                         positive-control dynamic range (selective_analysis).
 crispr.L2.resistance    genes enriched in the drug arm against the vehicle arm (resistance_analysis).
+crispr.L2.guide_level   essential genes of a 4-sgRNA screen (guide_level_analysis): endpoint vs T0 (not the plasmid),
+                        sgRNAs with > 1 perfect-match site dropped, non-expressed genes (TPM < 1) untested, median sgRNA
+                        LFC + Mann-Whitney against the non-targeting sgRNAs (robust to one outlier sgRNA); the naive side
+                        is guide_naive_table (plasmid reference, Fisher-combined sgRNA z-scores, mean LFC).
 crispr.L3.dossier       the dossier's key statistics, read back from its tables.
 
 Beside the reference result each L2 golden holds the naive pipeline's result (analysis.naive_table: median
@@ -240,11 +244,12 @@ def corrected_counts(path: Path, golden: dict, check) -> tuple[float, str]:
 # ---------------------------------------------------------------- L2
 
 def _l2_golden(d: dict, kind: str, world, exclude: set | None = None) -> dict:
-    fn = {"essential": A.essential_analysis, "selective": A.selective_analysis, "resistance": A.resistance_analysis}[kind]
+    fn = {"essential": A.essential_analysis, "selective": A.selective_analysis, "resistance": A.resistance_analysis,
+          "guide_level": A.guide_level_analysis}[kind]
     direction = "up" if kind == "resistance" else "down"
     t, info = fn(d)
     hits = A.hits_of(t, direction)
-    nt = A.naive_table(d)
+    nt = A.guide_naive_table(d) if kind == "guide_level" else A.naive_table(d)
     naive_hits = A.hits_of(nt, direction)
     defect = getattr(world, "defect", None)
     ref = t.set_index("gene")
@@ -325,6 +330,17 @@ def l2_resistance(world_dir: Path, world) -> dict:
     out["nt_median_lfc_median_norm"] = round(float(g_all.loc[g_all["category"] == "non_targeting", "lfc"].median()), 3)
     g_dv = A.guide_lfc(d, line, "drug", "vehicle")
     out["drug_depleted_guide_fraction"] = round(float((g_dv.loc[g_dv["category"] == "targeting", "lfc"] < -1).mean()), 3)
+    return out
+
+
+@solver("crispr.L2.guide_level", version="1")
+def l2_guide_level(world_dir: Path, world) -> dict:
+    """Essential genes of a 4-guide screen with plasmid, T0 and final samples (analysis.guide_level_analysis), plus the
+    diagnostics a careful analyst reads: sgRNA agreement within genes, multi-match sgRNAs, depletion of non-expressed
+    genes, and the plasmid -> T0 skew."""
+    d = A.read_screen(world_dir)
+    out = _l2_golden(d, "guide_level", world)
+    out.update(A.guide_diagnostics(d))
     return out
 
 

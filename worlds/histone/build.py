@@ -111,6 +111,7 @@ class HistoneData:
     unsorted: list[str] = field(default_factory=list)           # paths written unsorted and unindexed
     extra_contigs: list[tuple[str, int]] = field(default_factory=list)
     write_genes: bool = True
+    blacklist: pd.DataFrame | None = None    # chrom, start, end, reason: an ENCODE-style exclusion list (blacklist.bed)
     dossier: dict[str, Any] | None = None    # L3: markdown + tables instead of alignments
 
 
@@ -583,14 +584,120 @@ def two_conditions(d: HistoneData, rng: np.random.Generator, domain_scale: float
     return d
 
 
+@recipe("histone", "blacklist")
+def blacklist(d: HistoneData, rng: np.random.Generator, n_regions: int = 20, pileup_regions: int = 0,
+              chip_reads_per_region: tuple = (150, 400), input_ratio: float = 0.25) -> HistoneData:
+    """Publish an ENCODE-style exclusion list (blacklist.bed, listed in meta.json) of `n_regions` problematic regions
+    (1-6 kb; reason 'High Signal Region' with p = 0.7, else 'Low Mappability'), placed uniformly on the human contigs
+    at least 5 kb from every gene's TSS (real blacklist regions are mostly satellite, rDNA-like and pericentromeric
+    repeats, away from promoters). In `pileup_regions` of the High Signal Regions (a random subset; fewer when the list
+    has fewer) the libraries show the high-signal artefact those regions are listed for: each such region gets
+    Uniform(chip_reads_per_region) MAPQ-60 fragments in the ChIP, centred uniformly inside the region, and
+    `input_ratio` x as many in the input (the artefact is stronger in the ChIP than the matched input can cancel,
+    Amemiya et al. 2019). With pileup_regions = 0 the list is published but these libraries show nothing there."""
+    L, ci = _lengths(d), _cidx(d)
+    tss = {c: np.sort(sub.tss.to_numpy()) for c, sub in d.genes.groupby("chrom")}
+    rows = []
+    while len(rows) < int(n_regions):
+        k = int(rng.choice(len(L), p=L / L.sum()))
+        c = d.chroms[k][0]
+        w = int(rng.integers(1_000, 6_001))
+        s0 = int(rng.integers(20_000, int(L[k]) - 20_000 - w))
+        t = tss.get(c, np.zeros(0))
+        if np.any((t > s0 - 5_000) & (t < s0 + w + 5_000)):
+            continue
+        if any(r["chrom"] == c and r["start"] < s0 + w + 5_000 and s0 < r["end"] + 5_000 for r in rows):
+            continue
+        rows.append({"chrom": c, "start": s0, "end": s0 + w,
+                     "reason": "High Signal Region" if rng.random() < 0.7 else "Low Mappability"})
+    bl = pd.DataFrame(rows).sort_values(["chrom", "start"]).reset_index(drop=True)
+    d.blacklist = bl
+    chip_key = next(k for p, k in sorted(d.files.items()) if k.endswith("_chip"))
+    inp_key = next(k for p, k in sorted(d.files.items()) if k.endswith("_input"))
+    high = np.flatnonzero(bl.reason.to_numpy() == "High Signal Region")
+    pick = np.sort(rng.permutation(high)[: int(pileup_regions)])
+    for i in pick:
+        r = bl.iloc[i]
+        n = int(rng.integers(*chip_reads_per_region))
+        for key, m in ((chip_key, n), (inp_key, int(round(n * input_ratio)))):
+            add = _from_centres(rng, np.full(m, ci[r.chrom]), r.start + rng.random(m) * (r.end - r.start), L)
+            d.libs[key] = d.libs[key].concat(add)
+    d.meta = {**d.meta, "blacklist": "blacklist.bed"}
+    d.meta["files"] = {**d.meta["files"], "blacklist": "blacklist.bed"}
+    return d
+
+
+@recipe("histone", "multimappers")
+def multimappers(d: HistoneData, rng: np.random.Generator, background: float = 0.04, pileup_regions: int = 0,
+                 chip_reads_per_region: tuple = (150, 400), input_ratio: float = 0.2) -> HistoneData:
+    """Multi-mapping reads kept in the BAMs, as bwa reports them (MAPQ 0, one of the equally good copies chosen at
+    random). Every library gets `background` x its size of extra MAPQ-0 fragments spread uniformly (reads from
+    dispersed repeats). With `pileup_regions` > 0 a repeat family is over-represented in the ChIP library: that many
+    1-3 kb loci (placed >= 5 kb from every TSS) each get Uniform(chip_reads_per_region) MAPQ-0 fragments in the ChIP
+    and `input_ratio` x as many in the input, piled on the copy the aligner reported. MACS3 callpeak uses every
+    mapped read whatever its MAPQ; the ENCODE pipelines keep MAPQ >= 30 only."""
+    L, ci = _lengths(d), _cidx(d)
+    chip_key = next(k for p, k in sorted(d.files.items()) if k.endswith("_chip"))
+    inp_key = next(k for p, k in sorted(d.files.items()) if k.endswith("_input"))
+    for key in (chip_key, inp_key):
+        bg = uniform_reads(rng, L, int(round(background * len(d.libs[key]))))
+        bg.mapq[:] = 0
+        d.libs[key] = d.libs[key].concat(bg)
+    tss = {c: np.sort(sub.tss.to_numpy()) for c, sub in d.genes.groupby("chrom")}
+    loci = []
+    while len(loci) < int(pileup_regions):
+        k = int(rng.choice(len(L), p=L / L.sum()))
+        c = d.chroms[k][0]
+        w = int(rng.integers(1_000, 3_001))
+        s0 = int(rng.integers(20_000, int(L[k]) - 20_000 - w))
+        t = tss.get(c, np.zeros(0))
+        if np.any((t > s0 - 5_000) & (t < s0 + w + 5_000)):
+            continue
+        if any(cc == k and ss < s0 + w + 5_000 and s0 < ss + ww + 5_000 for cc, ss, ww in loci):
+            continue
+        loci.append((k, s0, w))
+    for k, s0, w in sorted(loci):
+        n = int(rng.integers(*chip_reads_per_region))
+        for key, m in ((chip_key, n), (inp_key, int(round(n * input_ratio)))):
+            add = _from_centres(rng, np.full(m, k), s0 + rng.random(m) * w, L)
+            add.mapq[:] = 0
+            d.libs[key] = d.libs[key].concat(add)
+    return d
+
+
+@recipe("histone", "peak_jackpots")
+def peak_jackpots(d: HistoneData, rng: np.random.Generator, n_fragments: int = 60, copies: tuple = (100, 300)) -> HistoneData:
+    """Over-amplified ChIP library whose PCR jackpots sit in the peaks: `n_fragments` ChIP fragments drawn among
+    those within 1 kb of an H3K4me3 peak centre (where most library molecules are) each get Uniform(copies)
+    identical copies (same contig, 5' position and strand). MACS3 collapses them (--keep-dup 1); a read count does
+    not."""
+    ci = _cidx(d)
+    key = next(k for p, k in sorted(d.files.items()) if k.endswith("_chip"))
+    lib = d.libs[key]
+    cen = lib.start + lib.flen / 2
+    near = np.zeros(len(lib), bool)
+    for c, sub in d.peaks.groupby("chrom"):
+        x = np.sort(sub.centre.to_numpy())
+        m = lib.chrom == ci[c]
+        j = np.clip(np.searchsorted(x, cen[m]), 1, len(x) - 1) if len(x) > 1 else np.zeros(int(m.sum()), int)
+        dist = np.minimum(np.abs(cen[m] - x[j - 1]), np.abs(cen[m] - x[j])) if len(x) > 1 else np.abs(cen[m] - x[0])
+        near[np.flatnonzero(m)] = dist <= 1000
+    cand = np.flatnonzero(near)
+    pick = np.sort(rng.choice(cand, size=min(int(n_fragments), len(cand)), replace=False))
+    lo, hi = copies
+    d.libs[key] = lib.concat(lib.take(np.repeat(pick, rng.integers(lo, hi, len(pick)))))
+    return d
+
+
 @recipe("histone", "dossier")
-def dossier(d: HistoneData, rng: np.random.Generator, kind: str) -> HistoneData:
+def dossier(d: HistoneData, rng: np.random.Generator, kind: str, inject: dict | None = None) -> HistoneData:
     """L3: publish an evidence dossier (markdown + per-gene table) from reference analyses of the substrate,
     instead of alignments. Per-gene promoter signals are input-normalised log2 enrichments computed from the
-    substrate's H3K4me3 and H3K27me3 libraries (TSS +-1 kb and TSS +-2.5 kb)."""
+    substrate's H3K4me3 and H3K27me3 libraries (TSS +-1 kb and TSS +-2.5 kb). `inject` ({n_genes, log2enr}) edits the
+    table as worlds/histone/dossier.py `inject_active_k27` documents (the injected counterfactual dossier)."""
     from worlds.histone.dossier import make_dossier
 
-    d.dossier = make_dossier(d, kind)
+    d.dossier = make_dossier(d, kind, rng, inject)
     d.files = {}
     d.write_genes = False
     return d
@@ -619,6 +726,8 @@ def _bam_tuples(lib: Reads, shuffle_rng: np.random.Generator | None = None):
 @writer("histone")
 def write(d: HistoneData, w: CanonicalWriter) -> None:
     if d.dossier is not None:
+        if d.dossier.get("injected"):
+            w.truth(injected_genes=d.dossier["injected"])
         for rel, content in sorted(d.dossier["files"].items()):
             if isinstance(content, pd.DataFrame):
                 w.table(rel, content)
@@ -632,6 +741,9 @@ def write(d: HistoneData, w: CanonicalWriter) -> None:
             g[col] = g[col] + off
     w.table("genes.csv", g)
     w.json("meta.json", d.meta)
+    if d.blacklist is not None:
+        w.text("blacklist.bed", "".join(f"{r.chrom}\t{int(r.start)}\t{int(r.end)}\t{r.reason}\n"
+                                        for r in d.blacklist.itertuples()))
     contigs = list(d.chroms) + list(d.extra_contigs)
     for path, key in sorted(d.files.items()):
         sq = [{"SN": _contig_name(c, d.bam_chrom_style), "LN": int(l)} for c, l in contigs]

@@ -2,7 +2,9 @@
 
 Per gene: H3K4me3 log2 ChIP/input CPM in TSS +-1 kb and H3K27me3 log2 ChIP/input CPM in TSS +-2.5 kb (fragment
 centres, pseudocount 0.5 CPM), expression (TPM). A promoter is H3K4me3-marked at log2 enrichment >= 2 and
-H3K27me3-marked at >= 0.58 (1.5-fold). Nothing is injected: both dossiers report relationships really present in the data.
+H3K27me3-marked at >= 0.58 (1.5-fold). The `bivalent` and `polycomb_repression` dossiers inject nothing: they report
+relationships really present in the data. The `active_k27_injected` dossier is the same table with one edit
+(`inject_active_k27`): promoter H3K27me3 raised at the most highly expressed genes.
 Both describe the substrate's differentiated (K562-like) cell line: bivalent promoters are the textbook feature of
 pluripotent cells, so the `bivalent` dossier is counter-prior only where the cells are NOT pluripotent (the
 generative model keeps a bivalent gene class in every cell type; see worlds/histone/build.py).
@@ -63,8 +65,23 @@ def summary(t: pd.DataFrame) -> dict:
     }
 
 
-def make_dossier(d, kind: str) -> dict:
+def inject_active_k27(t: pd.DataFrame, rng: np.random.Generator, n_genes: int, log2enr: float) -> tuple[pd.DataFrame, list[str]]:
+    """The injection of the `active_k27_injected` dossier: the promoter H3K27me3 log2 enrichment of the `n_genes` most
+    highly expressed genes (ties broken by gene_id) is set to `log2enr` + N(0, 0.12), rounded to 3 decimals. Nothing
+    else changes: their H3K4me3 and expression, and every other gene's values, are the reference analysis's."""
+    t = t.copy()
+    top = t.sort_values(["gene_expression_tpm", "gene_id"], ascending=[False, True]).head(int(n_genes))
+    idx = top.index.sort_values()
+    t.loc[idx, "h3k27me3_promoter_log2enr"] = np.round(log2enr + rng.normal(0, 0.12, len(idx)), 3)
+    t["h3k27me3_marked"] = t.h3k27me3_promoter_log2enr >= 0.58
+    return t, sorted(t.gene_id[idx].tolist())
+
+
+def make_dossier(d, kind: str, rng: np.random.Generator | None = None, inject: dict | None = None) -> dict:
     t = gene_table(d)
+    injected: list[str] = []
+    if inject:
+        t, injected = inject_active_k27(t, rng, **inject)
     s = summary(t)
     common = (
         f"# Evidence dossier\n\nSample: {d.cell_type}; ChIP-seq of H3K4me3 and H3K27me3 with matched inputs and RNA-seq "
@@ -99,7 +116,26 @@ def make_dossier(d, kind: str) -> dict:
             f"{s['spearman_h3k27me3_expression']}); H3K4me3 is positively correlated (rho = {s['spearman_h3k4me3_expression']}).\n"
             "4. The H3K27me3 signal forms broad domains (10-100 kb) spanning the promoters and bodies of the silent genes.\n"
         )
+    elif kind == "active_k27_injected":
+        top = t.sort_values(["gene_expression_tpm", "gene_id"], ascending=[False, True]).head(15)
+        hi = t.sort_values(["gene_expression_tpm", "gene_id"], ascending=[False, True]).head(10)
+        k = int((hi.h3k27me3_marked).sum())
+        body = (
+            "## Findings\n\n"
+            f"1. Promoter H3K27me3 enrichment is anti-correlated with expression across all genes (Spearman rho = "
+            f"{s['spearman_h3k27me3_expression']}); H3K4me3 is positively correlated (rho = {s['spearman_h3k4me3_expression']}).\n"
+            f"2. {s['n_h3k27me3_marked']} promoters are H3K27me3-marked; {s['fraction_k27_marked_not_expressed'] * 100:.0f}% "
+            "of them belong to genes that are not expressed (TPM < 5).\n"
+            f"3. Yet {k} of the 10 most highly expressed genes of the panel carry promoter H3K27me3 (log2 enrichment "
+            f"{hi.h3k27me3_promoter_log2enr[hi.h3k27me3_marked].min():.2f}-{hi.h3k27me3_promoter_log2enr.max():.2f}) together "
+            "with the strongest H3K4me3 of the panel.\n"
+            f"4. {s['n_bivalent']} promoters carry both marks; their median expression is {s['median_tpm_bivalent']} TPM, "
+            f"versus {s['median_tpm_k4_only']} TPM for H3K4me3-only promoters.\n\n"
+            "## The 15 most highly expressed genes\n\n"
+            + top[["gene_id", "chrom", "tss", "gene_expression_tpm", "h3k4me3_promoter_log2enr", "h3k27me3_promoter_log2enr"]]
+            .to_string(index=False) + "\n"
+        )
     else:
         raise ValueError(f"unknown dossier kind {kind!r}")
     out = t.drop(columns=["h3k4me3_marked", "h3k27me3_marked"])
-    return {"files": {"dossier.md": common + body, "evidence/promoter_marks.csv": out}, "summary": s}
+    return {"files": {"dossier.md": common + body, "evidence/promoter_marks.csv": out}, "summary": s, "injected": injected}

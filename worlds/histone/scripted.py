@@ -60,6 +60,12 @@ from worlds.histone.solvers import (  # noqa: F401 - the reference helpers the c
     true_runs,
     tss_signal_fraction,
     window_counts,
+    read_blacklist,
+    overlaps_any,
+    marked_genes,
+    reads_in_peaks,
+    filtered_bam,
+    peaks_analysis,
 )
 
 # ------------------------------------------------------------------ scripted agents (oracle / naive)
@@ -89,7 +95,7 @@ _HELPERS = (Lib, _samtools, read_bam, dedup_mask, duplicate_fraction, is_positio
             read_meta, concentration, enrichment_bins, profile_shape, tss_signal_fraction, index_read_count,
             out_of_order_fraction, gene_offsets, _before, integrity_values,
             quantify_analysis, domain_counts, spike_total, _diff_stats, gene_log2fc, differential_analysis, jackpot_positions,
-            input_gain_regions)
+            input_gain_regions, read_blacklist, overlaps_any, marked_genes, reads_in_peaks, filtered_bam, peaks_analysis)
 
 
 def _helpers_cell() -> str:
@@ -171,6 +177,17 @@ if 'pcr_duplicates' in F:
                                    f"{v['duplicate_fraction_input']}): low library complexity from over-amplification",
                        value=v['duplicate_fraction_chip'], action='removed duplicates (same contig, 5-prime position, strand)',
                        output=out))
+if 'multimapper_pileups' in F:
+    src = v['chip_bam']
+    out = 'fixed/' + Path(src).name.replace('.bam', '.mapq30.bam')
+    subprocess.run([_samtools(), 'view', '-b', '-q', '30', '-o', out, src], check=True, capture_output=True)
+    subprocess.run([_samtools(), 'index', out], check=True, capture_output=True)
+    issues.append(dict(category='multimapper (MAPQ 0) pile-ups in the ChIP', severity='warning', where=src,
+                       description=f"{v['low_mapq_fraction_chip']} of ChIP reads have MAPQ < 30 vs {v['low_mapq_fraction_input']} "
+                                   'of input reads, piled in a few loci: multi-mapping repeat reads that MAPQ-blind tools '
+                                   '(MACS3, bedtools, samtools depth) would count as enrichment',
+                       value=v['low_mapq_fraction_chip'], action='filtered the ChIP to MAPQ >= 30 (samtools view -q 30)',
+                       output=out))
 if 'truncated_bam' in F:
     p = write_lines('truncated_files.txt', [st['path'] for st in v['files'].values() if st['truncated']])
     issues.append(dict(category='truncated BAM', severity='blocking', where=', '.join(v['affected_files']),
@@ -197,6 +214,12 @@ for g in ([] if F else v['input_gain_regions']):
                        where=f"{g['chrom']}:{g['start']}-{g['end']}",
                        description=f"input depth {g['ratio']}x the median over this block and the ChIP shares it; the matched "
                                    'input corrects it', value=g['ratio'], action='none needed', output=None))
+if not F and 'low_mapq_fraction_chip' in v:
+    issues.append(dict(category='multimapping reads kept (MAPQ 0)', severity='info', where='both BAMs',
+                       description=f"{v['low_mapq_fraction_chip']} of ChIP and {v['low_mapq_fraction_input']} of input reads "
+                                   'have MAPQ < 30, spread evenly over both libraries (no pile-ups): the aligner output '
+                                   'as delivered; filter to MAPQ >= 30 at analysis time', value=v['low_mapq_fraction_chip'],
+                       action='none needed now', output=None))
 alarms = [i for i in issues if i['severity'] != 'info']
 assessment = 'usable'
 if alarms:
@@ -450,3 +473,101 @@ def differential_oracle(ref) -> list[str]:
 @naive("histone.L2.differential", version="1")
 def differential_naive(ref) -> list[str]:
     return [_DIFFERENTIAL_NAIVE]
+
+
+# ---- L2 peaks
+
+_PEAKS_ORACLE = r"""
+W = Path('.')
+values, pk = peaks_analysis(W)
+print({k: v for k, v in values.items() if k != 'marked_genes'})
+Path('marked_promoters.txt').write_text(''.join(g + '\n' for g in values['marked_genes']))
+pk.to_csv('peaks.csv', index=False)
+issues = []
+low = values['low_mapq_fraction']
+extra = values['naive_n_peaks'] - values['peaks_unfiltered_mapq30']
+if extra >= 5:
+    issues.append(f"Multi-mapping (MAPQ 0) read pile-ups: MACS3 keeps reads of any MAPQ, and {extra} of the "
+                  f"{values['naive_n_peaks']} peaks called on the raw BAMs vanish once reads are filtered to MAPQ >= 30 "
+                  f"(MAPQ < 30 share: ChIP {low['chip']:.3f}, input {low['input']:.3f}); called on MAPQ >= 30 reads")
+chip = read_bam(W / read_meta(W)['files']['chip_bam'])
+jp, dup = jackpot_positions(chip), duplicate_fraction(chip)
+if jp >= 5:
+    issues.append(f"PCR duplicate jackpots: {jp} positions carry >= 30 identical reads (duplicate fraction {dup:.3f}), "
+                  "inside peaks; MACS3 collapses them (--keep-dup 1) but a raw read count would inflate FRiP, so FRiP "
+                  "was computed on deduplicated reads")
+if values['peaks_in_blacklist'] >= 3:
+    issues.append(f"Blacklist artefacts: {values['peaks_in_blacklist']} called peaks fall in regions of the published "
+                  f"exclusion list (blacklist.bed, {values['blacklist_regions']} regions; high-signal pile-ups in ChIP and "
+                  "input); removed them before counting peaks and FRiP")
+report = {
+    'output_path': 'marked_promoters.txt',
+    'method': {'tool': f"samtools view -q 30; macs3 callpeak narrow with the input as control, --nomodel --extsize "
+                       f"{values['fragment_length']}, -g {values['effective_genome_size']}",
+               'filters': 'MAPQ >= 30 primary reads; duplicates collapsed (MACS3 --keep-dup 1; deduplicated for FRiP); '
+                          'peaks overlapping blacklist.bed removed',
+               'peak_mode': 'narrow'},
+    'n_peaks': values['n_peaks'],
+    'frip': values['frip'],
+    'n_marked_promoters': values['n_marked_promoters'],
+    'issues_found': issues,
+    'analysis_usable': True,
+    'trajectory': 'tabulated MAPQ per library; filtered to MAPQ >= 30; called narrow peaks against the input; compared '
+                  'with peaks on the raw BAMs; removed peaks in the exclusion list; FRiP on filtered deduplicated reads; '
+                  'marked promoters = TSS +-1 kb overlapping a peak',
+}
+print(json.dumps(report))
+"""
+
+_PEAKS_NAIVE = r"""
+import json
+import os
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pysam
+
+meta = json.load(open('meta.json'))
+genes = pd.read_csv('genes.csv')
+chip, inp = meta['files']['chip_bam'], meta['files']['input_bam']
+os.makedirs('macs', exist_ok=True)
+cmd = ['macs3', 'callpeak', '-t', chip, '-c', inp, '-f', 'BAM', '-n', 'naive', '--outdir', 'macs']
+if subprocess.run(cmd, capture_output=True).returncode != 0:  # model building failed: use the size from meta.json
+    cmd += ['--nomodel', '--extsize', str(meta.get('library_fragment_size_bp', 200))]
+    subprocess.run(cmd, check=True, capture_output=True)
+pk = pd.read_csv('macs/naive_peaks.narrowPeak', sep='\t', header=None).iloc[:, :3]
+pk.columns = ['chrom', 'start', 'end']
+bam = pysam.AlignmentFile(chip)
+seen = set()
+inpk = 0
+for r in pk.itertuples():
+    for a in bam.fetch(r.chrom, int(r.start), int(r.end)):
+        if a.query_name not in seen:
+            seen.add(a.query_name)
+            inpk += 1
+frip = inpk / bam.mapped
+marked = []
+for g in genes.itertuples():
+    if ((pk.chrom == g.chrom) & (pk.start < g.tss + 1000) & (pk.end > g.tss - 1000)).any():
+        marked.append(g.gene_id)
+open('marked_promoters.txt', 'w').write(''.join(x + '\n' for x in marked))
+report = {
+    'output_path': 'marked_promoters.txt',
+    'method': {'tool': 'macs3 callpeak with default settings', 'filters': 'none', 'peak_mode': 'narrow (MACS3 default)'},
+    'n_peaks': int(len(pk)), 'frip': round(frip, 4), 'n_marked_promoters': len(marked),
+    'issues_found': [], 'analysis_usable': True,
+    'trajectory': 'called peaks with macs3 callpeak against the input; FRiP with pysam; promoters = TSS +-1 kb',
+}
+print(json.dumps(report))
+"""
+
+
+@oracle("histone.L2.peaks", version="1")
+def peaks_oracle(ref) -> list[str]:
+    return [_helpers_cell(), _PEAKS_ORACLE]
+
+
+@naive("histone.L2.peaks", version="1")
+def peaks_naive(ref) -> list[str]:
+    return [_PEAKS_NAIVE]

@@ -440,6 +440,18 @@ def integrity_values(world_dir: Path) -> dict:
         findings.add("genome_build_mismatch")
     # copy-number: runs of raised input depth (an info-level note: the matched input cancels a shared gain)
     out["input_gain_regions"] = input_gain_regions(real_inp)
+    # multimappers (MAPQ 0) kept in the BAMs: recorded only where present (an info-level note when they are spread
+    # evenly over both libraries, as an aligner delivers them; filtering happens at analysis time)
+    lowq = {role: float(np.mean(lb.mapq < 30)) if len(lb.mapq) else 0.0 for role, lb in (("chip", chip), ("input", inp))}
+    if max(lowq.values()) > 0.01:
+        out["low_mapq_fraction_chip"] = round(lowq["chip"], 4)
+        out["low_mapq_fraction_input"] = round(lowq["input"], 4)
+        out["low_mapq_reads_chip"] = int(np.sum(chip.mapq < 30))
+        out["n_reads_chip_mapq30"] = int(np.sum(chip.mapq >= 30))
+        # MAPQ-0 pile-ups: the ChIP holds far more multimappers than its input (a repeat over-represented in the
+        # ChIP library, piled on the copy the aligner reported) -- artefact peaks for any MAPQ-blind caller
+        if lowq["chip"] > 2 * lowq["input"] + 0.02:
+            findings.add("multimapper_pileups")
     out["findings"] = sorted(findings)
     return out
 
@@ -524,6 +536,44 @@ def validate_dedup_bam(path: Path, golden: dict, check=None) -> tuple[float, str
     if want is None or abs(len(kept) - want) > 0.02 * want:
         return 0.0, f"{len(kept)} distinct reads, expected {want}"
     return 1.0, f"{len(kept)} distinct reads, no duplicate left"
+
+
+@product_validator("histone.mapq_filtered_bam", compressed=("bgzf",))
+def validate_mapq_filtered_bam(path: Path, golden: dict, check=None) -> tuple[float, str]:
+    """The ChIP filtered to MAPQ >= 30: no primary mapped read below MAPQ 30 is left, and the reads kept number the
+    ChIP's MAPQ >= 30 reads (within 1%)."""
+    import pysam
+
+    want = golden.get("n_reads_chip_mapq30")
+    with open(path, "rb") as fh:
+        fh.seek(max(0, Path(path).stat().st_size - 28))
+        if fh.read() != EOF_BLOCK:
+            return 0.0, "no BGZF EOF block"
+    n = low = 0
+    try:
+        with pysam.AlignmentFile(str(path), "rb", check_sq=False) as bam:
+            for r in bam.fetch(until_eof=True):
+                if r.is_unmapped or r.is_secondary or r.is_supplementary:
+                    continue
+                n += 1
+                low += r.mapping_quality < 30
+                if n > MAX_BAM_RECORDS:
+                    return 0.0, f"more than {MAX_BAM_RECORDS} records"
+    except Exception as exc:  # noqa: BLE001
+        return 0.0, f"not a readable BAM ({type(exc).__name__})"
+    if low:
+        return 0.0, f"{low} reads with MAPQ < 30 remain among {n}"
+    if want is None or abs(n - want) > 0.01 * want:
+        return 0.0, f"{n} reads kept, expected {want}"
+    return 1.0, f"{n} reads, all MAPQ >= 30"
+
+
+@product_maker("histone.mapq30")
+def make_mapq30_bam(src: Path, out: Path) -> None:
+    """samtools view -b -q 30, as a careful analyst filters multimappers."""
+    import pysam
+
+    pysam.view("-b", "-q", "30", "-o", str(out), str(src), catch_stdout=False)
 
 
 @product_validator("histone.harmonised_names")
@@ -793,6 +843,121 @@ def differential_analysis(world_dir: Path) -> tuple[dict, pd.DataFrame, dict]:
 @solver("histone.L2.differential", version="2")
 def differential(world_dir: Path, world) -> dict:
     return differential_analysis(world_dir)[0]
+
+
+# ------------------------------------------------------------------ L2 peaks
+
+def read_blacklist(world_dir: Path, meta: dict) -> pd.DataFrame:
+    """The exclusion list meta.json names (BED: chrom, start, end[, reason]); empty when none is named."""
+    rel = meta.get("files", {}).get("blacklist") or meta.get("blacklist")
+    if not rel or not (world_dir / rel).exists() or (world_dir / rel).stat().st_size == 0:
+        return pd.DataFrame(columns=["chrom", "start", "end"])
+    bl = pd.read_csv(world_dir / rel, sep="\t", header=None, comment="#").iloc[:, :3]
+    bl.columns = ["chrom", "start", "end"]
+    return bl
+
+
+def overlaps_any(a: pd.DataFrame, b: pd.DataFrame, pad: int = 0) -> np.ndarray:
+    """Per row of `a` (chrom, start, end): does it overlap any interval of `b` widened by `pad`?"""
+    out = np.zeros(len(a), bool)
+    for c, sub in a.groupby(a["chrom"].map(norm_chrom)):
+        bb = b[b["chrom"].map(norm_chrom) == c]
+        if not len(bb):
+            continue
+        bs, be = bb.start.to_numpy() - pad, bb.end.to_numpy() + pad
+        out[sub.index.to_numpy()] = [bool(np.any((bs < e) & (be > s))) for s, e in zip(sub.start, sub.end)]
+    return out
+
+
+def marked_genes(genes: pd.DataFrame, peaks: pd.DataFrame, half: int = 1000) -> list[str]:
+    """Genes whose TSS +-half overlaps a peak, sorted."""
+    prom = pd.DataFrame({"chrom": genes.chrom, "start": genes.tss - half, "end": genes.tss + half}).reset_index(drop=True)
+    hit = overlaps_any(prom, peaks.reset_index(drop=True))
+    return sorted(genes.gene_id.to_numpy()[hit].tolist())
+
+
+def reads_in_peaks(lib: Lib, peaks: pd.DataFrame, mask: np.ndarray, read_len: int = 50) -> int:
+    """Reads of `lib` (under `mask`) whose aligned 50-bp span overlaps a peak (bedtools intersect -u semantics)."""
+    left = np.where(lib.rev, lib.pos5 - (read_len - 1), lib.pos5)
+    idx = {norm_chrom(c): i for i, (c, _) in enumerate(lib.contigs)}
+    n = 0
+    for c, sub in peaks.groupby(peaks["chrom"].map(norm_chrom)):
+        if c not in idx:
+            continue
+        x = np.sort(left[mask & (lib.chrom == idx[c])])
+        iv = sub.sort_values("start")
+        s, e = iv.start.to_numpy(), iv.end.to_numpy()
+        # merge overlapping peaks so that a read is counted once
+        ms, me = [], []
+        for a, b in zip(s, e):
+            if ms and a <= me[-1]:
+                me[-1] = max(me[-1], b)
+            else:
+                ms.append(a)
+                me.append(b)
+        ms, me = np.array(ms), np.array(me)
+        n += int(np.sum(np.searchsorted(x, me, "left") - np.searchsorted(x, ms - read_len, "right")))
+    return n
+
+
+def filtered_bam(src: Path, out: Path, min_mapq: int = 30) -> Path:
+    """samtools view -b -q min_mapq -F 0x904 (primary mapped reads of MAPQ >= min_mapq), indexed."""
+    subprocess.run([_samtools(), "view", "-b", "-q", str(min_mapq), "-F", "0x904", "-o", str(out), str(src)],
+                   check=True, capture_output=True)
+    subprocess.run([_samtools(), "index", str(out)], check=True, capture_output=True)
+    return out
+
+
+def peaks_analysis(world_dir: Path) -> tuple[dict, pd.DataFrame]:
+    """Reference H3K4me3 peak set: primary reads of MAPQ >= 30 (samtools view -q 30), MACS3 narrow mode with the
+    input as control (--nomodel --extsize = meta.json's fragment size, -g = the panel's human length, duplicates
+    collapsed by MACS3's --keep-dup 1 default), peaks overlapping the published exclusion list (blacklist.bed)
+    removed. Marked promoters: TSS +-1 kb overlaps a kept peak. FRiP: MAPQ >= 30 deduplicated ChIP reads on the
+    human contigs whose 50-bp span overlaps a kept peak, over all such reads. The naive values are those of MACS3
+    on the raw BAMs, no exclusion list, FRiP over every mapped read."""
+    meta = read_meta(world_dir)
+    genes = read_genes(world_dir)
+    chip_p, inp_p = world_dir / meta["files"]["chip_bam"], world_dir / meta["files"]["input_bam"]
+    chip, inp = read_bam(chip_p), read_bam(inp_p)
+    d = int(meta.get("library_fragment_size_bp") or fragment_length(chip))
+    gsize = sum(chip.human_lengths().values())
+    bl = read_blacklist(world_dir, meta)
+    with tempfile.TemporaryDirectory(prefix="histone-peaks-") as tmp:
+        fc, fi = filtered_bam(chip_p, Path(tmp) / "chip.q30.bam"), filtered_bam(inp_p, Path(tmp) / "input.q30.bam")
+        pk_all = call_peaks(fc, fi, broad=False, gsize=gsize, extsize=d).reset_index(drop=True)
+    in_bl = overlaps_any(pk_all, bl) if len(bl) else np.zeros(len(pk_all), bool)
+    pk = pk_all[~in_bl].reset_index(drop=True)
+    keep = (chip.mapq >= 30) & dedup_mask(chip)
+    frip = reads_in_peaks(chip, pk, keep) / max(human_total(chip, keep), 1)
+    naive_pk = call_peaks(chip_p, inp_p, broad=False, gsize=gsize, extsize=d).reset_index(drop=True)
+    allr = np.ones(len(chip.chrom), bool)
+    naive_frip = reads_in_peaks(chip, naive_pk, allr) / max(len(chip.chrom), 1)
+    mk = marked_genes(genes, pk)
+    low = {k: round(float(np.mean(v.mapq < 30)), 4) for k, v in (("chip", chip), ("input", inp))}
+    values = {
+        "target_mark": meta["target_mark"],
+        "fragment_length": d,
+        "effective_genome_size": gsize,
+        "n_peaks": int(len(pk)),
+        "frip": round(float(frip), 4),
+        "n_marked_promoters": len(mk),
+        "marked_genes": mk,
+        "peaks": summarize_domains(pk),
+        "peaks_unfiltered_mapq30": int(len(pk_all)),
+        "blacklist_regions": int(len(bl)),
+        "peaks_in_blacklist": int(in_bl.sum()),
+        "low_mapq_fraction": low,
+        "naive_n_peaks": int(len(naive_pk)),
+        "naive_frip": round(float(naive_frip), 4),
+        "naive_n_marked_promoters": len(marked_genes(genes, naive_pk)),
+        "naive_peaks_in_blacklist": int(overlaps_any(naive_pk, bl).sum()) if len(bl) else 0,
+    }
+    return values, pk
+
+
+@solver("histone.L2.peaks", version="1")
+def peaks(world_dir: Path, world) -> dict:
+    return peaks_analysis(world_dir)[0]
 
 
 # ------------------------------------------------------------------ L3 dossier

@@ -36,6 +36,9 @@ L1 integrity
                                       cell, counts summed; the two source cells are removed (their RNA is in the
                                       doublet); fresh 14-nt barcodes with library suffixes drawn from the real cells'; label = label of
                                       the member with more UMIs (what a correlation-based annotator would assign)
+  inject_empty_droplets(n, umis_low, umis_high)  n barcodes holding only ambient RNA (Multinomial draws of the pooled
+                                      profile, umis_low..umis_high UMIs each) kept in the filtered matrix, labelled by
+                                      best correlation with the populations' mean profiles
   counts_to_lognorm(target_sum)       the matrix holds log1p(counts / library size * target_sum) values (1e4: exactly
                                       the source `.raw.X`) although meta.json still calls it UMI counts
   duplicate_barcodes(n)               n cells appear twice (same barcode, identical counts: a merge concatenated a
@@ -59,6 +62,18 @@ L2
                                       (D1 first); as with assign_samples, each barcode's -k suffix is
                                       rewritten to name its library (the 700 barcode cores are unique)
   set_task(kind, **task)              the task block of meta.json and the cells.csv columns
+  composition (differential abundance; cells are drawn per donor, so these worlds start from the donors' design):
+  donor_design(n_per_condition, conditions, sigma, lanes)  donors D1..D2n with conditions and lanes; each donor's
+                                      absolute abundance of population k = the real share p_k x exp(sigma z_dk)
+  abundance_effect(population, fold, condition, compensate)  the condition multiplies a population's abundance;
+                                      `compensate` lets a second population absorb the change so that every other
+                                      population keeps its share (recorded as the generative truth)
+  lane_capture(population, retention, lane)  a technical loss of one population in one 10x library (not a condition
+                                      effect)
+  sample_donor_cells(cells_low, cells_high, retention_low)  N_d ~ U{low..high} cells per donor, populations
+                                      Multinomial(N_d, composition); each cell a real cell of its population drawn with
+                                      replacement and binomially thinned (retention U(retention_low, 1)) under a fresh
+                                      barcode whose suffix names the lane
 L3
   dossier(kind)                       replaces the files by a dossier (dossier.md + evidence tables) computed from the
                                       data by the reference analysis
@@ -102,6 +117,7 @@ class ScData:
     dossier: dict | None = None        # {"dossier.md": str, "<table>.csv": DataFrame}
     target: str | None = None          # markers: the population the task asks about (choose_target)
     thinned_by: dict = field(default_factory=dict)   # gene -> {column: [values]} of every gene-specific thin_genes
+    design: dict | None = None         # composition: donors, conditions, lanes, abundances (donor_design)
 
     def subset(self, idx: np.ndarray) -> "ScData":
         idx = np.asarray(idx)
@@ -268,6 +284,33 @@ def inject_doublets(data: ScData, rng, n: int) -> ScData:
     return data
 
 
+@recipe(TRACK, "inject_empty_droplets")
+def inject_empty_droplets(data: ScData, rng, n: int, umis_low: int, umis_high: int) -> ScData:
+    """n empty droplets kept by a too-lenient cell call: barcodes that captured no cell, only ambient RNA. Each
+    holds Multinomial(u, pool) counts, u ~ U{umis_low..umis_high} UMIs and pool = the pooled profile of all cells
+    (the ambient RNA of the run); fresh 14-nt barcodes with library suffixes drawn from the real cells'. Their
+    cells.csv label is what a correlation-based annotator assigns: the population whose mean log-normalised profile
+    correlates best with the droplet's."""
+    pool = data.counts.sum(0) / data.counts.sum()
+    u = rng.integers(umis_low, umis_high + 1, n)
+    drops = np.vstack([rng.multinomial(int(k), pool) for k in u]).astype(np.float64)
+    ln = lognorm(data.counts)
+    ct = data.obs["cell_type"].to_numpy()
+    pops = sorted(set(ct))
+    means = np.vstack([ln[ct == p].mean(0) for p in pops])
+    dl = lognorm(drops)
+    dz = dl - dl.mean(1, keepdims=True)
+    mz = means - means.mean(1, keepdims=True)
+    corr = (dz @ mz.T) / np.maximum(np.linalg.norm(dz, axis=1)[:, None] * np.linalg.norm(mz, axis=1)[None, :], 1e-12)
+    lab = [pops[int(np.argmax(r))] for r in np.round(corr, 10)]
+    bcs = _new_barcodes(rng, n, set(data.barcodes))
+    data.counts = np.vstack([data.counts, drops])
+    data.barcodes = data.barcodes + bcs
+    data.obs = pd.concat([data.obs, pd.DataFrame({"cell_type": lab})], ignore_index=True)
+    data.lib_full = np.concatenate([data.lib_full, drops.sum(1)])
+    return data
+
+
 @recipe(TRACK, "counts_to_lognorm")
 def counts_to_lognorm(data: ScData, rng, target_sum: float = 1e4) -> ScData:
     data.counts = np.log1p(data.counts / data.lib_full[:, None] * float(target_sum))
@@ -396,6 +439,104 @@ def set_task(data: ScData, rng, kind: str, columns: list[str], **task) -> ScData
         task["target_population"] = data.target
     data.task = {"kind": kind, **task}
     data.cells_columns = list(columns)
+    return data
+
+
+# ---------------------------------------------------------------- L2 composition (differential abundance)
+
+@recipe(TRACK, "donor_design")
+def donor_design(data: ScData, rng, n_per_condition: int, conditions: list[str], sigma: float, lanes: str) -> ScData:
+    """The donors of a differential-abundance world, before any cell is drawn: donors D1..Dn get conditions[0],
+    Dn+1..D2n conditions[1]; `lanes` gives one lane letter per donor (D1 first). Each donor's absolute abundance of
+    population k is the real data's share p_k times exp(sigma * z_dk), z ~ N(0, 1) (biological donor-to-donor
+    variation, log-normal with sd sigma). Later steps multiply these abundances; `sample_donor_cells` turns them
+    into cells."""
+    pops = sorted(set(data.obs["cell_type"]))
+    share = np.array([(data.obs["cell_type"] == p).mean() for p in pops])
+    nd = 2 * n_per_condition
+    z = rng.standard_normal((nd, len(pops)))
+    data.design = {
+        "pops": pops,
+        "donors": [f"D{i + 1}" for i in range(nd)],
+        "condition": [conditions[i // n_per_condition] for i in range(nd)],
+        "lane": list(lanes),
+        "abundance": share[None, :] * np.exp(sigma * z),
+        "changed": {},
+    }
+    return data
+
+
+@recipe(TRACK, "abundance_effect")
+def abundance_effect(data: ScData, rng, population: str, fold: float, condition: str,
+                     compensate: str | None = None) -> ScData:
+    """The condition changes a population's absolute abundance: multiply it by `fold` in every donor of
+    `condition`. With `compensate`, that population changes by the factor that keeps the two populations' combined
+    share of the base composition unchanged (one population expands at the other's expense, every other population
+    keeps its share). The changed populations are the generative truth."""
+    des = data.design
+    pops = des["pops"]
+    base = np.array([(data.obs["cell_type"] == p).mean() for p in pops])
+    rows = np.array([c == condition for c in des["condition"]])
+    i = pops.index(population)
+    des["abundance"][rows, i] *= fold
+    des["changed"][population] = float(fold)
+    if compensate is not None:
+        j = pops.index(compensate)
+        g = 1.0 - base[i] * (fold - 1.0) / base[j]
+        if not 0.05 < g < 20:
+            raise ValueError(f"cannot compensate {population} x{fold} with {compensate} (factor {g:.3f})")
+        des["abundance"][rows, j] *= g
+        des["changed"][compensate] = float(g)
+    return data
+
+
+@recipe(TRACK, "lane_capture")
+def lane_capture(data: ScData, rng, population: str, retention: float, lane: str) -> ScData:
+    """A technical loss confined to one 10x library: only a fraction `retention` of the population's cells is
+    recovered in the donors captured in `lane` (whatever their condition). Not a condition effect."""
+    des = data.design
+    rows = np.array([x == lane for x in des["lane"]])
+    des["abundance"][rows, des["pops"].index(population)] *= retention
+    return data
+
+
+@recipe(TRACK, "sample_donor_cells")
+def sample_donor_cells(data: ScData, rng, cells_low: int, cells_high: int, retention_low: float = 0.75) -> ScData:
+    """Turn the donors' abundances into cells: donor d yields N_d ~ U{cells_low..cells_high} cells whose populations
+    are Multinomial(N_d, abundance_d / sum abundance_d) (what a capture of a fixed number of cells measures: the
+    composition). Each cell is a real cell of that population drawn at random (with replacement) whose counts are
+    binomially thinned to a drawn retention in [retention_low, 1] (so no two cells share a profile), under a fresh
+    barcode whose -k suffix names the donor's lane."""
+    des = data.design
+    pops = des["pops"]
+    ct = data.obs["cell_type"].to_numpy()
+    idx_by = {p: np.flatnonzero(ct == p) for p in pops}
+    src, donor, cond, lane = [], [], [], []
+    for d, name in enumerate(des["donors"]):
+        n = int(rng.integers(cells_low, cells_high + 1))
+        q = des["abundance"][d] / des["abundance"][d].sum()
+        k = rng.multinomial(n, q)
+        for j, p in enumerate(pops):
+            if k[j]:
+                src.extend(rng.choice(idx_by[p], k[j], replace=True).tolist())
+                donor += [name] * int(k[j])
+                cond += [des["condition"][d]] * int(k[j])
+                lane += [des["lane"][d]] * int(k[j])
+    src = np.array(src, dtype=int)
+    ret = rng.uniform(retention_low, 1.0, len(src))
+    counts = _thin(rng, data.counts[src], ret[:, None])
+    letters = np.array(list("ACGT"))
+    bcs, seen = [], set()
+    while len(bcs) < len(src):
+        core = "".join(letters[rng.integers(0, 4, 14)])
+        if core not in seen:
+            seen.add(core)
+            bcs.append(core + "-1")
+    data.counts = counts
+    data.lib_full = data.lib_full[src] * ret
+    data.obs = pd.DataFrame({"cell_type": ct[src], "donor": donor, "condition": cond, "lane": lane})
+    data.barcodes = bcs
+    _suffix_by(data, "lane")
     return data
 
 
@@ -545,6 +686,13 @@ def write(data: ScData, w: CanonicalWriter) -> None:
     if data.task:
         meta["task"] = {k: v for k, v in data.task.items() if k != "kind"}
     w.json("meta.json", meta)
+    if data.task.get("kind") == "composition":
+        # generative truth (gold side only): the populations whose absolute abundance the condition changes
+        ch = data.design["changed"]
+        up = sorted(p for p, f in ch.items() if f > 1)
+        down = sorted(p for p, f in ch.items() if f < 1)
+        w.truth(changed=sorted(up + down), increased=up, decreased=down,
+                log2_fold={p: round(float(np.log2(f)), 4) for p, f in sorted(ch.items())})
     if data.task.get("kind") == "condition_de":
         # generative truth (gold side only): the genes whose expression the condition changes are exactly those
         # thinned in the cells of one condition (up in the test condition when thinned in the reference's cells)

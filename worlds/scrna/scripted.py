@@ -18,6 +18,7 @@ from worlds.scrna.solvers import (  # noqa: F401 - the reference helpers the cel
     DOUBLET_B_FRAC,
     DOUBLET_MYELOID_FRAC,
     DOUBLET_RATE_FINDING,
+    EMPTY_MAX_FRACTION,
     EXPECTED_LINEAGE,
     LINEAGE_MARKERS,
     LINEAGE_SCALE,
@@ -50,7 +51,7 @@ from worlds.scrna.solvers import (  # noqa: F401 - the reference helpers the cel
 
 _HELPER_CONSTANTS = ("MARKER_MIN_AUROC", "MTX_DIR", "LINEAGE_MARKERS", "LINEAGE_SCALE", "EXPECTED_LINEAGE", "MYELOID_LABELS",
                      "DOUBLET_MYELOID_FRAC", "DOUBLET_B_FRAC", "DOUBLET_RATE_FINDING", "AMBIENT_FINDING", "OFFSET_GAIN",
-                     "MIN_CELLS")
+                     "MIN_CELLS", "EMPTY_MAX_FRACTION")
 
 
 def _stable_repr(v) -> str:
@@ -107,6 +108,15 @@ if 'normalized_as_counts' in f:
                                   f"{v['fraction_non_integer_values']}), although meta.json calls it UMI counts",
                    'action': 'recovered integer counts per cell as expm1(x) / expm1(smallest non-zero x of the cell)',
                    'output': out})
+if 'empty_droplets' in f:
+    out = write_lines('empty_droplets.txt', v['empty_barcodes'])
+    issues.append({'category': 'empty droplets', 'severity': 'warning', 'where': 'filtered_feature_bc_matrix/barcodes.tsv.gz',
+                   'value': v['n_empty_droplets'],
+                   'description': f"{v['n_empty_droplets']} barcodes are empty droplets: at most {v['empty_max_umis']} UMIs "
+                                  f"each against a median of {v['median_umis']:.0f} (the smallest other barcode has "
+                                  f"{v['cell_min_umis']}), and their summed profile is the pooled profile of the cells (Pearson "
+                                  f"r {v['empty_profile_corr_with_pool']} on log CP10k), not that of one population",
+                   'action': 'removed these barcodes before any other check', 'output': out})
 if 'duplicate_barcodes' in f:
     out = write_lines('duplicated_barcodes.txt', v['duplicated_barcodes'])
     issues.append({'category': 'duplicate barcodes', 'severity': 'warning', 'where': 'filtered_feature_bc_matrix/barcodes.tsv.gz',
@@ -403,3 +413,133 @@ def condition_de_oracle(ref) -> list[str]:
 @naive("scrna.L2.condition_de", version="1")
 def condition_de_naive(ref) -> list[str]:
     return [_DE_NAIVE]
+
+
+# ---------------------------------------------------------------- composition (differential abundance)
+
+from worlds.scrna.solvers import (  # noqa: E402 - the composition helpers the cells carry as source
+    DA_MIN_MEAN,
+    _called,
+    da_test,
+    donor_counts,
+    pooled_fisher,
+)
+
+_DA_ORACLE = r"""
+cells = pd.read_csv('cells.csv', dtype=str, keep_default_na=False)
+task = json.load(open('meta.json'))['task']
+test, ref = task['test_condition'], task['reference_condition']
+C, info = donor_counts(cells)
+print(C.assign(condition=info['condition'], lane=info['lane']).to_string())
+# donor-level differential abundance: counts per donor x population, median-of-ratios size factors over the tested
+# populations (most populations unchanged), OLS ~ [lane +] condition per population, BH
+res = da_test(C, info, test)
+res[['cell_type', 'log2fc', 'padj']].to_csv('da_results.csv', index=False)
+print(res.round(4).to_string())
+changed = _called(res)
+lfc = dict(zip(res['cell_type'], res['log2fc']))
+up = sorted(p for p in changed if lfc[p] > 0)
+down = sorted(p for p in changed if lfc[p] < 0)
+pooled = pooled_fisher(cells, test)
+raw = da_test(C, info, test, normalise=False)
+issues = []
+# 1. compositional closure: raw shares call populations that the normalised test finds unchanged
+extra_raw = [p for p in _called(raw) if p not in changed]
+if extra_raw:
+    L = np.log2(C[list(res['cell_type'])].to_numpy(float) + 0.5)
+    sf = np.median(L - L.mean(0, keepdims=True), axis=1) - np.log2(C.to_numpy(float).sum(1))
+    t_ = (info['condition'] == test).to_numpy()
+    shift = float(sf[t_].mean() - sf[~t_].mean())
+    issues.append(f"compositional closure: {', '.join(up) or 'one population'} expands, so the shares of the unchanged "
+                  f"populations fall by one common factor (log2 {shift:+.2f}); a test on raw proportions calls "
+                  f"{', '.join(extra_raw)} depleted although their ratios to each other are unchanged; abundance was "
+                  f"normalised to the unchanged populations (median-of-ratios) before testing")
+# 2. lane: a population whose share differs by lane within both conditions, the lane unbalanced between conditions
+lanes = sorted(set(info['lane']))
+if len(lanes) == 2:
+    tested = list(res['cell_type'])
+    L = np.log2(C[tested].to_numpy(float) + 0.5)
+    Y = L - np.median(L - L.mean(0, keepdims=True), axis=1)[:, None]
+    D = np.vstack([np.ones(len(info)), (info['lane'] == lanes[1]).to_numpy(float),
+                   (info['condition'] == test).to_numpy(float)]).T
+    beta, *_ = np.linalg.lstsq(D, Y, rcond=None)
+    from scipy.stats import t as t_dist
+    s2 = ((Y - D @ beta) ** 2).sum(0) / (len(info) - 3)
+    tl = beta[1] / np.sqrt(s2 * np.linalg.inv(D.T @ D)[1, 1])
+    pl = 2 * t_dist.sf(np.abs(tl), len(info) - 3)
+    tab = info.groupby(['lane', 'condition']).size().unstack(fill_value=0)
+    naive_calls = set(_called(pooled))
+    hit = [(tested[j], beta[1, j]) for j in range(len(tested))
+           if pl[j] < 0.01 and abs(beta[1, j]) > 1.0 and tested[j] in naive_calls]
+    if hit and tab.loc[lanes[1], test] != tab.loc[lanes[1], ref]:
+        issues.append('lane (10x library) effect confounded with condition: ' + '; '.join(
+            f'{p} is {2 ** abs(b):.1f}x {"lower" if b < 0 else "higher"} in every donor of lane {lanes[1]} whatever its condition'
+            for p, b in hit) + f'; lane {lanes[1]} holds {tab.loc[lanes[1], test]} {test} and {tab.loc[lanes[1], ref]} {ref} '
+            f'donors, so a test ignoring lane reports it as a condition effect; lane was included as a covariate')
+# 3. pseudoreplication: the pooled-cell test calls populations the donor-level test does not
+extra_pooled = [p for p in _called(pooled) if p not in changed]
+if extra_pooled and not issues:
+    issues.append(f"pseudoreplication: a Fisher test on pooled cells (every cell a replicate) calls {', '.join(extra_pooled)} "
+                  f"changed; the donor is the unit of replication ({len(C)} donors) and donors differ strongly in "
+                  f"composition, so at the donor level none of them changes")
+report = {
+    'test_condition': test, 'reference_condition': ref,
+    'changed_populations': changed, 'n_changed': len(changed), 'increased': up, 'decreased': down,
+    'da_table': 'da_results.csv',
+    'method': {'unit_of_replication': 'donor: cells counted per donor x population',
+               'test': 'OLS on normalised log2 counts per population, t-test of the condition coefficient, BH FDR 5%',
+               'normalization': 'median-of-ratios size factors over the tested populations (most populations unchanged)',
+               'covariates': 'lane where it varies within a condition' if bool(res['lane_covariate'].iloc[0]) else 'none'},
+    'issues_found': issues,
+    'analysis_usable': True,
+    'summary': f"Donor-level differential abundance: {len(changed)} populations change ({', '.join(up) or 'none'} up, "
+               f"{', '.join(down) or 'none'} down in {test}).",
+}
+print(json.dumps(report))
+"""
+
+_DA_NAIVE = r"""
+import json
+import numpy as np
+import pandas as pd
+from scipy.stats import false_discovery_control, fisher_exact
+
+meta = json.load(open('meta.json'))
+test, ref = meta['task']['test_condition'], meta['task']['reference_condition']
+cells = pd.read_csv('cells.csv')
+t = (cells['condition'] == test).to_numpy()
+nt, nr = int(t.sum()), int((~t).sum())
+rows = []
+for p in sorted(set(cells['cell_type'])):
+    m = (cells['cell_type'] == p).to_numpy()
+    a, b = int((m & t).sum()), int((m & ~t).sum())
+    rows.append({'cell_type': p, 'log2fc': float(np.log2(((a + 0.5) / nt) / ((b + 0.5) / nr))),
+                 'pvalue': float(fisher_exact([[a, nt - a], [b, nr - b]]).pvalue)})
+df = pd.DataFrame(rows)
+df['padj'] = false_discovery_control(df['pvalue'].to_numpy())
+df[['cell_type', 'log2fc', 'padj']].to_csv('da.csv', index=False)
+print(df)
+sig = df[df['padj'] < 0.05]
+report = {
+    'test_condition': test, 'reference_condition': ref,
+    'changed_populations': sorted(sig['cell_type']), 'n_changed': int(len(sig)),
+    'increased': sorted(sig[sig['log2fc'] > 0]['cell_type']), 'decreased': sorted(sig[sig['log2fc'] < 0]['cell_type']),
+    'da_table': 'da.csv',
+    'method': {'unit_of_replication': 'cell', 'test': "Fisher's exact test on cell counts per population, BH",
+               'normalization': 'proportion of all cells', 'covariates': 'none'},
+    'issues_found': [], 'analysis_usable': True,
+    'summary': f'{len(sig)} populations differ in proportion between {test} and {ref}.',
+}
+print(json.dumps(report))
+"""
+
+
+@oracle("scrna.L2.composition", version="1")
+def composition_oracle(ref) -> list[str]:
+    consts = f"DA_MIN_MEAN = {DA_MIN_MEAN!r}\n"
+    return [consts + _helpers_cell(_bh, donor_counts, da_test, pooled_fisher, _called), _DA_ORACLE]
+
+
+@naive("scrna.L2.composition", version="1")
+def composition_naive(ref) -> list[str]:
+    return [_DA_NAIVE]

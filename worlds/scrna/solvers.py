@@ -16,7 +16,18 @@ scrna.L2.condition_de  condition DE by donor-level pseudobulk (sum of counts per
                      in fewer than 2 donors of a condition are not tested; DE = padj < 0.05 and |log2FC| > 0.5 in
                      either compartment. Also the naive cell-level Wilcoxon result (the trap's list), the genes it
                      calls that the reference finds null, and the decoys (candidate effect genes not changed here).
+scrna.L2.composition  differential abundance from cells.csv: cells counted per donor x population (populations with
+                     >= 5 cells per donor on average), log2(count + 0.5) less a median-of-ratios size factor over the
+                     tested populations (most populations unchanged, so one expansion does not depress the others'
+                     estimates), OLS ~ [lane +] condition per population (lane when it varies within a condition),
+                     t-test of the condition coefficient, BH; changed = padj < 0.05. Also the traps' own answers: the
+                     pooled-cell Fisher test (every cell a replicate; the naive agent's list), raw donor proportions
+                     (closure) and the lane-blind fit.
 scrna.L3.dossier     the dossier's key statistics, read back from its tables.
+
+L1 also detects empty droplets (barcodes below EMPTY_MAX_FRACTION of the median UMI total): reported, listed and left
+out of the other detectors; its golden keys appear only where it fires, so the goldens of the other worlds are
+unchanged.
 
 Scripted agents (end of file): each L1/L2 family has an oracle (the reference analysis above, its helpers inlined
 into the sandbox with inspect.getsource, plus data-driven diagnostics that name what it finds; it writes the work
@@ -56,6 +67,8 @@ DOUBLET_B_FRAC = 0.003          # B-marker share of a cell's UMIs (myeloid cells
 DOUBLET_RATE_FINDING = 0.02     # flagged fraction above which doublets are a finding
 AMBIENT_FINDING = 0.05          # estimated contamination fraction above which ambient RNA is a finding
 OFFSET_GAIN = 0.15              # consistency gain a feature offset must bring to be a finding
+EMPTY_MAX_FRACTION = 0.2        # a barcode below this fraction of the median UMI total is an empty droplet (cells of
+                                # the substrate hold >= 0.52 of the median, the injected empties <= 60 UMIs, ~0.1)
 
 
 # ---------------------------------------------------------------- reading
@@ -178,6 +191,25 @@ def detect(d: dict) -> dict:
     v["n_unique_barcodes"] = int(len(bcs))
     cells = d["cells"].drop_duplicates("barcode").set_index("barcode")
     labels = cells.reindex(bcs)["cell_type"].fillna("").to_numpy()
+
+    # 2b. empty droplets: barcodes holding a small fraction of the median UMI total (in this sample every cell holds
+    # at least about half of it) whose profile is the pooled one; reported, and left out of the checks below
+    tot = X.sum(1)
+    med = float(np.median(tot))
+    empty = tot < EMPTY_MAX_FRACTION * med
+    if empty.any():
+        findings.append("empty_droplets")
+        # the summed profile of the low barcodes against the pooled profile of the cells (log1p CP10k, Pearson)
+        pool_ln = lognorm(X[~empty].sum(0, keepdims=True))[0]
+        drop_ln = lognorm(X[empty].sum(0, keepdims=True))[0]
+        v["n_empty_droplets"] = int(empty.sum())
+        v["empty_fraction"] = round(float(empty.mean()), 4)
+        v["empty_barcodes"] = sorted(str(b) for b in bcs[empty])
+        v["empty_max_umis"] = int(tot[empty].max())
+        v["cell_min_umis"] = int(tot[~empty].min())
+        v["median_umis"] = med
+        v["empty_profile_corr_with_pool"] = round(float(np.corrcoef(drop_ln, pool_ln)[0, 1]), 3)
+        X, bcs, labels = X[~empty], bcs[~empty], labels[~empty]
 
     # 3. feature table aligned with the matrix rows?
     cons = {}
@@ -709,6 +741,158 @@ def _de_products(X, genes, de, lfc_parts, cl, min_padj, defect) -> dict:
         "decoy_padj": {g: 1.0 for g in sorted(decoys)},
         "naive_de_genes": sorted(naive_sig["gene"]),
     }
+
+
+# ---------------------------------------------------------------- L2 composition (differential abundance)
+
+DA_MIN_MEAN = 5.0       # a population is tested when it has >= 5 cells per donor on average
+DA_NULL_MIN_MEAN = 10.0  # the null populations a table must keep non-significant have >= 10 cells per donor
+
+
+def donor_counts(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Cells per donor x population, and each donor's condition and lane."""
+    C = pd.crosstab(cells["donor"], cells["cell_type"]).sort_index().sort_index(axis=1)
+    info = cells.drop_duplicates("donor").set_index("donor").loc[C.index, ["condition", "lane"]]
+    return C, info
+
+
+def da_test(C: pd.DataFrame, info: pd.DataFrame, test: str, normalise: bool = True, lane: bool = True) -> pd.DataFrame:
+    """Donor-level differential abundance. y_dk = log2(cells_dk + 0.5) less the donor's size factor: with
+    `normalise`, the median over tested populations of the donor's log2 ratio to each population's geometric mean
+    (DESeq2's median-of-ratios, applied to populations: most populations are assumed unchanged, so one population's
+    expansion does not make the others look depleted); without it, log2 of the donor's cell total (raw proportions).
+    Then per population an OLS fit y ~ [lane +] condition (lane when it varies within a condition), t-test on the
+    condition coefficient, BH over the tested populations."""
+    from scipy.stats import t as t_dist
+
+    tested = [p for p in C.columns if C[p].mean() >= DA_MIN_MEAN]
+    L = np.log2(C[tested].to_numpy(float) + 0.5)
+    if normalise:
+        sf = np.median(L - L.mean(0, keepdims=True), axis=1)
+    else:
+        sf = np.log2(C.to_numpy(float).sum(1))
+    Y = L - sf[:, None]
+    cols = [np.ones(len(info))]
+    lanes = sorted(set(info["lane"]))
+    if lane and len(lanes) > 1 and info.groupby("condition")["lane"].nunique().max() > 1:
+        cols.append((info["lane"] == lanes[1]).to_numpy(float))
+    cols.append((info["condition"] == test).to_numpy(float))
+    D = np.vstack(cols).T
+    beta, *_ = np.linalg.lstsq(D, Y, rcond=None)
+    resid = Y - D @ beta
+    dof = D.shape[0] - D.shape[1]
+    s2 = (resid ** 2).sum(0) / dof
+    se = np.sqrt(s2 * np.linalg.inv(D.T @ D)[-1, -1])
+    tstat = beta[-1] / np.maximum(se, 1e-12)
+    p = 2 * t_dist.sf(np.abs(tstat), dof)
+    return pd.DataFrame({"cell_type": tested, "log2fc": beta[-1], "pvalue": p, "padj": _bh(p),
+                         "lane_covariate": D.shape[1] == 3})
+
+
+def pooled_fisher(cells: pd.DataFrame, test: str) -> pd.DataFrame:
+    """The cell-level test: every cell a replicate, per population Fisher's exact test of (in population, not) x
+    (test, reference condition), BH over all populations; log2fc = log2 of the ratio of pooled proportions."""
+    from scipy.stats import fisher_exact
+
+    t = (cells["condition"] == test).to_numpy()
+    nt, nr = int(t.sum()), int((~t).sum())
+    rows = []
+    for p in sorted(set(cells["cell_type"])):
+        m = (cells["cell_type"] == p).to_numpy()
+        a, b = int((m & t).sum()), int((m & ~t).sum())
+        pv = fisher_exact([[a, nt - a], [b, nr - b]]).pvalue
+        rows.append({"cell_type": p, "log2fc": float(np.log2(((a + 0.5) / nt) / ((b + 0.5) / nr))), "pvalue": float(pv)})
+    df = pd.DataFrame(rows)
+    df["padj"] = _bh(df["pvalue"].to_numpy())
+    return df
+
+
+def _called(df: pd.DataFrame) -> list[str]:
+    return sorted(df.loc[df["padj"] < 0.05, "cell_type"])
+
+
+@solver("scrna.L2.composition", version="1")
+def l2_composition(world_dir: Path, world) -> dict:
+    cells = pd.read_csv(Path(world_dir) / "cells.csv", dtype=str, keep_default_na=False)
+    meta = json.loads((Path(world_dir) / "meta.json").read_text())
+    test, ref = meta["task"]["test_condition"], meta["task"]["reference_condition"]
+    C, info = donor_counts(cells)
+    res = da_test(C, info, test)
+    changed = _called(res)
+    lfc = dict(zip(res["cell_type"], res["log2fc"]))
+    up = sorted(p for p in changed if lfc[p] > 0)
+    down = sorted(p for p in changed if lfc[p] < 0)
+    # what the traps report: cells as replicates; raw proportions (no normalisation); lane ignored
+    pooled = pooled_fisher(cells, test)
+    raw = da_test(C, info, test, normalise=False)
+    nolane = da_test(C, info, test, lane=False)
+    naive = _called(pooled)
+    defect = getattr(world, "defect", None)
+    big = [p for p in res["cell_type"] if C[p].mean() >= DA_NULL_MIN_MEAN]
+    # null populations the per-population table must keep non-significant: those the trap calls (clean: every
+    # well-sampled population the reference finds unchanged)
+    if defect:
+        null = [p for p in naive if p in big and p not in changed]
+    else:
+        null = [p for p in big if p not in changed]
+    share = cells.groupby("condition")["cell_type"].value_counts(normalize=True)
+    lanes = {ln: f"{int((sub == ref).sum())} {ref} + {int((sub == test).sum())} {test} donors"
+             for ln, sub in info.groupby("lane")["condition"]}
+    L = np.log2(C[list(res["cell_type"])].to_numpy(float) + 0.5)
+    sf = np.median(L - L.mean(0, keepdims=True), axis=1)
+    t_mask = (info["condition"] == test).to_numpy()
+    return {
+        "test_condition": test,
+        "reference_condition": ref,
+        "n_donors": int(len(C)),
+        "n_cells": int(len(cells)),
+        "tested_populations": list(res["cell_type"]),
+        "changed_populations": changed,
+        "n_changed": len(changed),
+        "increased": up,
+        "decreased": down,
+        "da_log2fc": {p: round(float(v), 4) for p, v in lfc.items()},
+        "da_padj": {p: round(float(v), 6) for p, v in zip(res["cell_type"], res["padj"])},
+        "changed_log2fc": {p: round(float(lfc[p]), 4) for p in changed},
+        "lane_covariate": bool(res["lane_covariate"].iloc[0]),
+        "naive_changed": naive,
+        "naive_n_changed": len(naive),
+        "naive_log2fc": {r.cell_type: round(float(r.log2fc), 4) for r in pooled.itertuples()},
+        "trap_changed": naive if defect else [],
+        "null_padj": {p: 1.0 for p in null},
+        "raw_proportion_changed": _called(raw),
+        "lane_ignored_changed": _called(nolane),
+        "size_factor_shift": round(float(sf[t_mask].mean() - sf[~t_mask].mean()), 4),
+        "share_by_condition": {c: {p: round(float(share[c].get(p, 0.0)), 4) for p in C.columns} for c in (ref, test)},
+        "conditions_by_lane": lanes,
+        "donors_by_condition": {c: sorted(info.index[info["condition"] == c]) for c in (ref, test)},
+    }
+
+
+@product_validator("scrna.da_calls")
+def da_calls(path: Path, golden: dict, check) -> tuple[float, str]:
+    """The significance calls of a per-population table (columns cell_type and padj): the truly changed
+    populations (the generative truth, else the reference's calls) are significant AND the null populations of the
+    golden mapping the check names (`null_padj`: the populations the trap calls changed; on the clean control every
+    well-sampled unchanged population) are not (padj >= 0.05 for >= 80% of them; a population missing from the
+    table counts against). The share of truly changed populations that must be significant is the reference's own
+    share less 0.05."""
+    from graders.checks import read_table
+
+    padj, why = read_table(Path(path), "cell_type", "padj")
+    if padj is None:
+        return 0.0, why
+    truth = (golden.get("truth") or {}).get("changed")
+    ref_ch = {g.lower() for g in golden.get("changed_populations") or []}
+    ch = [g.lower() for g in (truth if truth is not None else sorted(ref_ch))]
+    ref_share = sum(g in ref_ch for g in ch) / len(ch) if ch else 1.0
+    need = ref_share - 0.05
+    null = [g.lower() for g in (golden.get(check.golden) or {})]
+    sig = sum(padj.get(g, 1.0) < 0.05 for g in ch) / len(ch) if ch else 1.0
+    nul = sum(g in padj and padj[g] >= 0.05 for g in null) / len(null) if null else 1.0
+    ok = sig >= need and nul >= 0.8
+    return float(ok), (f"{sig:.0%} of the {len(ch)} changed populations significant (need {need:.0%}); {nul:.0%} of "
+                       f"the {len(null)} {check.golden} populations not significant (need 80%)")
 
 
 # ---------------------------------------------------------------- L3 dossier

@@ -1,0 +1,80 @@
+"""calorimetry track: the injected L3 dossier's perturbation, recomputed from the written tables (cited by its
+grounding), the native counterfactual's regenerated equilibria, and the physics the worlds rest on."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from benchmark.freeze import ensure_built
+from benchmark.loader import load_suite
+
+SUITE = load_suite()
+
+
+def _dossier(kind):
+    d = ensure_built(SUITE.worlds[f"calorimetry.L3.dossier.{kind}"])
+    return {n: pd.read_csv(d / f"{n}.csv") for n in ("specimens", "specimen_cp", "reference_cp", "equilibria")}
+
+
+def _cp(t, sid):
+    return t["specimen_cp"][t["specimen_cp"]["specimen"] == sid].reset_index(drop=True)
+
+
+def test_calorimetry_injected_excess_on_the_annealed_control_holds_on_the_written_tables():
+    """The injected dossier differs from the native one only in the annealed control Cu-A: its characterization is
+    unchanged (40-um grains, full density) while its Cp is the control dossier's Cu-A Cp times 1.088-1.11 (the
+    nanocrystalline excess) and its equilibria are regenerated warmer by as much as the 8-nm specimen's."""
+    inj, nat, real = _dossier("nc_injected"), _dossier("nc_native"), _dossier("bulk_real")
+    pd.testing.assert_frame_equal(inj["specimens"], nat["specimens"])
+    a = inj["specimens"].set_index("specimen").loc["Cu-A"]
+    assert a["grain_size_nm"] == 40000 and a["density_fraction"] == 1.0 and "annealed" in a["preparation"]
+    pd.testing.assert_frame_equal(_cp(inj, "Cu-B"), _cp(nat, "Cu-B"))
+    ratio = _cp(inj, "Cu-A")["Cp_J_per_mol_K"] / _cp(real, "Cu-A")["Cp_J_per_mol_K"]
+    assert ratio.between(1.085, 1.115).all() and ratio.iloc[-1] > ratio.iloc[0]
+    pd.testing.assert_frame_equal(_cp(nat, "Cu-A"), _cp(real, "Cu-A"))
+    res = {k: t["equilibria"].assign(r=t["equilibria"]["Tf_measured_K"] - t["equilibria"]["Tf_predicted_bulk_K"])
+           .groupby("specimen_material")["r"].mean() for k, t in (("inj", inj), ("nat", nat), ("real", real))}
+    assert abs(res["real"]["Cu-A"]) < 0.1 and abs(res["nat"]["Cu-A"]) < 0.1
+    assert res["inj"]["Cu-A"] > 2.0 and abs(res["inj"]["Cu-A"] - res["inj"]["Cu-B"]) < 0.3
+
+
+def test_calorimetry_native_counterfactual_regenerates_the_equilibria_from_the_raised_cp():
+    """Cu-B's equilibria in the native dossier are warmer than the bulk prediction by what its excess heat capacity
+    requires (energy balance with the same heptane), never by an edit: the bulk prediction column equals the control's
+    for the same run inputs, and the residual grows with the Cu share of the heat capacity."""
+    nat, real = _dossier("nc_native"), _dossier("bulk_real")
+    e_n, e_r = nat["equilibria"], real["equilibria"]
+    pd.testing.assert_frame_equal(e_n.drop(columns="Tf_measured_K"), e_r.drop(columns="Tf_measured_K"))
+    b = e_n[e_n["specimen_material"] == "Cu-B"]
+    r = b["Tf_measured_K"] - b["Tf_predicted_bulk_K"]
+    assert (r > 2.0).all() and (r < 4.5).all()
+    ex = (_cp(nat, "Cu-B")["Cp_J_per_mol_K"] / nat["reference_cp"]["Cp_bulk_J_per_mol_K"] - 1).mean()
+    assert 0.088 < ex < 0.11
+
+
+def test_calorimetry_substrate_matches_the_evaluated_tables():
+    """The Cu model is anchored to the JANAF/CRC values it reads, and the heptane constants are the chemicals ones."""
+    from worlds.calorimetry import build as B
+
+    sub = B.cu_heptane_refs()
+    for t, want in zip(sub["janaf_T"], sub["janaf_Cp"]):
+        if 100 <= t <= 400:
+            assert abs(B.cu_cp(sub, [t])[0] - want) / want < 0.01, t
+    gt, gh = B.cu_h_grid(sub)
+    assert abs(np.interp(298.15, gt, gh) - 5004.0) < 25.0          # JANAF H(298.15) - H(0) = 5.004 kJ/mol
+    assert B.cu_cp(sub, [15.0])[0] < 0.25                              # the T^3 regime
+    assert sub["hfus"] == 14030.0 and abs(sub["ttp"] - 182.571971) < 1e-6
+    assert abs(B.hep_cp_liquid(sub, 298.15) - 224.4) < 0.5
+
+
+def test_calorimetry_l2_traps_move_the_answer_beyond_the_tolerance():
+    """Each trap world's software-table answer sits well outside the partial tolerance (1 K) of the equilibrium."""
+    for name in ("enthalpy_reference", "heat_leak_drift", "phase_blind"):
+        g = json.loads((SUITE.worlds[f"calorimetry.L2.equilibrium.{name}"].path.with_suffix("")
+                        .with_suffix(".golden.json")).read_text())["values"]
+        assert abs(g["Tf_shift_K"]) > 2.0, name
+    g = json.loads((SUITE.worlds["calorimetry.L2.equilibrium.clean"].path.with_suffix("")
+                    .with_suffix(".golden.json")).read_text())["values"]
+    assert abs(g["Tf_shift_K"]) < 0.05

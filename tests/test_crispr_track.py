@@ -1,0 +1,45 @@
+"""crispr track: science checks of the guide-level family (issue 22) on the frozen goldens."""
+import pytest
+
+from benchmark.freeze import read_golden
+from benchmark.loader import load_suite
+
+SUITE = load_suite()
+GL = sorted(r for r in SUITE.worlds if r.startswith("crispr.L2.guide_level."))
+
+
+def _v(wid):
+    return read_golden(SUITE.worlds[wid]).values
+
+
+def test_family_has_a_clean_control_and_the_three_classes():
+    classes = {SUITE.worlds[w].world.world_class for w in GL}
+    assert len(GL) >= 4 and {"clean", "confound", "stat_trap", "tool_trap"} <= {str(c).split(".")[-1] for c in classes}
+
+
+@pytest.mark.parametrize("wid", [w for w in GL if not w.endswith(".clean")])
+def test_the_trap_promotes_only_false_genes_and_the_reference_avoids_them(wid):
+    v = _v(wid)
+    promoted = set(v["trap_promoted"])
+    truth = set(v["truth"]["hits"])
+    # the trap's errors: false genes it promotes and true dependencies it loses (sampling noise may add a true hit)
+    assert len(promoted - truth) + len(set(v["naive_missed"]) & truth) >= 5
+    assert promoted and len(promoted - truth) >= 0.75 * len(promoted)
+    ref = set(v["hits"])
+    f1 = 2 * len(ref & truth) / (len(ref) + len(truth))
+    assert f1 >= 0.85, f1
+    assert v["naive_reference_f1"] < 0.8
+
+
+def test_clean_control_agrees_with_the_naive_pipeline():
+    v = _v("crispr.L2.guide_level.clean")
+    assert v["naive_reference_f1"] >= 0.9
+    assert v["t0_plasmid_discordant_share"] < 0.01
+    assert not v["single_guide_genes"] and not v["multi_locus_genes"] and not v["not_expressed_depleted"]
+
+
+def test_each_trap_is_visible_to_its_diagnostic():
+    assert len(_v("crispr.L2.guide_level.single_guide")["single_guide_genes"]) >= 3
+    assert len(_v("crispr.L2.guide_level.multi_locus")["multi_locus_genes"]) >= 3
+    assert len(_v("crispr.L2.guide_level.non_expressed")["not_expressed_depleted"]) >= 2
+    assert _v("crispr.L2.guide_level.plasmid_reference")["t0_plasmid_discordant_share"] > 0.05
