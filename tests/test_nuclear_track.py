@@ -1,0 +1,123 @@
+"""nuclear track: the L3 dossiers' perturbations and the physics the manifests cite, recomputed from the written
+tables (cited by the injected dossier's grounding), and the track's shape (seed 001 Appendix F, Table 11)."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+
+from benchmark.freeze import ensure_built
+from benchmark.loader import load_suite
+
+SUITE = load_suite()
+
+
+def _daily(kind):
+    return pd.read_csv(ensure_built(SUITE.worlds[f"nuclear.L3.dossier.{kind}"]) / "daily.csv")
+
+
+def _half_life(t, n, live):
+    from worlds.nuclear.analysis import fit_decay
+
+    return fit_decay(t, n, live)["half_life_days"]
+
+
+def _ratio_slope(d):
+    r = np.log(d["net_counts_1332"] / d["net_counts_1173"]).to_numpy()
+    x = d["day"].to_numpy()
+    slope = float(np.sum((x - x.mean()) * (r - r.mean())) / np.sum((x - x.mean()) ** 2))
+    resid = r - r.mean() - slope * (x - x.mean())
+    se = float(np.sqrt(np.sum(resid ** 2) / (len(x) - 2) / np.sum((x - x.mean()) ** 2)))
+    return slope, se
+
+
+def test_nuclear_injected_dossier_is_incoherent_on_the_written_tables():
+    """The injected daily.csv equals the real one except in the 1332 keV columns; the 1173 keV half-life stays within
+    2% of 1925.28 d while the 1332 keV half-life is about 1540 d; the log line ratio has a significant negative slope in
+    the injected dossier only (both photons come from every Co-60 decay, so a real rate change keeps it constant)."""
+    real, inj, nat = _daily("co60_real"), _daily("bare_injected"), _daily("bare_native")
+    changed = {"net_counts_1332", "rate_1332_cps"}
+    for c in real.columns:
+        if c not in changed:
+            pd.testing.assert_series_equal(real[c], inj[c])
+    assert (real["net_counts_1332"] != inj["net_counts_1332"]).mean() > 0.9
+    h1 = _half_life(inj["day"], inj["net_counts_1173"], inj["live_time_s"])
+    h2 = _half_life(inj["day"], inj["net_counts_1332"], inj["live_time_s"])
+    assert abs(h1 / 1925.28 - 1) < 0.02 and abs(h2 / 1540.2 - 1) < 0.03
+    s_inj, se_inj = _ratio_slope(inj)
+    assert s_inj < 0 and abs(s_inj) > 10 * se_inj
+    for d in (real, nat):
+        s, se = _ratio_slope(d)
+        assert abs(s) < 3 * se
+
+
+def test_nuclear_native_dossier_changes_only_the_co60_lines():
+    """The native counterfactual regenerates both Co-60 lines with 1.25 x the decay constant; the schedule, the live
+    time, the Mn-54 control, the background and the temperature are those of the real dossier (controls fixed)."""
+    real, nat = _daily("co60_real"), _daily("bare_native")
+    for c in ("day", "date", "live_time_s", "mn54_net_counts", "mn54_rate_cps", "background_counts_1h", "temperature_C"):
+        pd.testing.assert_series_equal(real[c], nat[c])
+    for line in ("1173", "1332"):
+        h = _half_life(nat["day"], nat[f"net_counts_{line}"], nat["live_time_s"])
+        assert abs(h / (1925.28 / 1.25) - 1) < 0.03
+        h0 = _half_life(real["day"], real[f"net_counts_{line}"], real["live_time_s"])
+        assert abs(h0 / 1925.28 - 1) < 0.03
+    hm = _half_life(nat["day"], nat["mn54_net_counts"], nat["mn54_live_time_s"])
+    assert abs(hm / 312.19 - 1) < 0.01
+
+
+def test_nuclear_track_shape_is_table_11():
+    """One clean, six distinct challenges and one boundary at L1; one L2 family of one clean and three challenged
+    worlds covering confound, tool and statistical traps; one real and two counterfactual L3 dossiers."""
+    ws = [r.world for r in SUITE.worlds.values() if r.world.track == "nuclear"]
+    l1 = [w for w in ws if str(w.level).endswith("L1")]
+    assert len(l1) == 8 and Counter(w.world_class for w in l1) == {"clean": 1, "boundary": 1, "challenge": 6}
+    assert len({w.defect for w in l1 if w.defect}) == 6
+    l2 = [w for w in ws if str(w.level).endswith("L2")]
+    assert len(l2) == 4 and {w.world_class for w in l2} == {"clean", "confound", "tool_trap", "stat_trap"}
+    l3 = [w for w in ws if str(w.level).endswith("L3")]
+    assert sorted(w.route for w in l3) == ["injected", "native", "real"]
+    assert all(w.pivotal for w in ws)
+    assert SUITE.tracks["nuclear"].manifest.domain == "physics"
+
+
+def test_nuclear_traps_bite_and_controls_hold():
+    """The naive analysis (fixed channels, gross counts per real time) is within tolerance on the clean world and far
+    off on every trap world; the reference recovers the tabulated half-life within 2% everywhere."""
+    from benchmark.freeze import read_golden
+
+    for name in ("clean", "dead_time", "mn54", "gain_drift"):
+        g = read_golden(SUITE.worlds[f"nuclear.L2.decay.{name}"]).values
+        assert abs(g["half_life_days"] / 1925.28 - 1) < 0.02, name
+        off = abs(g["trap_half_life_days"] / g["half_life_days"] - 1)
+        assert (off < 0.015) if name == "clean" else (off > 0.15), (name, off)
+        assert (g["trap_share_off_2pct"] < 0.05) if name == "clean" else (g["trap_share_off_2pct"] > 0.3), name
+
+
+def test_nuclear_boundary_recalibration_is_recorded():
+    """The boundary world's peaks move by tens of channels at the service, and acquisitions.csv and the service log
+    record the new calibration: with each spectrum's own calibration no spectrum is offset."""
+    d = ensure_built(SUITE.worlds["nuclear.L1.integrity.boundary_service"])
+    acq = pd.read_csv(d / "acquisitions.csv")
+    assert acq["cal_slope_keV_per_ch"].nunique() == 2 and acq["high_voltage_V"].nunique() == 2
+    b = acq["cal_slope_keV_per_ch"].unique()
+    assert abs(1332.492 / b[0] - 1332.492 / b[1]) > 80
+    meta = json.loads((d / "meta.json").read_text())
+    assert any("recalibr" in e["entry"] or "calibration" in e["entry"] for e in meta["service_log"])
+
+
+def test_nuclear_l1_reference_finds_exactly_the_injected_records():
+    """On every challenge world the reference solver's list of affected spectra is exactly the set the recipe edited
+    (the generative truth), and the measured channel offset is within 2 channels of the injected one."""
+    from benchmark.freeze import read_golden
+
+    pairs = {"duplicate_spectra": ("duplicates", "duplicated_spectra"), "clock_reset": ("reset", "bad_timestamps"),
+             "live_exceeds_real": ("swapped", "live_exceeds_real"), "channel_shift": ("shifted", "shifted_spectra"),
+             "missing_spectra": ("missing", "missing_spectra"), "summary_mismatch": ("summary_edited", "summary_mismatch")}
+    for name, (truth_key, key) in pairs.items():
+        g = read_golden(SUITE.worlds[f"nuclear.L1.integrity.{name}"]).values
+        assert sorted(g["truth"][truth_key]) == sorted(g[key]), name
+    g = read_golden(SUITE.worlds["nuclear.L1.integrity.channel_shift"]).values
+    assert abs(g["channel_offset"] - g["truth"]["offset"]) <= 2

@@ -1,0 +1,345 @@
+"""Shared analysis of the nuclear track (NaI(Tl) Co-60 spectra): the reference solvers import it and the scripted
+oracle inlines it as source text, so it imports only the standard library, numpy and pandas.
+
+Every sum is numpy's pairwise summation over 1-D arrays (no BLAS, no LAPACK): the goldens do not depend on the BLAS
+kernel or the thread count.
+"""
+import json
+import math
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+CO60_LINES = (1173.228, 1332.492)   # keV, DDEP/LNHB (Co-60 -> Ni-60)
+MN54_LINE = 834.848                 # keV, DDEP/LNHB (Mn-54 -> Cr-54)
+MN54_HALF_LIFE_D = 312.19           # d, DDEP/LNHB
+WINDOW_KEV = (700.0, 1450.0)        # the laboratory's integral Co-60 counting window (L2)
+LN2 = math.log(2.0)
+
+
+# ---------------------------------------------------------------- reading
+
+def read_spectra(path):
+    """spectra.csv.gz: one row per spectrum (spectrum_id, then the counts of channels 0..2047)."""
+    t = pd.read_csv(path, dtype={"spectrum_id": str})
+    ids = t["spectrum_id"].astype(str).tolist()
+    counts = t.drop(columns=["spectrum_id"]).to_numpy(dtype=np.int64)
+    return ids, counts
+
+
+def read_meta(d):
+    return json.loads((Path(d) / "meta.json").read_text())
+
+
+def parse_time(s):
+    return datetime.fromisoformat(str(s).replace("Z", "+00:00"))
+
+
+# ---------------------------------------------------------------- peaks
+
+def fwhm_kev(e):
+    """NaI(Tl) resolution model the track documents: 7% FWHM at 662 keV, scaling as 1/sqrt(E)."""
+    return 0.07 * math.sqrt(662.0 * e)
+
+
+def net_area(y, lo, hi, nb=3):
+    """Net counts of channels lo..hi (inclusive) above a straight background through the means of the nb channels
+    just below lo and just above hi (the acquisition software's summary method, meta.json)."""
+    y = np.asarray(y, dtype=float)
+    lo, hi = int(lo), int(hi)
+    gross = float(np.sum(y[lo:hi + 1]))
+    left = float(np.mean(y[lo - nb:lo]))
+    right = float(np.mean(y[hi + 1:hi + 1 + nb]))
+    return gross - 0.5 * (left + right) * (hi - lo + 1)
+
+
+def centroid(y, guess, half):
+    """Centroid (channels) of the peak near channel `guess`: start from the maximum of the 9-channel running mean
+    within +-half channels, then iterate the background-subtracted first moment over +-half/2 channels around the
+    current estimate (straight background through the 3-channel means at the window's edges)."""
+    y = np.asarray(y, dtype=float)
+    g = int(round(guess))
+    lo, hi = max(g - half, 6), min(g + half, len(y) - 7)
+    sm = np.convolve(y, np.ones(9) / 9.0, mode="same")
+    c = float(lo + int(np.argmax(sm[lo:hi + 1])))
+    w = max(half // 2, 3)
+    for _ in range(6):
+        m = int(round(c))
+        a, b = max(m - w, 4), min(m + w, len(y) - 5)
+        x = np.arange(a, b + 1, dtype=float)
+        s = y[a:b + 1]
+        left, right = float(np.mean(y[a - 3:a])), float(np.mean(y[b + 1:b + 4]))
+        bg = left + (right - left) * (x - (a - 2)) / float((b + 2) - (a - 2))
+        net = s - bg
+        tot = float(np.sum(net))
+        if tot <= 0:
+            break
+        c = float(np.sum(x * net)) / tot
+    return c
+
+
+def rebin(y_ref, a, b, gain):
+    """A spectrum recorded at gain 1 re-expressed in the channels of a spectrum at `gain` (same calibration a, b)."""
+    y_ref = np.asarray(y_ref, dtype=float)
+    cum = np.concatenate([[0.0], np.cumsum(y_ref)])
+    edges = np.arange(len(y_ref) + 1) - 0.5
+    x = (a + b * edges / gain - a) / b            # the edges' positions on the reference's channel axis
+    return np.diff(np.interp(x, edges, cum))
+
+
+def channel_of(e, a, b):
+    return (e - a) / b
+
+
+def window_counts(y, e_lo, e_hi, a, b, gain=1.0):
+    """Counts between energies e_lo and e_hi for channel calibration E = a + b * x / gain (x = channel position,
+    channel k spanning [k - 0.5, k + 0.5]); fractional channels at the two edges by linear interpolation."""
+    y = np.asarray(y, dtype=float)
+    cum = np.concatenate([[0.0], np.cumsum(y)])          # cum[k] = counts below edge k - 0.5
+    edges = np.arange(len(y) + 1) - 0.5
+    x_lo = (e_lo - a) * gain / b
+    x_hi = (e_hi - a) * gain / b
+    return float(np.interp(x_hi, edges, cum) - np.interp(x_lo, edges, cum))
+
+
+# ---------------------------------------------------------------- fit
+
+def solve(m, v):
+    """Solve the small linear system m x = v by Gaussian elimination with partial pivoting (plain Python floats)."""
+    n = len(v)
+    a = [list(map(float, m[i])) + [float(v[i])] for i in range(n)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(a[r][c]))
+        a[c], a[p] = a[p], a[c]
+        for r in range(c + 1, n):
+            f = a[r][c] / a[c][c]
+            for k in range(c, n + 1):
+                a[r][k] -= f * a[c][k]
+    x = [0.0] * n
+    for c in range(n - 1, -1, -1):
+        x[c] = (a[c][n] - sum(a[c][k] * x[k] for k in range(c + 1, n))) / a[c][c]
+    return x
+
+
+def peak_fit_area(y, e0, sig, a, b, gain=1.0, left=110.0, right=90.0):
+    """Full area (counts) of a Gaussian peak of known energy e0 and width sig (keV) on a quadratic background,
+    fitted by least squares over [e0 - left, e0 + right] keV (channels at calibration a + b x / gain)."""
+    y = np.asarray(y, dtype=float)
+    x0 = (e0 - a) * gain / b
+    s = sig * gain / b
+    lo, hi = int(math.ceil((e0 - left - a) * gain / b)), int(math.floor((e0 + right - a) * gain / b))
+    x = np.arange(lo, hi + 1, dtype=float)
+    u = (x - x0) / s
+    cols = [np.ones_like(u), u, u * u, np.exp(-0.5 * u * u) / (s * math.sqrt(2 * math.pi))]
+    obs = y[lo:hi + 1]
+    m = [[float(np.sum(ci * cj)) for cj in cols] for ci in cols]
+    v = [float(np.sum(ci * obs)) for ci in cols]
+    return solve(m, v)[3]
+
+
+def fit_decay(t, counts, exposure):
+    """Weighted least squares on ln(rate) with Poisson weights (closed-form sums, no LAPACK): rate = counts /
+    exposure. Returns lambda (1/day), its standard error (scaled by sqrt(reduced chi-square) when above 1), the
+    half-life and its standard error (days)."""
+    t = np.asarray(t, dtype=float)
+    c = np.asarray(counts, dtype=float)
+    y = np.log(c / np.asarray(exposure, dtype=float))
+    w = c  # 1 / var(ln N) = N
+    sw, swt, swy = float(np.sum(w)), float(np.sum(w * t)), float(np.sum(w * y))
+    tm, ym = swt / sw, swy / sw
+    stt = float(np.sum(w * (t - tm) ** 2))
+    slope = float(np.sum(w * (t - tm) * (y - ym))) / stt
+    resid = y - (ym + slope * (t - tm))
+    chi2 = float(np.sum(w * resid ** 2)) / max(len(t) - 2, 1)
+    se = math.sqrt(1.0 / stt) * math.sqrt(max(chi2, 1.0))
+    lam = -slope
+    return {"decay_constant_per_day": lam, "decay_constant_se": se, "half_life_days": LN2 / lam,
+            "half_life_se_days": LN2 / lam * se / lam, "chi2_red": chi2}
+
+
+def mn_scale(y, ref, e0, sig, a, b, gain):
+    """Least-squares scale of the reference spectrum `ref` (gain 1) in spectrum y (at `gain`) over e0 +- 1.5 sig,
+    with a straight background."""
+    r = rebin(ref, a, b, gain)
+    lo = int(math.ceil((e0 - 1.5 * sig - a) * gain / b))
+    hi = int(math.floor((e0 + 1.5 * sig - a) * gain / b))
+    x = np.arange(lo, hi + 1, dtype=float)
+    u = (x - 0.5 * (lo + hi)) / (hi - lo)
+    cols = [np.ones_like(u), u, r[lo:hi + 1]]
+    obs = np.asarray(y, dtype=float)[lo:hi + 1]
+    m = [[float(np.sum(ci * cj)) for cj in cols] for ci in cols]
+    v = [float(np.sum(ci * obs)) for ci in cols]
+    return solve(m, v)[2]
+
+
+# ---------------------------------------------------------------- L1 integrity
+
+def _lis(seq):
+    """Indices of a longest strictly increasing subsequence of seq."""
+    import bisect
+    tails, idx, prev = [], [], [-1] * len(seq)
+    for i, x in enumerate(seq):
+        j = bisect.bisect_left(tails, x)
+        if j == len(tails):
+            tails.append(x)
+            idx.append(i)
+        else:
+            tails[j] = x
+            idx[j] = i
+        prev[i] = idx[j - 1] if j else -1
+    keep, k = set(), idx[-1] if idx else -1
+    while k >= 0:
+        keep.add(k)
+        k = prev[k]
+    return keep
+
+
+def detect(d):
+    """Integrity checks of an L1 world, in the order a careful spectroscopist runs them."""
+    d = Path(d)
+    meta = read_meta(d)
+    acq = pd.read_csv(d / "acquisitions.csv", dtype={"spectrum_id": str})
+    summ = pd.read_csv(d / "summary.csv", dtype={"spectrum_id": str})
+    ids, counts = read_spectra(d / "spectra.csv.gz")
+    pos = {s: i for i, s in enumerate(ids)}
+    out = {"n_spectra": len(ids), "n_acquisitions": int(len(acq))}
+    findings = []
+
+    # 1. every logged acquisition has its spectrum
+    missing = sorted(s for s in acq["spectrum_id"] if s not in pos)
+    out.update(missing_spectra=missing, n_missing=len(missing))
+    if missing:
+        findings.append("missing_spectra")
+
+    # 2. byte-identical channel contents (Poisson counts never repeat exactly)
+    seen, dup = {}, []
+    for i, s in enumerate(ids):
+        key = counts[i].tobytes()
+        if key in seen:
+            dup.append(s)
+        else:
+            seen[key] = s
+    out.update(duplicated_spectra=sorted(dup), n_duplicated=len(dup))
+    if dup:
+        findings.append("duplicate_spectra")
+
+    # 3. start times strictly increasing in acquisition order (spectrum_id order)
+    a = acq.sort_values("spectrum_id", kind="stable").reset_index(drop=True)
+    ts = [parse_time(x).timestamp() for x in a["start_time"]]
+    keep = _lis(ts)
+    bad_t = sorted(a.loc[[i for i in range(len(a)) if i not in keep], "spectrum_id"])
+    out.update(bad_timestamps=bad_t, n_bad_timestamps=len(bad_t))
+    if bad_t:
+        findings.append("clock_reset")
+
+    # 4. live time cannot exceed real time
+    lr = a.loc[a["live_time_s"] > a["real_time_s"], "spectrum_id"]
+    out.update(live_exceeds_real=sorted(lr), n_live_exceeds_real=int(len(lr)))
+    if len(lr):
+        findings.append("live_exceeds_real")
+
+    # 5. peak positions (mean residual of the two Co-60 peaks) against each spectrum's own calibration
+    cal = a.set_index("spectrum_id")[["cal_offset_keV", "cal_slope_keV_per_ch"]]
+    resid = {}
+    for s in ids:
+        if s not in cal.index:
+            continue
+        off, slope = float(cal.at[s, "cal_offset_keV"]), float(cal.at[s, "cal_slope_keV_per_ch"])
+        r = [centroid(counts[pos[s]], channel_of(e, off, slope), 90) - channel_of(e, off, slope) for e in CO60_LINES]
+        resid[s] = 0.5 * (r[0] + r[1])
+    med = float(np.median(list(resid.values())))
+    shifted = sorted(s for s, r in resid.items() if abs(r - med) > 9.0)
+    shift = float(np.median([resid[s] - med for s in shifted])) if shifted else 0.0
+    out.update(shifted_spectra=shifted, n_shifted=len(shifted), channel_offset=round(shift, 1),
+               peak_residual_spread=round(float(np.max(np.abs(np.array(list(resid.values())) - med))), 2))
+    if shifted:
+        findings.append("channel_shift")
+
+    # 6. the summary's net peak areas recomputed from the spectra with the documented method
+    roi = meta["summary_method"]["roi_keV"]
+    nb = int(meta["summary_method"]["background_channels_each_side"])
+    bad_s = []
+    sm = summ.set_index("spectrum_id")
+    for s in ids:
+        if s not in sm.index or s not in cal.index:
+            continue
+        off, slope = float(cal.at[s, "cal_offset_keV"]), float(cal.at[s, "cal_slope_keV_per_ch"])
+        for col, (e_lo, e_hi) in (("net_counts_1173", roi["1173"]), ("net_counts_1332", roi["1332"])):
+            lo = int(round(channel_of(e_lo, off, slope)))
+            hi = int(round(channel_of(e_hi, off, slope)))
+            v = net_area(counts[pos[s]], lo, hi, nb)
+            if abs(float(sm.at[s, col]) - v) > max(0.005 * abs(v), 5.0):
+                bad_s.append(s)
+                break
+    out.update(summary_mismatch=sorted(set(bad_s)), n_summary_mismatch=len(set(bad_s)))
+    if bad_s:
+        findings.append("summary_mismatch")
+    out["n_calibrations"] = int(len(cal.drop_duplicates()))
+    out["findings"] = sorted(findings)
+    return out
+
+
+# ---------------------------------------------------------------- L2 decay rate
+
+def co60_series(d, naive=False):
+    """Daily Co-60 count rate in the laboratory's integral window and the fitted half-life.
+
+    careful: gain tracked per spectrum from the 1332.5 keV peak centroid against the nominal calibration, counts
+    integrated between the window's energies, the background spectrum's window rate subtracted, a Mn-54 834.8 keV
+    full-energy peak subtracted when the summed spectra show it, divided by live time.
+    naive: the window's channels at the nominal calibration, gross counts divided by real time."""
+    d = Path(d)
+    meta = read_meta(d)
+    acq = pd.read_csv(d / "acquisitions.csv", dtype={"spectrum_id": str}).set_index("spectrum_id")
+    ids, counts = read_spectra(d / "spectra.csv.gz")
+    a, b = float(meta["calibration"]["offset_keV"]), float(meta["calibration"]["slope_keV_per_ch"])
+    t0 = parse_time(acq.loc[ids[0], "start_time"])
+    t = np.array([(parse_time(acq.loc[s, "start_time"]) - t0).total_seconds() / 86400.0
+                  + 0.5 * float(acq.loc[s, "real_time_s"]) / 86400.0 for s in ids])
+    live = acq.loc[ids, "live_time_s"].to_numpy(dtype=float)
+    real = acq.loc[ids, "real_time_s"].to_numpy(dtype=float)
+    e1, e2 = WINDOW_KEV
+    info = {"n_spectra": len(ids)}
+    if naive:
+        gains = np.ones(len(ids))
+    else:
+        exp_ch = channel_of(CO60_LINES[1], a, b)
+        gains = np.array([centroid(counts[i], exp_ch, 90) for i in range(len(ids))]) / exp_ch
+    win = np.array([window_counts(counts[i], e1, e2, a, b, gains[i]) for i in range(len(ids))])
+    info["gain_min"], info["gain_max"] = round(float(gains.min()), 5), round(float(gains.max()), 5)
+    mn = np.zeros(len(ids))
+    bg_rate = 0.0
+    if not naive:
+        bg = pd.read_csv(d / "background.csv")["counts"].to_numpy(dtype=float)
+        bg_rate = window_counts(bg, e1, e2, a, b) / float(meta["background"]["live_time_s"])
+        # Mn-54: the reference spectrum of the independent Mn-54 source (same detector, nominal gain) scaled to
+        # each spectrum by least squares over its full-energy peak (+-1.5 sigma) on a straight background
+        ref = pd.read_csv(d / "mn54_reference.csv")["counts"].to_numpy(dtype=float)
+        ref = ref - bg * float(meta["mn54_reference"]["live_time_s"]) / float(meta["background"]["live_time_s"])
+        ref_win = window_counts(ref, e1, e2, a, b)
+        sig = fwhm_kev(MN54_LINE) / 2.3548
+        betas = np.array([mn_scale(counts[i], ref, MN54_LINE, sig, a, b, gains[i]) for i in range(len(ids))])
+        z = float(np.sum(betas)) / math.sqrt(float(np.sum([window_counts(counts[i], MN54_LINE - 1.5 * sig,
+                                                                           MN54_LINE + 1.5 * sig, a, b, gains[i])
+                                                             for i in range(len(ids))]))) * float(
+            window_counts(ref, MN54_LINE - 1.5 * sig, MN54_LINE + 1.5 * sig, a, b))
+        info["mn54_significance"] = round(z, 1)
+        if z > 10.0:
+            # the Mn-54 amount follows its own (tabulated) half-life: one amplitude fitted, noise averaged out
+            em = np.exp(-LN2 * t / MN54_HALF_LIFE_D)
+            beta0 = float(np.sum(betas * em)) / float(np.sum(em * em))
+            mn = beta0 * em * ref_win
+            info["mn54_fraction_first"] = round(float(mn[0] / win[0]), 4)
+    net = win - mn - bg_rate * live
+    expo = real if naive else live
+    rate = net / expo
+    fit = fit_decay(t, net, expo)
+    info["dead_time_fraction_first"] = round(float(1 - live[0] / real[0]), 5)
+    return ids, t, rate, fit, info
+
+
+def co60_table(d, naive=False):
+    ids, t, rate, fit, info = co60_series(d, naive)
+    return pd.DataFrame({"spectrum_id": ids, "day": np.round(t, 4), "co60_rate": rate}), fit, info

@@ -1,0 +1,545 @@
+"""Nuclear track: repeated 2048-channel NaI(Tl) spectra of a Co-60 source, simulated from documented physics.
+
+What is real, what is simulated
+-------------------------------
+No package ships measured NaI(Tl) spectra or counting series (worlds/README.md; SUBSTRATES.md, 2026-12-01: becquerel,
+curie, riid, bayesdecay ship none), so every count in this track is simulated; no package file is read. The
+reference constants are real, taken from the DDEP/LNHB recommended data (Laboratoire National Henri Becquerel,
+"Table de Radionucleides", the values ICRP-107 and the radioactivedecay/luracs packages carry):
+
+  Co-60  T1/2 = 5.2711 (8) y = 1925.28 d; gamma lines 1173.228 keV (99.85%), 1332.492 keV (99.9826%)
+  Mn-54  T1/2 = 312.19 d; gamma line 834.848 keV (99.976%)
+  K-40   1460.82 keV (room background), Bi-214 609.3 keV (radon progeny in the background), Pb K x-rays ~75 keV
+
+Detector response (Knoll, Radiation Detection and Measurement, 4th ed., chapters 10 and 17)
+------------------------------------------------------------------------------------------
+For each gamma line E0 a unit-area template on a 0.5 keV grid: a Gaussian full-energy peak with FWHM = 7% at
+662 keV scaling as sqrt(E) (relative resolution ~ 1/sqrt(E)); a Compton continuum with the Klein-Nishina recoil
+electron distribution up to the Compton edge Ec = E0 (1 - 1/(1 + 2 E0/511)), plus a small multiple-scattering fill
+between Ec and E0, smeared with the resolution at Ec; a backscatter peak at E0 - Ec. Peak-to-total 0.25 (3x3 in.
+NaI, 1.2-1.3 MeV). Full-energy-peak efficiency ~ 1/E between the two Co-60 lines. Channel k spans [k - 0.5, k + 0.5]
+and channel position x maps to energy E = a + b x / g (a, b: the recorded calibration; g: the gain factor of the day);
+the expected counts of a channel are the template's integral over its energy interval, drawn Poisson. A lower-level
+discriminator removes everything below 30 keV.
+Background (shielded detector): a falling continuum, Pb x-rays, Bi-214 609 keV and K-40 1460.8 keV, about 3 cps.
+Dead time: non-paralysable, tau = 4 us per recorded pulse: live = real / (1 + n tau) for a true rate n above the
+discriminator; the recorded counts are Poisson(rate x live time) (the live-time clock compensates exactly).
+Gain drift: g = 1 + kappa (T - 22 C); NaI(Tl) light output together with the photomultiplier gain drifts by a few
+tenths of a percent per degree C near room temperature (Knoll ch. 8; Casanovas et al. 2012 Radiat Meas 47:588).
+Environment: temperature, pressure, relative humidity and a room background monitor per spectrum; pressure and
+humidity do not act on a sealed NaI(Tl) detector.
+
+L1 `l1_series`: 36-48 daily 600 s spectra with acquisition metadata (start time, real and live time, dead time,
+detector, high voltage, calibration), environment and the acquisition software's summary of net peak areas.
+Edits: duplicate_spectra (a spectrum's channel contents copied into the next day's slot), missing_spectra (logged
+acquisitions whose spectra are absent), clock_reset (a block of start times from an MCA clock reset to its epoch),
+live_exceeds_real (live and real time swapped in the export), summary_mismatch (summary net counts that do not come
+from the spectra), channel_shift (a block of spectra offset by some channels, calibration unchanged). Boundary:
+`service` (a documented detector service: HV changed and the calibration re-recorded from a date on).
+L2 `l2_series`: 274 daily spectra; traps: a hot source with ~25% dead time (`co60_total_cps`), a Mn-54 source in
+the counting position (`mn54_ratio`), an unconditioned room with seasonal temperature (`seasonal`, `kappa`).
+L3 `dossier`: the frozen 274-day series as daily net peak rates, regenerated with a changed effective Co-60 decay
+constant (`factor`) on the same schedule, with the Mn-54 control source and the background unchanged.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pandas as pd
+
+from benchmark.canonical import CanonicalWriter
+from benchmark.registry import recipe, substrate, writer
+from worlds.nuclear import analysis as A
+
+TRACK = "nuclear"
+T_CO60 = 1925.28           # d, DDEP (5.2711 y)
+T_MN54 = 312.19            # d, DDEP
+CO60 = ((1173.228, 0.9985), (1332.492, 0.999826))
+MN54 = ((834.848, 0.99976),)
+K40, BI214, PBX = 1460.82, 609.31, 75.0
+TAU = 4.0e-6               # s, non-paralysable dead time per pulse
+LLD = 30.0                 # keV
+NCH = 2048
+DE = 0.5
+GRID = np.arange(0.0, 2600.0 + DE, DE)       # template grid edges (keV)
+MID = GRID[:-1] + DE / 2
+T_CAL = 22.0
+REAL_S = 600.0
+
+
+def sigma(e):
+    return A.fwhm_kev(e) / 2.3548
+
+
+def _gauss(mu, s):
+    z = (MID - mu) / s
+    g = np.exp(-0.5 * z * z)
+    return g / float(np.sum(g))
+
+
+@functools.lru_cache(maxsize=None)
+def line_template(e0: float, p2t: float = 0.25, bs: float = 0.04) -> np.ndarray:
+    """Unit-peak-area response (counts per bin of 0.5 keV per full-energy count) of a NaI(Tl) detector to E0."""
+    eps = e0 / 511.0
+    ec = e0 * (1 - 1 / (1 + 2 * eps))
+    s = np.clip(MID / e0, 0, None)
+    kn = np.where(MID <= ec, 2 + s * s / (eps * eps * (1 - s) ** 2) + s / (1 - s) * (s - 2 / eps), 0.0)
+    fill = np.where((MID > ec) & (MID < e0), 0.12 * kn[int(ec / DE) - 1], 0.0)
+    comp = kn + fill
+    k = _gauss(0.0, sigma(ec))
+    half = int(5 * sigma(ec) / DE)
+    kern = k[:half + 1]
+    kern = np.concatenate([kern[::-1], kern[1:]])
+    comp = np.convolve(comp, kern / float(np.sum(kern)), mode="same")
+    comp = comp / float(np.sum(comp)) * (1 / p2t - 1 - bs)
+    back = _gauss(e0 - ec, 1.6 * sigma(e0 - ec)) * bs
+    return _gauss(e0, sigma(e0)) + comp + back
+
+
+@functools.lru_cache(maxsize=None)
+def co60_template() -> np.ndarray:
+    """Co-60 per 1173 keV full-energy count: both lines, full-energy efficiency ~ 1/E."""
+    (e1, i1), (e2, i2) = CO60
+    return line_template(e1) + (i2 / i1) * (e1 / e2) * line_template(e2)
+
+
+@functools.lru_cache(maxsize=None)
+def background_template() -> np.ndarray:
+    """Shielded-detector background, counts per second per bin (about 3 cps above 30 keV)."""
+    cont = 0.004 * np.exp(-MID / 220.0) * DE + 0.00018 * DE * np.exp(-MID / 1500.0)
+    return (cont + 0.10 * line_template(PBX, 0.9, 0.0) + 0.05 * line_template(BI214, 0.28)
+            + 0.12 * line_template(K40, 0.22))
+
+
+def _cdf(dens: np.ndarray) -> np.ndarray:
+    d = np.where(MID < LLD, 0.0, dens)
+    return np.concatenate([[0.0], np.cumsum(d)])
+
+
+def expected(dens: np.ndarray, a: float, b: float, gain: float = 1.0, shift: float = 0.0) -> np.ndarray:
+    """Expected counts per channel (per unit exposure) of a spectrum density at calibration a + b x / gain."""
+    x = np.arange(NCH + 1) - 0.5 - shift
+    e = a + b * x / gain
+    c = np.interp(e, GRID, _cdf(dens))
+    return np.clip(np.diff(c), 0.0, None)
+
+
+def total_rate(dens: np.ndarray) -> float:
+    return float(_cdf(dens)[-1])
+
+
+def window_rate(dens: np.ndarray, e_lo: float, e_hi: float) -> float:
+    c = _cdf(dens)
+    return float(np.interp(e_hi, GRID, c) - np.interp(e_lo, GRID, c))
+
+
+@dataclass
+class Nuc:
+    kind: str = ""
+    ids: list = field(default_factory=list)
+    start: list = field(default_factory=list)
+    real: np.ndarray | None = None
+    live: np.ndarray | None = None
+    counts: np.ndarray | None = None
+    cal: list = field(default_factory=list)        # (a, b) per spectrum
+    hv: list = field(default_factory=list)
+    env: pd.DataFrame | None = None
+    meta: dict = field(default_factory=dict)
+    truth: dict = field(default_factory=dict)
+    drop: set = field(default_factory=set)
+    summary_factor: dict = field(default_factory=dict)
+    background: np.ndarray | None = None
+    mn54_ref: np.ndarray | None = None
+    dossier: dict | None = None
+
+
+@substrate("co60_nai")
+def co60_nai(seed: int = 0) -> dict:
+    """The reference constants (real, DDEP/LNHB) the simulations use."""
+    return {"T_co60_d": T_CO60, "T_mn54_d": T_MN54, "co60_lines": CO60, "mn54_line": MN54}
+
+
+def _schedule(rng, n: int, start: datetime):
+    days = [start + timedelta(days=i, seconds=int(rng.integers(0, 50))) for i in range(n)]
+    return days
+
+
+def _environment(rng, ids, t_days, temp) -> pd.DataFrame:
+    n = len(ids)
+    doy = np.asarray(t_days)
+    press = 1009.0 + 4.0 * np.cos(2 * np.pi * doy / 365.0) + rng.normal(0, 2.5, n)
+    hum = np.clip(48 + 10 * np.sin(2 * np.pi * doy / 365.0) + rng.normal(0, 4, n), 15, 90)
+    bkg = 0.118 + rng.normal(0, 0.006, n)
+    return pd.DataFrame({"spectrum_id": ids, "temperature_C": np.round(temp, 2), "pressure_hPa": np.round(press, 1),
+                         "relative_humidity_pct": np.round(hum, 1), "room_background_uSv_h": np.round(bkg, 3)})
+
+
+def _simulate(rng, n, start, co60_total, temp, kappa, cal, shift=None, mn54_ratio=0.0, t_offset=0.0):
+    """Counts, real and live times of n daily spectra (activity referenced to the first spectrum's start)."""
+    tmpl = co60_template()
+    per = total_rate(tmpl)
+    scale = co60_total / per
+    win = window_rate(tmpl, *A.WINDOW_KEV) * scale
+    mn = line_template(MN54[0][0], 0.30) if mn54_ratio else None
+    mn_scale = mn54_ratio * win
+    bkg = background_template()
+    t = np.array([(s - start).total_seconds() / 86400.0 + t_offset for s in _schedule_dummy(start, n)])
+    counts = np.zeros((n, NCH), dtype=np.int64)
+    live = np.zeros(n)
+    for i in range(n):
+        ti = i + t_offset
+        dens = tmpl * scale * math.exp(-math.log(2) * ti / T_CO60) + bkg
+        if mn is not None:
+            dens = dens + mn * mn_scale * math.exp(-math.log(2) * ti / T_MN54)
+        g = 1.0 + kappa * (temp[i] - T_CAL)
+        a, b = cal[i]
+        lt = REAL_S / (1.0 + total_rate(dens) * TAU)
+        lam = expected(dens, a, b, g, 0.0 if shift is None else shift[i]) * lt
+        counts[i] = rng.poisson(lam)
+        live[i] = round(lt, 3)
+    return counts, live, t
+
+
+def _schedule_dummy(start, n):
+    return [start + timedelta(days=i) for i in range(n)]
+
+
+def _cal0(rng):
+    return round(float(rng.uniform(0.5, 2.5)), 3), round(float(rng.uniform(0.736, 0.746)), 5)
+
+
+# ---------------------------------------------------------------- L1
+
+@recipe(TRACK, "l1_series")
+def l1_series(sub, rng, n: int, co60_total: float) -> Nuc:
+    start = datetime(2017, 1, 1, 8, 0, 0, tzinfo=timezone.utc) + timedelta(days=int(rng.integers(0, 700)))
+    a, b = _cal0(rng)
+    temp = 22.0 + rng.normal(0, 0.15, n)
+    p = Nuc(kind="integrity")
+    p.ids = [f"S{i + 1:03d}" for i in range(n)]
+    p.start = _schedule(rng, n, start)
+    p.cal = [(a, b)] * n
+    p.hv = [710] * n
+    p.meta["service_log"] = [
+        {"date": (start - timedelta(days=int(rng.integers(20, 60)))).date().isoformat(),
+         "entry": "quarterly check with a Cs-137 source: resolution 7.0% FWHM at 662 keV; no adjustment"},
+        {"date": (start + timedelta(days=int(rng.integers(3, n - 3)))).date().isoformat(),
+         "entry": "lead shield door re-seated after cleaning; no change to the detector or electronics"}]
+    p.meta["_temp"] = temp
+    p.env = _environment(rng, p.ids, np.arange(n, dtype=float), temp)
+    p.meta["_co60_total"] = co60_total
+    p.meta["_start"] = start
+    p.truth["n_spectra"] = n
+    return p
+
+
+def _realise(p: Nuc, rng, shift=None):
+    n = len(p.ids)
+    counts, live, _ = _simulate(rng, n, p.meta["_start"], p.meta["_co60_total"], p.meta["_temp"], -0.004,
+                                p.cal, shift)
+    p.counts, p.live, p.real = counts, live, np.full(n, REAL_S)
+
+
+@recipe(TRACK, "service")
+def service(p: Nuc, rng, at_low: float, at_high: float, factors: list) -> Nuc:
+    n = len(p.ids)
+    j = int(rng.integers(int(at_low * n), int(at_high * n) + 1))
+    f = float(rng.choice(factors))
+    a, b = p.cal[0]
+    a2, b2 = round(a + float(rng.uniform(-0.8, 0.8)), 3), round(b * f, 5)
+    hv2 = 710 + (25 if f < 1 else -20)
+    p.cal = [(a, b)] * j + [(a2, b2)] * (n - j)
+    p.hv = [710] * j + [hv2] * (n - j)
+    d = p.start[j].date() - timedelta(days=1)
+    p.meta["service_log"][1] = {"date": d.isoformat(),
+                                "entry": f"photomultiplier base replaced; high voltage set to {hv2} V; energy calibration "
+                                         f"re-done with Cs-137 and Co-60 (slope {b2} keV/channel, offset {a2} keV), "
+                                         "recorded in acquisitions.csv from the next acquisition on"}
+    p.truth["service_index"] = j
+    return p
+
+
+@recipe(TRACK, "realise")
+def realise(p: Nuc, rng) -> Nuc:
+    _realise(p, rng)
+    return p
+
+
+@recipe(TRACK, "channel_shift")
+def channel_shift(p: Nuc, rng, k_low: int, k_high: int, off_low: int, off_high: int) -> Nuc:
+    n = len(p.ids)
+    k = int(rng.integers(k_low, k_high + 1))
+    j = int(rng.integers(2, n - k - 1))
+    off = int(rng.integers(off_low, off_high + 1)) * int(rng.choice([-1, 1]))
+    shift = np.zeros(n)
+    shift[j:j + k] = off
+    _realise(p, rng, shift)
+    p.truth.update(shifted=p.ids[j:j + k], offset=off)
+    return p
+
+
+def _pick(rng, n, k_low, k_high, lo=1):
+    k = int(rng.integers(k_low, k_high + 1))
+    return sorted(int(x) for x in rng.choice(np.arange(lo, n - 1), k, replace=False))
+
+
+@recipe(TRACK, "duplicate_spectra")
+def duplicate_spectra(p: Nuc, rng, k_low: int, k_high: int) -> Nuc:
+    n = len(p.ids)
+    idx = []
+    for i in _pick(rng, n // 2, k_low, k_high):
+        idx.append(2 * i)                     # non-adjacent slots
+    for i in idx:
+        p.counts[i + 1] = p.counts[i]
+    p.truth["duplicates"] = [p.ids[i + 1] for i in idx]
+    return p
+
+
+@recipe(TRACK, "missing_spectra")
+def missing_spectra(p: Nuc, rng, k_low: int, k_high: int) -> Nuc:
+    idx = _pick(rng, len(p.ids), k_low, k_high)
+    p.drop = {p.ids[i] for i in idx}
+    p.truth["missing"] = sorted(p.drop)
+    return p
+
+
+@recipe(TRACK, "clock_reset")
+def clock_reset(p: Nuc, rng, k_low: int, k_high: int) -> Nuc:
+    n = len(p.ids)
+    k = int(rng.integers(k_low, k_high + 1))
+    j = int(rng.integers(3, n - k - 2))
+    epoch = datetime(2000, 1, 1, 0, 0, 0, tzinfo=timezone.utc)
+    base = p.start[j - 1]
+    for m in range(k):
+        p.start[j + m] = epoch + (p.start[j + m] - base) - timedelta(hours=1)
+    p.truth["reset"] = p.ids[j:j + k]
+    return p
+
+
+@recipe(TRACK, "live_exceeds_real")
+def live_exceeds_real(p: Nuc, rng, k_low: int, k_high: int) -> Nuc:
+    idx = _pick(rng, len(p.ids), k_low, k_high)
+    for i in idx:
+        p.live[i], p.real[i] = p.real[i], p.live[i]
+    p.truth["swapped"] = [p.ids[i] for i in idx]
+    return p
+
+
+@recipe(TRACK, "summary_mismatch")
+def summary_mismatch(p: Nuc, rng, k_low: int, k_high: int) -> Nuc:
+    idx = _pick(rng, len(p.ids), k_low, k_high)
+    for i in idx:
+        f = float(rng.uniform(1.06, 1.2)) if rng.random() < 0.5 else float(rng.uniform(0.8, 0.94))
+        p.summary_factor[p.ids[i]] = round(f, 4)
+    p.truth["summary_edited"] = sorted(p.summary_factor)
+    return p
+
+
+def summary_rows(p: Nuc, roi: dict, nb: int) -> pd.DataFrame:
+    rows = []
+    for i, s in enumerate(p.ids):
+        a, b = p.cal[i]
+        r = {"spectrum_id": s}
+        for key, col in (("1173", "net_counts_1173"), ("1332", "net_counts_1332")):
+            lo = int(round(A.channel_of(roi[key][0], a, b)))
+            hi = int(round(A.channel_of(roi[key][1], a, b)))
+            r[col] = int(round(A.net_area(p.counts[i], lo, hi, nb) * p.summary_factor.get(s, 1.0)))
+        rows.append(r)
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- L2
+
+@recipe(TRACK, "l2_series")
+def l2_series(sub, rng, n: int, co60_total: float, mn54_ratio: float = 0.0, seasonal: bool = False,
+              kappa: float = -0.004, t_mid: float = 26.0, t_amp: float = 7.0, phase: float = -45.0) -> Nuc:
+    start = datetime(2016, 1, 1, 8, 0, 0, tzinfo=timezone.utc) + timedelta(days=int(rng.integers(0, 900)))
+    a, b = _cal0(rng)
+    t = np.arange(n, dtype=float)
+    if seasonal:
+        temp = t_mid - t_amp * np.cos(2 * np.pi * (t + phase) / 365.0) + rng.normal(0, 0.4, n)
+    else:
+        temp = 22.0 + rng.normal(0, 0.15, n)
+    p = Nuc(kind="decay")
+    p.ids = [f"D{i + 1:03d}" for i in range(n)]
+    p.start = _schedule(rng, n, start)
+    p.cal = [(a, b)] * n
+    p.hv = [710] * n
+    counts, live, _ = _simulate(rng, n, start, co60_total, temp, kappa, p.cal, None, mn54_ratio)
+    p.counts, p.live, p.real = counts, live, np.full(n, REAL_S)
+    bg = background_template()
+    p.background = rng.poisson(expected(bg, a, b) * 86400.0)
+    mnt = line_template(MN54[0][0], 0.30) * 400.0 + bg        # the independent Mn-54 source alone, 400 peak cps
+    p.mn54_ref = rng.poisson(expected(mnt, a, b) * 7200.0)
+    p.env = _environment(rng, p.ids, t + start.timetuple().tm_yday, temp)
+    p.meta.update(calibration={"offset_keV": a, "slope_keV_per_ch": b})
+    win = window_rate(co60_template(), *A.WINDOW_KEV) * co60_total / total_rate(co60_template())
+    p.truth["co60_rate"] = {s: round(win * math.exp(-math.log(2) * i / T_CO60), 4) for i, s in enumerate(p.ids)}
+    p.truth.update(half_life_days=T_CO60, dead_time_fraction_first=round(float(1 - live[0] / REAL_S), 4),
+                   mn54_ratio=mn54_ratio, kappa=kappa if seasonal else 0.0)
+    return p
+
+
+# ---------------------------------------------------------------- L3 dossier
+
+def dossier_series(factor_1173: float, factor_1332: float, n: int = 274, data_seed: int = 2731) -> pd.DataFrame:
+    """Daily net full-energy-peak rates of the two Co-60 lines (one detector), the Mn-54 control source (a second
+    detector) and the background, on a fixed schedule. The Co-60 lines decay with lambda x factor; every other
+    column, and the schedule, come from their own random streams and are identical whatever the factors."""
+    ss = np.random.SeedSequence(data_seed).spawn(5)
+    r_sched, r_1173, r_1332, r_mn, r_env = (np.random.default_rng(s) for s in ss)
+    start = datetime(2018, 2, 1, 8, 0, 0, tzinfo=timezone.utc)
+    t = np.arange(n, dtype=float) + r_sched.integers(0, 50, n) / 86400.0
+    live = np.round(REAL_S / (1 + 1400.0 * TAU * np.exp(-math.log(2) * t / T_CO60)), 3)
+    lam = math.log(2) / T_CO60
+    p1 = 165.0 * np.exp(-lam * factor_1173 * t)
+    p2 = 165.0 * (CO60[1][1] / CO60[0][1]) * (CO60[0][0] / CO60[1][0]) * np.exp(-lam * factor_1332 * t)
+    n1 = r_1173.poisson(p1 * live)
+    n2 = r_1332.poisson(p2 * live)
+    mn_live = 1800.0
+    nm = r_mn.poisson(41.0 * np.exp(-math.log(2) * t / T_MN54) * mn_live)
+    bkg = r_env.poisson(0.118 * 3600.0, n)
+    temp = 22.0 + r_env.normal(0, 0.15, n)
+    return pd.DataFrame({
+        "day": np.round(t, 4), "date": [(start + timedelta(days=float(x))).date().isoformat() for x in t],
+        "live_time_s": live, "net_counts_1173": n1, "net_counts_1332": n2,
+        "rate_1173_cps": np.round(n1 / live, 4), "rate_1332_cps": np.round(n2 / live, 4),
+        "mn54_net_counts": nm, "mn54_live_time_s": mn_live, "mn54_rate_cps": np.round(nm / mn_live, 4),
+        "background_counts_1h": bkg, "temperature_C": np.round(temp, 2)})
+
+
+DOSSIER_Q = {
+    "real": ("Does the Co-60 count-rate series behave as expected for this source, and what half-life does it give?"),
+    "native": ("The Co-60 atoms of this source were held fully ionised (bare nuclei) under stellar-plasma conditions "
+               "for the whole series. Does the Co-60 decay rate differ from the tabulated neutral-atom value, and "
+               "what explains what you find?"),
+    "injected": ("The Co-60 atoms of this source were held fully ionised (bare nuclei) under stellar-plasma conditions "
+                 "for the whole series. Does the Co-60 decay rate differ from the tabulated neutral-atom value, and "
+                 "what explains what you find?"),
+}
+
+
+@recipe(TRACK, "dossier")
+def dossier(sub, rng, kind: str, factor_1173: float = 1.0, factor_1332: float = 1.0) -> Nuc:
+    t = dossier_series(factor_1173, factor_1332)
+    cond = ("held as neutral atoms in a sealed capsule at room temperature" if kind == "real" else
+            "held fully ionised (bare Co-60 nuclei) under stellar-plasma conditions for the whole series; the "
+            "Mn-54 control source and the background detector were not ionised and sat in the ordinary laboratory")
+    md = "\n".join([
+        "# Evidence dossier: a 274-day Co-60 counting series",
+        "",
+        "## Data",
+        "A Co-60 source counted once a day for 274 days with a 3x3 in. NaI(Tl) detector (600 s real time per",
+        "acquisition, live-time corrected), gain-stabilised, in a temperature-controlled room. The source was " + cond + ".",
+        "For each acquisition the net full-energy-peak counts of the two Co-60 gamma lines (1173.2 and 1332.5 keV,",
+        "emitted in cascade by the same Ni-60 level scheme: every Co-60 beta decay to the 2505.7 keV level of",
+        "Ni-60 gives both photons) were extracted. An independent Mn-54 control source (834.8 keV line) was counted",
+        "the same days on a second, identical detector (1800 s live), and a shielded background monitor counted 1 h.",
+        "Tabulated half-lives (DDEP/LNHB, neutral atoms): Co-60 1925.28 d (5.2711 y); Mn-54 312.19 d.",
+        "",
+        "## Tables",
+        "- daily.csv: day (days since the first acquisition), date, live_time_s, net_counts_1173, net_counts_1332,",
+        "  rate_1173_cps, rate_1332_cps (net counts / live time), mn54_net_counts, mn54_live_time_s, mn54_rate_cps,",
+        "  background_counts_1h, temperature_C",
+        "",
+        "## Question",
+        DOSSIER_Q[kind],
+    ])
+    p = Nuc(kind="dossier")
+    p.dossier = {"dossier.md": md, "daily.csv": t}
+    return p
+
+
+# ---------------------------------------------------------------- writer
+
+ROI = {"1173": [1100.0, 1245.0], "1332": [1260.0, 1410.0]}
+NB = 3
+DETECTOR = "NaI(Tl) 76 x 76 mm (3x3 in.) scintillator with photomultiplier, 2048-channel MCA, in a 10 cm lead shield"
+
+
+def _spectra_table(ids, counts) -> pd.DataFrame:
+    t = pd.DataFrame(counts, columns=[str(c) for c in range(NCH)])
+    t.insert(0, "spectrum_id", ids)
+    return t
+
+
+def _iso(d: datetime) -> str:
+    return d.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@writer(TRACK)
+def write(p: Nuc, w: CanonicalWriter) -> None:
+    if p.dossier is not None:
+        w.files(p.dossier)
+        return
+    if p.truth:
+        w.truth(**p.truth)
+    files = {"meta.json": "this description"}
+    meta = {"detector": DETECTOR, "source": "Co-60 sealed point source on a fixed holder 10 cm from the detector face",
+            "acquisition": "one spectrum a day, started by the scheduler at about 08:00 UTC, preset real time 600 s",
+            "live_time_clock": "the MCA's live-time clock: live_time_s is the time the MCA was able to accept pulses; "
+                               "the dead-time fraction is (real - live) / real",
+            "reference_data": {"Co-60": {"half_life_d": 1925.28, "lines_keV": [1173.228, 1332.492]},
+                               "Mn-54": {"half_life_d": 312.19, "lines_keV": [834.848]},
+                               "source": "DDEP/LNHB recommended data"}}
+    n = len(p.ids)
+    if p.kind == "integrity":
+        summ = summary_rows(p, ROI, NB)
+        keep = [i for i, s in enumerate(p.ids) if s not in p.drop]
+        w.bytes("spectra.csv.gz", _spectra_table([p.ids[i] for i in keep], p.counts[keep]).to_csv(index=False).encode())
+        acq = pd.DataFrame({
+            "spectrum_id": p.ids, "start_time": [_iso(s) for s in p.start], "real_time_s": np.round(p.real, 3),
+            "live_time_s": np.round(p.live, 3),
+            "dead_time_pct": np.round(100 * (np.maximum(p.real, p.live) - np.minimum(p.real, p.live))
+                                      / np.maximum(p.real, p.live), 3),
+            "detector": "NaI-3x3-0417", "high_voltage_V": p.hv,
+            "cal_offset_keV": [c[0] for c in p.cal], "cal_slope_keV_per_ch": [c[1] for c in p.cal]})
+        w.table("acquisitions.csv", acq, float_format="%.6g")
+        w.table("environment.csv", p.env, float_format="%.6g")
+        w.table("summary.csv", summ)
+        files.update({
+            "spectra.csv.gz": "one row per spectrum: spectrum_id, then the counts of channels 0..2047",
+            "acquisitions.csv": "acquisition log, one row per acquisition: spectrum_id, start_time (UTC), real_time_s, "
+                                "live_time_s, dead_time_pct, detector, high_voltage_V, cal_offset_keV, "
+                                "cal_slope_keV_per_ch (energy = offset + slope x channel)",
+            "environment.csv": "room conditions at each acquisition: temperature_C, pressure_hPa, "
+                               "relative_humidity_pct, room_background_uSv_h (an independent area monitor)",
+            "summary.csv": "the acquisition software's summary: net_counts_1173 and net_counts_1332, net peak areas of "
+                           "the two Co-60 lines (summary_method)"})
+        meta["summary_method"] = {"roi_keV": ROI, "background_channels_each_side": NB,
+                                  "definition": "ROI channels = round((E - cal_offset_keV) / cal_slope_keV_per_ch) for "
+                                                "the ROI's energies, with each spectrum's own calibration; net = sum "
+                                                "of the ROI channels minus (mean of the 3 channels below the ROI + mean "
+                                                "of the 3 channels above it) / 2 x the number of ROI channels"}
+        meta["service_log"] = p.meta["service_log"]
+        meta["temperature_control"] = "air-conditioned counting room, 22 +- 0.5 C"
+    else:
+        w.bytes("spectra.csv.gz", _spectra_table(p.ids, p.counts).to_csv(index=False).encode())
+        acq = pd.DataFrame({"spectrum_id": p.ids, "start_time": [_iso(s) for s in p.start],
+                            "real_time_s": np.round(p.real, 3), "live_time_s": np.round(p.live, 3)})
+        w.table("acquisitions.csv", acq, float_format="%.6g")
+        w.table("environment.csv", p.env, float_format="%.6g")
+        w.table("background.csv", pd.DataFrame({"channel": np.arange(NCH), "counts": p.background}))
+        w.table("mn54_reference.csv", pd.DataFrame({"channel": np.arange(NCH), "counts": p.mn54_ref}))
+        files.update({
+            "spectra.csv.gz": "one row per daily spectrum: spectrum_id, then the counts of channels 0..2047",
+            "acquisitions.csv": "acquisition log: spectrum_id, start_time (UTC), real_time_s, live_time_s",
+            "environment.csv": "conditions at each acquisition: temperature_C (at the detector), pressure_hPa, "
+                               "relative_humidity_pct, room_background_uSv_h",
+            "background.csv": "a background spectrum without the source (channel, counts), live time in meta.json",
+            "mn54_reference.csv": "a spectrum of the laboratory's independent Mn-54 source counted alone on the same "
+                                  "detector at 22 C (channel, counts; background included), live time in meta.json"})
+        meta["calibration"] = dict(p.meta["calibration"], note="energy = offset + slope x channel, established at "
+                                                               "commissioning at 22 C")
+        meta["counting_window_keV"] = list(A.WINDOW_KEV)
+        meta["counting_window_note"] = ("the laboratory's integral Co-60 counting window: both full-energy peaks "
+                                        "and the upper Compton continuum")
+        meta["background"] = {"live_time_s": 86400.0, "note": "same detector and shield, source removed"}
+        meta["mn54_reference"] = {"live_time_s": 7200.0, "note": "independent Mn-54 source (834.848 keV) alone, "
+                                                                 "counted at commissioning"}
+    meta["files"] = dict(sorted(files.items()))
+    w.json("meta.json", meta)

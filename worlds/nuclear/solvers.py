@@ -1,0 +1,73 @@
+"""Reference solvers of the nuclear track (gold side); every golden is computed from the world's public files.
+
+nuclear.L1.integrity  worlds.nuclear.analysis.detect: logged acquisitions without a spectrum, byte-identical spectra,
+                      start times out of order (longest increasing run kept), live time above real time, 1332.5 keV
+                      peak positions against each spectrum's own calibration, the summary's net areas recomputed
+                      with the documented method.
+nuclear.L2.decay      Co-60 rate in the laboratory's 700-1450 keV window per second of live time: gain tracked per
+                      spectrum from the 1332.5 keV centroid, background spectrum subtracted, the independent Mn-54
+                      source's reference spectrum scaled out when its 834.8 keV peak is present; weighted fit of
+                      ln(rate) against time -> half-life and its standard error. The trap's answer (fixed channels,
+                      gross counts / real time) is kept beside it for zero_if.
+nuclear.L3.dossier    half-lives of the two Co-60 lines and of the Mn-54 control, the 1332/1173 ratio's trend.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmark.registry import solver
+from worlds.nuclear import analysis as A
+
+
+@solver("nuclear.L1.integrity", version="1")
+def l1_integrity(world_dir: Path, world) -> dict:
+    return A.detect(world_dir)
+
+
+@solver("nuclear.L2.decay", version="1")
+def l2_decay(world_dir: Path, world) -> dict:
+    tab, fit, info = A.co60_table(world_dir)
+    ntab, nfit, _ = A.co60_table(world_dir, naive=True)
+    rate = dict(zip(tab["spectrum_id"], tab["co60_rate"]))
+    trap = dict(zip(ntab["spectrum_id"], ntab["co60_rate"]))
+    dev = np.abs(ntab["co60_rate"].to_numpy() / tab["co60_rate"].to_numpy() - 1)
+    return {"half_life_days": round(fit["half_life_days"], 2),
+            "half_life_uncertainty_days": round(fit["half_life_se_days"], 2),
+            "decay_constant_per_day": round(fit["decay_constant_per_day"], 9),
+            "co60_rate": {k: round(float(v), 4) for k, v in rate.items()},
+            "first_rate": round(float(tab["co60_rate"].iloc[0]), 3), "last_rate": round(float(tab["co60_rate"].iloc[-1]), 3),
+            "trap_half_life_days": round(nfit["half_life_days"], 2),
+            "trap_rate": {k: round(float(v), 4) for k, v in trap.items()},
+            "trap_max_deviation": round(float(dev.max()), 4),
+            "trap_share_off_2pct": round(float((dev > 0.02).mean()), 4),
+            "n_spectra": info["n_spectra"], "gain_min": info["gain_min"], "gain_max": info["gain_max"],
+            "gain_range_pct": round(100 * (info["gain_max"] - info["gain_min"]), 2),
+            "mn54_fraction_first": info.get("mn54_fraction_first", 0.0),
+            "dead_time_fraction_first": info["dead_time_fraction_first"]}
+
+
+def _hl(t, n, live):
+    f = A.fit_decay(t, n, live)
+    return round(f["half_life_days"], 1), round(f["half_life_se_days"], 1)
+
+
+@solver("nuclear.L3.dossier", version="1")
+def l3_dossier(world_dir: Path, world) -> dict:
+    t = pd.read_csv(Path(world_dir) / "daily.csv")
+    h1, s1 = _hl(t["day"], t["net_counts_1173"], t["live_time_s"])
+    h2, s2 = _hl(t["day"], t["net_counts_1332"], t["live_time_s"])
+    hm, sm = _hl(t["day"], t["mn54_net_counts"], t["mn54_live_time_s"])
+    r = np.log(t["net_counts_1332"].to_numpy(float) / t["net_counts_1173"].to_numpy(float))
+    x = t["day"].to_numpy(float)
+    slope = float(np.sum((x - x.mean()) * (r - r.mean())) / np.sum((x - x.mean()) ** 2))
+    return {"half_life_1173_days": h1, "half_life_1173_se": s1, "half_life_1332_days": h2, "half_life_1332_se": s2,
+            "half_life_mn54_days": hm, "half_life_mn54_se": sm,
+            "ratio_1332_1173_first_30d": round(float(np.exp(r[:30].mean())), 4),
+            "ratio_1332_1173_last_30d": round(float(np.exp(r[-30:].mean())), 4),
+            "log_ratio_slope_per_day": round(slope, 8), "n_days": int(len(t))}
+
+
+from worlds.nuclear import scripted  # noqa: E402,F401
