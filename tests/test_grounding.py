@@ -30,6 +30,19 @@ def built():
     return {r["item"]: r for r in B.ensure_built(ITEMS)}
 
 
+def test_no_option_position_answers_a_tracks_items():
+    """A rule that always picks one letter (the first option, say) must not answer a track's items: in every track
+    no letter is the key, or the flip's answer, of more than half of the items. (Five tracks once listed the key
+    first in every item, so `answer A` scored 100% accuracy on them without the data.)"""
+    by_track: dict[str, list[Item]] = {}
+    for i in ITEMS:
+        by_track.setdefault(i.track, []).append(i)
+    for track, items in sorted(by_track.items()):
+        for what, letters in (("key", [i.key for i in items]), ("flip answer", [i.flip_answer for i in items])):
+            letter, n = Counter(letters).most_common(1)[0]
+            assert n <= len(items) / 2, f"{track}: {letter} is the {what} of {n} of {len(items)} items"
+
+
 def test_item_set():
     scrna = [i for i in ITEMS if i.track == "scrna"]
     assert len(scrna) >= 20
