@@ -6,6 +6,7 @@ import json
 from collections import Counter
 
 import numpy as np
+import pytest
 import pandas as pd
 
 from benchmark.freeze import ensure_built
@@ -35,8 +36,8 @@ def _ratio_slope(d):
 
 def test_nuclear_injected_dossier_is_incoherent_on_the_written_tables():
     """The injected daily.csv equals the real one except in the 1332 keV columns; the 1173 keV half-life stays within
-    2% of 1925.28 d while the 1332 keV half-life is about 1540 d; the log line ratio has a significant negative slope in
-    the injected dossier only (both photons come from every Co-60 decay, so a real rate change keeps it constant)."""
+    2% of 1925.28 d while the 1332 keV half-life is about 1674 d; the log line ratio has a significant negative slope in
+    the injected dossier only (both lines are fed by the same Co-60 population, so a real rate change keeps it constant)."""
     real, inj, nat = _daily("co60_real"), _daily("bare_injected"), _daily("bare_native")
     changed = {"net_counts_1332", "rate_1332_cps"}
     for c in real.columns:
@@ -45,7 +46,7 @@ def test_nuclear_injected_dossier_is_incoherent_on_the_written_tables():
     assert (real["net_counts_1332"] != inj["net_counts_1332"]).mean() > 0.9
     h1 = _half_life(inj["day"], inj["net_counts_1173"], inj["live_time_s"])
     h2 = _half_life(inj["day"], inj["net_counts_1332"], inj["live_time_s"])
-    assert abs(h1 / 1925.28 - 1) < 0.02 and abs(h2 / 1540.2 - 1) < 0.03
+    assert abs(h1 / 1925.28 - 1) < 0.02 and abs(h2 / 1674.2 - 1) < 0.03
     s_inj, se_inj = _ratio_slope(inj)
     assert s_inj < 0 and abs(s_inj) > 10 * se_inj
     for d in (real, nat):
@@ -54,14 +55,14 @@ def test_nuclear_injected_dossier_is_incoherent_on_the_written_tables():
 
 
 def test_nuclear_native_dossier_changes_only_the_co60_lines():
-    """The native counterfactual regenerates both Co-60 lines with 1.25 x the decay constant; the schedule, the live
+    """The native counterfactual regenerates both Co-60 lines with 1.15 x the decay constant; the schedule, the live
     time, the Mn-54 control, the background and the temperature are those of the real dossier (controls fixed)."""
     real, nat = _daily("co60_real"), _daily("bare_native")
     for c in ("day", "date", "live_time_s", "mn54_net_counts", "mn54_rate_cps", "background_counts_1h", "temperature_C"):
         pd.testing.assert_series_equal(real[c], nat[c])
     for line in ("1173", "1332"):
         h = _half_life(nat["day"], nat[f"net_counts_{line}"], nat["live_time_s"])
-        assert abs(h / (1925.28 / 1.25) - 1) < 0.03
+        assert abs(h / (1925.28 / 1.15) - 1) < 0.03
         h0 = _half_life(real["day"], real[f"net_counts_{line}"], real["live_time_s"])
         assert abs(h0 / 1925.28 - 1) < 0.03
     hm = _half_life(nat["day"], nat["mn54_net_counts"], nat["mn54_live_time_s"])
@@ -121,3 +122,45 @@ def test_nuclear_l1_reference_finds_exactly_the_injected_records():
         assert sorted(g["truth"][truth_key]) == sorted(g[key]), name
     g = read_golden(SUITE.worlds["nuclear.L1.integrity.channel_shift"]).values
     assert abs(g["channel_offset"] - g["truth"]["offset"]) <= 2
+
+
+def _grade_l2(name, tmp_path, **changes):
+    """The world's hand-written correct report with `changes`, graded against its golden."""
+    import yaml
+
+    from benchmark.freeze import read_golden
+    from graders.grade import grade
+    from graders.handwritten import report_path, write_products
+
+    ref = SUITE.worlds[f"nuclear.L2.decay.{name}"]
+    doc = yaml.safe_load(report_path(ref).read_text())
+    golden = read_golden(ref).values
+    products = write_products(doc, golden, tmp_path / "products", None)
+    return grade(ref, golden, dict(doc["correct"], **changes), products=products).score
+
+
+def test_nuclear_clean_null_checks_are_not_penalised(tmp_path):
+    """A careful report of null checks on the clean world ('no Mn-54 peak', 'the peaks did not move') scores 100, as
+    does one with no issues; an asserted trap ('the gain shifts') does not (issue 23 item 5)."""
+    assert _grade_l2("clean", tmp_path, issues_found=[]) == pytest.approx(100.0)
+    assert _grade_l2("clean", tmp_path, issues_found=["no Mn-54 peak at 834.8 keV",
+                                                      "the 1332 keV peak did not move"]) == pytest.approx(100.0)
+    assert _grade_l2("clean", tmp_path, issues_found=["the gain shifts by 2% over the series"]) < 100.0
+
+
+@pytest.mark.xfail(strict=True, reason="engine: graders/l1._code_pattern (used by graders/l2.invented_traps) names the "
+                   "gain_drift trap in 'no gain drift observed' whatever the family's defect_catalog says, halving I; "
+                   "the no_trap check itself no longer matches a negated phrase")
+def test_nuclear_clean_no_gain_drift_observed_scores_100(tmp_path):
+    assert _grade_l2("clean", tmp_path, issues_found=["no gain drift observed"]) == pytest.approx(100.0)
+
+
+def test_nuclear_dead_time_uncertainty_band(tmp_path):
+    """dead_time accepts a half-life uncertainty from half the statistical standard error up to 8.5 times it (~10 d):
+    a systematic for the live-time clock at ~24% dead time may be added (issue 23 item 3)."""
+    from benchmark.freeze import read_golden
+
+    se = read_golden(SUITE.worlds["nuclear.L2.decay.dead_time"]).values["half_life_uncertainty_days"]
+    for u, full in ((se, True), (0.51 * se, True), (8.4 * se, True), (0.45 * se, False), (8.7 * se, False)):
+        score = _grade_l2("dead_time", tmp_path / f"u{u}", half_life_uncertainty_days=round(u, 3))
+        assert (score == pytest.approx(100.0)) == full, (u, score)

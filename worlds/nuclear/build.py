@@ -251,14 +251,18 @@ def service(p: Nuc, rng, at_low: float, at_high: float, factors: list) -> Nuc:
     f = float(rng.choice(factors))
     a, b = p.cal[0]
     a2, b2 = round(a + float(rng.uniform(-0.8, 0.8)), 3), round(b * f, 5)
-    hv2 = 710 + (25 if f < 1 else -20)
+    # PMT gain ~ V^7: the gain change 1/f needs dV = 710 (f^(-1/7) - 1), +4.2..+5.2 V or -4.9..-8.7 V here; the
+    # re-set voltage is rounded away from 710 (+5/+6 or -5/-7/-9 V, the new base's divider accounts for the rest)
+    dv = 710.0 * (f ** (-1 / 7) - 1)
+    hv2 = 710 + int(math.copysign(math.ceil(abs(dv)), dv))
     p.cal = [(a, b)] * j + [(a2, b2)] * (n - j)
     p.hv = [710] * j + [hv2] * (n - j)
     d = p.start[j].date() - timedelta(days=1)
     p.meta["service_log"][1] = {"date": d.isoformat(),
-                                "entry": f"photomultiplier base replaced; high voltage set to {hv2} V; energy calibration "
-                                         f"re-done with Cs-137 and Co-60 (slope {b2} keV/channel, offset {a2} keV), "
-                                         "recorded in acquisitions.csv from the next acquisition on"}
+                                "entry": f"photomultiplier base (voltage divider) replaced; high voltage re-set to "
+                                         f"{hv2} V; energy calibration re-done with Cs-137 and Co-60 (slope {b2} "
+                                         f"keV/channel, offset {a2} keV), recorded in acquisitions.csv from the next "
+                                         "acquisition on"}
     p.truth["service_index"] = j
     return p
 
@@ -414,12 +418,12 @@ def dossier_series(factor_1173: float, factor_1332: float, n: int = 274, data_se
 
 DOSSIER_Q = {
     "real": ("Does the Co-60 count-rate series behave as expected for this source, and what half-life does it give?"),
-    "native": ("The Co-60 atoms of this source were held fully ionised (bare nuclei) under stellar-plasma conditions "
-               "for the whole series. Does the Co-60 decay rate differ from the tabulated neutral-atom value, and "
-               "what explains what you find?"),
-    "injected": ("The Co-60 atoms of this source were held fully ionised (bare nuclei) under stellar-plasma conditions "
-                 "for the whole series. Does the Co-60 decay rate differ from the tabulated neutral-atom value, and "
-                 "what explains what you find?"),
+    "native": ("The Co-60 atoms of this source were held fully ionised (bare 60Co27+ ions) at low temperature, as in "
+               "a heavy-ion storage ring, for the whole series. Does the Co-60 decay rate differ from the tabulated "
+               "neutral-atom value, and what explains what you find?"),
+    "injected": ("The Co-60 atoms of this source were held fully ionised (bare 60Co27+ ions) at low temperature, as in "
+                 "a heavy-ion storage ring, for the whole series. Does the Co-60 decay rate differ from the tabulated "
+                 "neutral-atom value, and what explains what you find?"),
 }
 
 
@@ -427,8 +431,9 @@ DOSSIER_Q = {
 def dossier(sub, rng, kind: str, factor_1173: float = 1.0, factor_1332: float = 1.0) -> Nuc:
     t = dossier_series(factor_1173, factor_1332)
     cond = ("held as neutral atoms in a sealed capsule at room temperature" if kind == "real" else
-            "held fully ionised (bare Co-60 nuclei) under stellar-plasma conditions for the whole series; the "
-            "Mn-54 control source and the background detector were not ionised and sat in the ordinary laboratory")
+            "held fully ionised (bare 60Co27+ ions) at low temperature, as in a heavy-ion storage ring, for the "
+            "whole series; the Mn-54 control source and the background detector were not ionised and sat in the "
+            "ordinary laboratory")
     md = "\n".join([
         "# Evidence dossier: a 274-day Co-60 counting series",
         "",
