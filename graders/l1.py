@@ -130,9 +130,16 @@ def _matches(patterns: list[str], texts: list[str]) -> bool:
     return any(re.search(p, t, flags=re.IGNORECASE) for p in patterns for t in texts)
 
 
+# a code right after one of these is a null check's report ("no gain drift observed"), not a claim of the defect
+NEGATIONS = ("no", "not", "without", "no evidence of", "no sign of", "none of", "ruled out")
+
+
 def _code_pattern(code: str) -> str:
-    """A defect named by its own catalogue code (`duplicate_barcodes`, `duplicate barcodes`) names it."""
-    return r"\b" + r"[\s_-]?".join(re.escape(w) for w in code.split("_")) + r"\b"
+    """A defect named by its own catalogue code (`duplicate_barcodes`, `duplicate barcodes`) names it, unless a
+    negation (NEGATIONS) comes right before it: a careful report that lists the checks that found nothing must not
+    be read as naming those defects (an invented trap on a clean world, or credit on a defective one)."""
+    guard = "".join(rf"(?<!\b{re.escape(n)} )" for n in NEGATIONS)
+    return guard + r"\b" + r"[\s_-]?".join(re.escape(w) for w in code.split("_")) + r"\b"
 
 
 def named_defects(family: FamilyManifest, text: str) -> set[str]:

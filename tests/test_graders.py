@@ -304,3 +304,18 @@ def test_verifier_is_given_the_graders_own_state_weights():
     told = dict(re.findall(r"([A-Z][A-Z-]+) ([0-9.]+) \(", L1_RULES))
     assert {k: float(v) for k, v in told.items()} == STATE_SCORES
     assert "caps it at 0.25" in l2_rules(0.25, 0.5) and "A = 0 caps it at 0.4" in l2_rules(1 / 3, 0.4)
+
+
+def test_a_null_check_does_not_name_the_defect_it_looked_for():
+    """'no gain drift observed' reports a check that found nothing: the defect's own code does not name it there
+    (no invented trap on a clean world, no detection credit on a defective one), while an affirmative mention does."""
+    from types import SimpleNamespace
+
+    from graders.l1 import named_defects
+
+    fam = SimpleNamespace(defect_catalog={"gain_drift": [], "duplicate_records": []})
+    for text in ("no gain drift observed", "checked: not duplicate records", "no evidence of gain drift",
+                 "ruled out gain drift (centroids stable)"):
+        assert named_defects(fam, text) == set(), text
+    assert named_defects(fam, "gain drift of 2% over the series") == {"gain_drift"}
+    assert named_defects(fam, "47 duplicate_records at shard boundaries; no gain drift") == {"duplicate_records"}

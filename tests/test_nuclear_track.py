@@ -148,10 +148,9 @@ def test_nuclear_clean_null_checks_are_not_penalised(tmp_path):
     assert _grade_l2("clean", tmp_path, issues_found=["the gain shifts by 2% over the series"]) < 100.0
 
 
-@pytest.mark.xfail(strict=True, reason="engine: graders/l1._code_pattern (used by graders/l2.invented_traps) names the "
-                   "gain_drift trap in 'no gain drift observed' whatever the family's defect_catalog says, halving I; "
-                   "the no_trap check itself no longer matches a negated phrase")
 def test_nuclear_clean_no_gain_drift_observed_scores_100(tmp_path):
+    """A null check reported as such ('no gain drift observed') names no trap: neither the family's catalogue nor the
+    trap's own code (graders/l1.py NEGATIONS) reads it as one, so the clean world's I is not halved."""
     assert _grade_l2("clean", tmp_path, issues_found=["no gain drift observed"]) == pytest.approx(100.0)
 
 
