@@ -308,3 +308,98 @@ def bcftools_transmission(world_dir: Path, out: Path) -> dict:
             "n_de_novo": n_dn, "method": "bcftools query; phase by transmission; reliable parental call GQ >= 30, DP >= 8",
             "issues_found": issues, "analysis_usable": True,
             "summary": f"{len(explained)} genes fit their inheritance mode; {n_dn} de novo variant(s)."}
+
+
+# ---------------------------------------------------------------- L1 integrity: reference build and sample identity
+
+def _l1_report(issue: dict | None) -> dict:
+    return {"assessment": "usable_with_caveats" if issue else "usable", "issues": [issue] if issue else [],
+            "summary": "build and relatedness checks with bcftools" + ("; problem found" if issue else "; all pass")}
+
+
+@alternative("clinvar.L1.integrity", "bcftools view -h contig lengths against bcftools query max POS; bcftools reheader --fai (b37)",
+             ["clinvar.L1.integrity.build_mismatch", "clinvar.L1.integrity.clean"])
+def bcftools_build_check(world_dir: Path, out: Path) -> dict:
+    vcf = world_dir / "calls.vcf.gz"
+    lengths = {}
+    for line in _sh("bcftools", "view", "-h", str(vcf)).splitlines():
+        if line.startswith("##contig=<"):
+            kv = dict(x.split("=", 1) for x in line[10:].rstrip(">").split(",") if "=" in x)
+            if kv.get("length", "").isdigit():
+                lengths[kv["ID"]] = int(kv["length"])
+    pos = [line.split("\t") for line in _sh("bcftools", "query", "-f", "%CHROM\t%POS\n", str(vcf)).splitlines()]
+    beyond = sum(1 for c, p in pos if c in lengths and int(p) > lengths[c])
+    if not beyond:
+        return _l1_report(None)
+    fai = out / "b37.fai"
+    fai.write_text("22\t51304566\t0\t0\t0\n")
+    tmp, fixed = out / "reheadered.vcf.gz", out / "calls.b37.vcf"
+    subprocess.run(["bcftools", "reheader", "--fai", str(fai), "-o", str(tmp), str(vcf)], check=True)
+    subprocess.run(["bcftools", "view", "-Ov", "-o", str(fixed), str(tmp)], check=True)
+    tmp.unlink()
+    return _l1_report({"category": "genome build mismatch", "severity": "blocking", "where": "calls.vcf.gz header",
+                       "description": f"{beyond} records lie past the declared end of chromosome 22 (GRCh38 length in "
+                                      "the header); the positions are GRCh37", "value": beyond,
+                       "action": "reheadered with the b37 chromosome 22 length", "output": fixed.name})
+
+
+def _dosages(vcf: Path) -> tuple[list, list]:
+    samples = _sh("bcftools", "query", "-l", str(vcf)).split()
+    rows = []
+    for line in _sh("bcftools", "query", "-i", 'N_ALT=1', "-f", "[%GT\t]\n", str(vcf)).splitlines():
+        g = []
+        for gt in line.rstrip("\t").split("\t"):
+            al = gt.replace("|", "/").split("/")
+            g.append(-1 if "." in al else sum(a != "0" for a in al))
+        rows.append(g)
+    return samples, rows
+
+
+@alternative("clinvar.L1.integrity", "bcftools gtcheck -e 0 pairwise discordance (concordance over all co-called sites)",
+             ["clinvar.L1.integrity.duplicate_individual", "clinvar.L1.integrity.clean"])
+def gtcheck_duplicates(world_dir: Path, out: Path) -> dict:
+    vcf = world_dir / "calls.vcf.gz"
+    best = []
+    for line in _sh("bcftools", "gtcheck", "-e", "0", str(vcf)).splitlines():
+        f = line.split("\t")
+        if f[0] in ("DC", "DCv2") and int(f[5]) > 0:
+            best.append((1 - int(f[3]) / int(f[5]), f[1], f[2]))
+    dup = [b for b in best if b[0] >= 0.95]
+    if not dup:
+        return _l1_report(None)
+    conc, a, b = max(dup)
+    _write_lines(out / "dups.txt", sorted([a, b]))
+    return _l1_report({"category": "same individual under two IDs", "severity": "blocking", "where": f"samples {a}, {b}",
+                       "description": f"bcftools gtcheck: genotype concordance {conc:.3f} between {a} and {b}",
+                       "value": round(conc, 4), "action": "keep one of the two", "output": "dups.txt"})
+
+
+@alternative("clinvar.L1.integrity", "plink --genome style method-of-moments IBD (PI_HAT), cohort allele frequencies",
+             ["clinvar.L1.integrity.duplicate_individual", "clinvar.L1.integrity.clean"])
+def pihat_duplicates(world_dir: Path, out: Path) -> dict:
+    import numpy as np
+
+    samples, rows = _dosages(world_dir / "calls.vcf.gz")
+    G = np.array(rows)
+    called = G >= 0
+    p = np.where(called, G, 0).sum(1) / np.maximum(2 * called.sum(1), 1)
+    hits = []
+    for i in range(len(samples)):
+        for j in range(i + 1, len(samples)):
+            ok = called[:, i] & called[:, j] & (p > 0) & (p < 1)
+            q = p[ok]
+            ibs = 2 - np.abs(G[ok, i] - G[ok, j])
+            e0 = (2 * q**2 * (1 - q) ** 2).mean()                      # E[IBS0 | IBD0]
+            e1_0 = (4 * q**3 * (1 - q) + 4 * q * (1 - q) ** 3).mean()   # E[IBS1 | IBD0]
+            e1_1 = (2 * q * (1 - q)).mean()                           # E[IBS1 | IBD1]
+            z0 = (ibs == 0).mean() / e0
+            z1 = ((ibs == 1).mean() - z0 * e1_0) / e1_1
+            pihat = z1 / 2 + (1 - z0 - z1)
+            hits.append((float(pihat), samples[i], samples[j]))
+    pihat, a, b = max(hits)
+    if pihat < 0.8:
+        return _l1_report(None)
+    _write_lines(out / "dups.txt", sorted([a, b]))
+    return _l1_report({"category": "duplicate sample", "severity": "blocking", "where": f"samples {a}, {b}",
+                       "description": f"PI_HAT {pihat:.3f} (duplicates / MZ twins ~1; parent-child ~0.5)",
+                       "value": round(min(pihat, 1.0), 4), "action": "keep one of the two", "output": "dups.txt"})

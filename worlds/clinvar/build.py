@@ -55,6 +55,11 @@ L1 integrity (exome)
   swap_samples(size, unrelated)        the names of `size` sample columns rotate (2: a pair swap; 3: a three-way
                                        rotation): declared trio children of different trios and `unrelated` non-trio
                                        samples (each right after a child), drawn per world
+  reheader_build()                     the b37 ##contig lines replaced by the GRCh38 primary contigs (GRCh37 positions
+                                       under a GRCh38 header); >= 10 records past GRCh38 chr22's end always remain
+  duplicate_individual(discordance, depth_ratio)  a present sample re-sequenced under a dropped sample's ID (one
+                                       person twice): depth/AD/PL/GQ redrawn, genotypes called from them, a drawn share
+                                       of the low-quality calls re-drawn
 L2
   frequency_world(...)                 g1k: a 5-sample call set (proband + 4 batch-mates) restricted to the proband's
                                        annotated candidate variants plus batch-mates' variants; see the docstring
@@ -372,6 +377,122 @@ def contaminate(data: VcfData, rng, alpha: float) -> VcfData:
         alt = int(rng.binomial(depth, p)) if depth else 0
         vals[j] = f"{depth - alt},{alt}"
         r[9 + si] = ":".join(vals)
+    return data
+
+
+# GRCh38 primary-assembly contig lengths (NCBI GCA_000001405.15 / Ensembl GRCh38; 1-22, X, Y, MT naming as Ensembl)
+GRCH38_LENGTHS = {"1": 248956422, "2": 242193529, "3": 198295559, "4": 190214555, "5": 181538259, "6": 170805979,
+                  "7": 159345973, "8": 145138636, "9": 138394717, "10": 133797422, "11": 135086622, "12": 133275309,
+                  "13": 114364328, "14": 107043718, "15": 101991189, "16": 90338345, "17": 83257441, "18": 80373285,
+                  "19": 58617616, "20": 64444167, "21": 46709983, "22": 50818468, "X": 156040895, "Y": 57227415,
+                  "MT": 16569}
+MIN_BEYOND_END = 10     # build_mismatch worlds keep at least this many records past the declared GRCh38 chr22 end
+
+
+@recipe(TRACK, "reheader_build")
+def reheader_build(data: VcfData, rng) -> VcfData:
+    """GRCh37 calls carried under a GRCh38 header (bcftools reheader --fai GRCh38.fa.fai, or a pipeline template): the
+    b37 ##contig lines are replaced by the GRCh38 primary contigs (same '22' naming, GRCh38 lengths,
+    assembly=GRCh38), the b37 decoy/unplaced contigs disappear, every other header line (##reference naming the b37
+    FASTA included) and every record stays. Records past 50,818,468 (GRCh38 chr22 length) lie beyond the declared
+    end; the world refuses fewer than MIN_BEYOND_END of them."""
+    out, done = [], False
+    for h in data.header:
+        if h.startswith("##contig="):
+            if not done:
+                out += [f"##contig=<ID={c},length={n},assembly=GRCh38>" for c, n in GRCH38_LENGTHS.items()]
+                done = True
+            continue
+        out.append(h)
+    data.header = out
+    beyond = sum(int(r[1]) > GRCH38_LENGTHS[r[0]] for r in data.rows)
+    if beyond < MIN_BEYOND_END:
+        raise ValueError(f"reheader_build: only {beyond} records past the GRCh38 contig end (< {MIN_BEYOND_END})")
+    data.truth = {**data.truth, "n_beyond_grch38_end": beyond}
+    return data
+
+
+def _pl_from_ad(ref: int, alt: int, err: float = 0.01) -> list[int]:
+    """Phred-scaled, normalised biallelic genotype likelihoods (0/0, 0/1, 1/1) of AD under a binomial read model."""
+    import math
+    ll = []
+    for p in (err, 0.5, 1 - err):
+        ll.append(ref * math.log10(1 - p) + alt * math.log10(p))
+    m = max(ll)
+    return [int(round(-10 * (x - m))) for x in ll]
+
+
+@recipe(TRACK, "duplicate_individual")
+def duplicate_individual(data: VcfData, rng, discordance: float, depth_ratio: float) -> VcfData:
+    """One person sequenced twice under two sample IDs (a re-submitted library, a relabelled tube): a drawn present
+    sample's genotypes are re-sequenced under the ID of a drawn HapMap sample that is not in the call set (one of the
+    samples `subsample` dropped), so the cohort's names stay a subset of the real 22 and the writer's canonical column
+    order places it like any other. The second library: at every biallelic record where the source is called with AD,
+    depth DP' ~ Poisson(DP x depth_ratio), AD' ~ Binomial(DP', p(GT)) (p = 0.01, 0.5, 0.99), PL/PP from AD' (binomial
+    read model), GQ = second-lowest PL (cap 99), AB = REF fraction of a het; a drawn share `discordance` of the called
+    genotypes is re-drawn at the source's low-quality calls (GQ < 20 or DP < 10): the copy's genotype moves one dosage
+    step (0/0 <-> 0/1 <-> 1/1) with AD' drawn from it. Multi-allelic records are copied as they are. INFO AC/AN/AF are
+    recomputed (the pipeline joint-called both libraries). meta.json lists the new ID with its catalogue population."""
+    free = sorted(s for s in POPULATION if s not in data.samples and s not in TRIO_MEMBERS)
+    if not free:
+        raise ValueError("duplicate_individual needs a dropped sample ID (subsample drop_samples >= 1)")
+    src = str(rng.choice(sorted(data.samples)))
+    new = str(rng.choice(free))
+    si = data.samples.index(src)
+    copies, low = [], []
+    for ri, r in enumerate(data.rows):
+        keys = r[8].split(":")
+        vals = r[9 + si].split(":")
+        f = dict(zip(keys, vals))
+        g = f.get("GT", "./.").replace("|", "/")
+        ok = "," not in r[4] and g in ("0/0", "0/1", "1/1") and "AD" in f and "DP" in f
+        if ok:
+            try:
+                dp = int(f["DP"])
+                gq = int(f.get("GQ", "0"))
+            except ValueError:
+                ok = False
+        copies.append(vals if not ok else None)
+        if ok and (gq < 20 or dp < 10):
+            low.append(ri)
+    n_called = sum(1 for r in data.rows if gt_of(r, si).replace("|", "/") in ("0/0", "0/1", "1/1"))
+    k = min(len(low), int(round(discordance * n_called)))
+    flip = set(int(i) for i in rng.choice(low, k, replace=False)) if k else set()
+    discordant = 0
+    for ri, r in enumerate(data.rows):
+        if copies[ri] is not None:
+            continue
+        keys = r[8].split(":")
+        f = dict(zip(keys, r[9 + si].split(":")))
+        dos = {"0/0": 0, "0/1": 1, "1/1": 2}[f["GT"].replace("|", "/")]
+        if ri in flip:
+            dos = {0: 1, 2: 1}.get(dos, int(rng.choice([0, 2])))
+        dp = int(rng.poisson(max(int(f["DP"]), 1) * depth_ratio))
+        alt = (0, int(rng.binomial(dp, 0.5)), dp)[dos]          # homozygous calls: reads of one allele only
+        pl = _pl_from_ad(dp - alt, alt)
+        dos_called = int(np.argmin(pl)) if dp else dos
+        gt = ("0/0", "0/1", "1/1")[dos_called]
+        discordant += gt != f["GT"].replace("|", "/")
+        srt = sorted(pl)
+        nf = dict(f)
+        nf.update({"GT": gt, "AD": f"{dp - alt},{alt}", "DP": str(dp), "GQ": str(min(99, srt[1] - srt[0])),
+                   "PL": ",".join(map(str, pl))})
+        if "PP" in nf:
+            nf["PP"] = nf["PL"]
+        if "AB" in nf:
+            nf["AB"] = f"{(dp - alt) / dp:.2f}" if gt == "0/1" and dp else "."
+        if "PGT" in nf and gt != "0/1":
+            nf["PGT"], nf["PID"] = ".", "."
+        copies[ri] = [nf[x] for x in keys]
+    for ri, r in enumerate(data.rows):
+        r.append(":".join(copies[ri]))
+        recount(r, len(data.samples) + 1)
+    data.samples = data.samples + [new]
+    if data.meta.get("samples") is not None:
+        smp = dict(data.meta["samples"])
+        smp[new] = {"population": POPULATION[new]}
+        data.meta["samples"] = {s: smp[s] for s in sorted(smp)}
+    data.truth = {**data.truth, "duplicate_pair": sorted([src, new]), "n_discordant_genotypes": discordant}
     return data
 
 

@@ -14,14 +14,14 @@ import inspect
 from benchmark.registry import naive, oracle
 
 _CONSTS = ("VCF", "BGZF_EOF", "POP_TAGS", "PLP", "MIN_GQ", "MIN_DP", "BA1_AF", "CONFLICTING", "MENDEL_FINDING",
-           "CONTAM_AB", "CONTAM_FINDING")
+           "CONTAM_AB", "CONTAM_FINDING", "KING_DUPLICATE")
 
 
 def _helpers() -> str:
     from worlds.clinvar import solvers as s
 
     fns = [s.read_text, s.read_vcf, s.info_dict, s.gt_alleles, s.sample_fields, s.norm_chrom, s.vkey, s.header_ids,
-           s.genotype_counts, s.lis_length, s.dosage, s.mendel_errors, s.trim_alleles, s.read_balance, s.detect, s.kg_prefix, s.filtering_af,
+           s.genotype_counts, s.lis_length, s.dosage, s.mendel_errors, s.trim_alleles, s.read_balance, s.contig_lengths, s.pairwise_relatedness, s.detect, s.kg_prefix, s.filtering_af,
            s.frequency_analysis, s.split_alleles, s.carrier_analysis, s.findings_analysis, s._reliable,
            s.inheritance_analysis]
     head = ["import json", "import zlib", "from pathlib import Path", "import numpy as np", "import pandas as pd", ""]
@@ -159,6 +159,28 @@ if 'sample_contamination' in f:
                                   f"{[v['het_allele_balance'][x] for x in c]}: DNA from another person mixed in",
                    'action': 'listed the contaminated sample; exclude it (re-extract / re-sequence) before interpretation',
                    'output': out})
+if 'build_mismatch' in f:
+    b37 = [h for h in H if not h.startswith('##contig=')]
+    fixed = b37[:1] + ['##contig=<ID=22,length=51304566,assembly=b37>'] + b37[1:]
+    out = write_vcf('calls_b37_header.vcf', fixed, S, R)
+    ref = [h for h in H if h.startswith('##reference=')]
+    issues.append({'category': 'reference build mismatch (header GRCh38, positions GRCh37)', 'severity': 'blocking',
+                   'where': f'{VCF} header and record positions', 'value': v['n_records_beyond_contig_end'],
+                   'description': f"the header states assembly {v['declared_assembly']} (chromosome 22 length 50,818,468) "
+                                  f"but {v['n_records_beyond_contig_end']} records lie past that end (up to "
+                                  f"{v['max_pos_beyond_end']}), the reference line names {ref[0].split('/')[-1] if ref else 'none'} "
+                                  f"and meta.json states {meta.get('reference', '?').split(' ')[0]}: the positions are GRCh37",
+                   'action': 'restored the b37 contig header (positions kept); lift over to GRCh38 only with a chain file',
+                   'output': out})
+if 'duplicate_individual' in f:
+    out = write_lines('duplicate_samples.txt', v['duplicate_samples'])
+    issues.append({'category': 'duplicate individual (one person under two sample IDs)', 'severity': 'blocking',
+                   'where': f"{VCF} samples {', '.join(v['duplicate_samples'])}", 'value': v['n_duplicate_samples'],
+                   'description': f"pairwise KING-robust kinship {v['duplicate_kinship']:.3f} (duplicates > 0.354; next "
+                                  f"highest pair {v['max_nonduplicate_kinship']:.3f}, the declared parent-child pairs), "
+                                  f"genotype concordance {v['duplicate_concordance']:.1%}, IBS0 {v['duplicate_ibs0']:.3f}",
+                   'action': 'listed the two IDs; keep one library before cohort analyses and confirm the ID with the core',
+                   'output': out})
 blocking = any(i['severity'] == 'blocking' for i in issues)
 report = {'assessment': 'unusable' if 'truncated_file' in f else ('usable_with_caveats' if issues else 'usable'),
           'issues': issues,
@@ -176,7 +198,7 @@ print(json.dumps({'assessment': 'usable', 'issues': [], 'summary': f'{n} records
 """
 
 
-@oracle("clinvar.L1.integrity", version="3")
+@oracle("clinvar.L1.integrity", version="5")
 def l1_oracle(ref) -> list[str]:
     return [_helpers(), _L1_ORACLE]
 

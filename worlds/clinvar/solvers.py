@@ -7,7 +7,9 @@ clinvar.L1.integrity       every integrity detector on calls.vcf.gz + meta.json:
                            Mendelian consistency of the declared trios (a swapped sample is the column that fits the
                            trio instead), records not in parsimonious form (a padding base all alleles share, Tan
                            et al. 2015), and a contaminated sample (>= 2% of its hom-ref SNV calls at depth >= 10 with
-                           >= 5% ALT reads). Findings, measured sizes, and what the products are checked against.
+                           >= 5% ALT reads), records past their contig's declared length (positions of another
+                           build than the header's), and a duplicated individual (a sample pair with KING-robust
+                           kinship > 0.354). Findings, measured sizes, and what the products are checked against.
 clinvar.L2.frequency_filter  the proband's candidates: non-reference genotype and filtering AF (max of the 1000
                            Genomes global and continental AFs, whichever tags the header says are 1000 Genomes; an
                            absent tag = 0) below task.max_allele_frequency (gnomAD popmax practice). Refuses a world
@@ -53,6 +55,8 @@ CONFLICTING = "Conflicting_interpretations_of_pathogenicity"
 MENDEL_FINDING = 0.08
 CONTAM_AB = 0.05          # a hom-ref call (depth >= 10) whose reads are >= 5% ALT
 CONTAM_FINDING = 0.02     # flagged when >= 2% of a sample's hom-ref calls are such (real samples here: <= 0.2%)
+B37_LENGTHS = {"22": 51304566}    # GRCh37 chromosome 22 (the only contig of these call sets)
+KING_DUPLICATE = 0.354    # KING kinship above 2^-1.5: duplicate sample or monozygotic twin (Manichaikul et al. 2010)
 
 
 # ---------------------------------------------------------------- reading (robust to truncation, plain or gz)
@@ -223,6 +227,44 @@ def read_balance(rows: list, i: int, min_depth: int = 10) -> tuple:
     return np.array(hr), np.array(ab)
 
 
+def contig_lengths(header: list) -> tuple:
+    """##contig lines: ID -> length and ID -> assembly (where stated)."""
+    lengths, assembly = {}, {}
+    for h in header:
+        if h.startswith("##contig=<"):
+            kv = dict(x.split("=", 1) for x in h[len("##contig=<"):].rstrip(">").split(",") if "=" in x)
+            if "ID" in kv and kv.get("length", "").isdigit():
+                lengths[kv["ID"]] = int(kv["length"])
+            if "ID" in kv and "assembly" in kv:
+                assembly[kv["ID"]] = kv["assembly"]
+    return lengths, assembly
+
+
+def pairwise_relatedness(rows: list, samples: list) -> list:
+    """Every sample pair over the biallelic records where both are called: KING-robust kinship (Manichaikul et al.
+    2010: (N_het,het - 2 N_opposite-hom) / (N_het(a) + N_het(b))), genotype concordance at sites where either carries
+    the ALT allele, the IBS2 share over every co-called site (bcftools gtcheck's 1 - discordance) and the IBS0 share
+    (opposite homozygotes). Rounded to 4 digits."""
+    bi = [r for r in rows if "," not in r[4]]
+    G = np.array([[dosage(r, i) for i in range(len(samples))] for r in bi]).reshape(len(bi), len(samples))
+    out = []
+    for a in range(len(samples)):
+        for b in range(a + 1, len(samples)):
+            x, y = G[:, a], G[:, b]
+            ok = (x >= 0) & (y >= 0)
+            x, y = x[ok], y[ok]
+            het_a, het_b = int((x == 1).sum()), int((y == 1).sum())
+            hh = int(((x == 1) & (y == 1)).sum())
+            opp = int((np.abs(x - y) == 2).sum())
+            inf = (x > 0) | (y > 0)
+            out.append({"a": samples[a], "b": samples[b],
+                        "kinship": round((hh - 2 * opp) / max(het_a + het_b, 1), 4),
+                        "concordance": round(float((x[inf] == y[inf]).mean()) if inf.any() else 0.0, 4),
+                        "ibs2_share": round(float((x == y).mean()) if len(x) else 0.0, 4),
+                        "ibs0": round(opp / max(len(x), 1), 4)})
+    return out
+
+
 # ---------------------------------------------------------------- L1 detectors
 
 def detect(vcf: dict, meta: dict) -> dict:
@@ -365,10 +407,36 @@ def detect(vcf: dict, meta: dict) -> dict:
     v["max_homref_alt_read_fraction"] = max(v["homref_alt_read_fraction"].values(), default=0.0)
     if contaminated:
         findings.append("sample_contamination")
+
+    # 10. reference build: records past the end the header declares for their contig (positions of another build)
+    lengths, assembly = contig_lengths(header)
+    beyond = [r for r in rows if r[0] in lengths and int(r[1]) > lengths[r[0]]]
+    v["declared_assembly"] = sorted(set(assembly.values()))
+    v["n_records_beyond_contig_end"] = len(beyond)
+    v["beyond_end_fraction"] = round(len(beyond) / max(len(rows), 1), 4)
+    v["max_pos_beyond_end"] = max((int(r[1]) for r in beyond), default=0)
+    v["beyond_end_keys"] = sorted({vkey(r, chrom=norm_chrom(r[0])) for r in beyond})
+    if beyond:
+        findings.append("build_mismatch")
+
+    # 11. sample identity: pairwise KING-robust kinship and genotype concordance of every sample pair
+    pairs = pairwise_relatedness(rows, samples)
+    dup = [p for p in pairs if p["kinship"] > KING_DUPLICATE]
+    v["max_pair_kinship"] = max((p["kinship"] for p in pairs), default=0.0)
+    v["duplicate_samples"] = sorted({s for p in dup for s in (p["a"], p["b"])})
+    v["n_duplicate_samples"] = len(v["duplicate_samples"])
+    v["n_duplicate_pairs"] = len(dup)
+    v["duplicate_kinship"] = max((p["kinship"] for p in dup), default=0.0)
+    v["duplicate_concordance"] = max((p["concordance"] for p in dup), default=0.0)
+    v["duplicate_ibs2_share"] = max((p["ibs2_share"] for p in dup), default=0.0)
+    v["duplicate_ibs0"] = max((p["ibs0"] for p in dup), default=0.0)
+    v["max_nonduplicate_kinship"] = max((p["kinship"] for p in pairs if p not in dup), default=0.0)
+    if dup:
+        findings.append("duplicate_individual")
     return {"findings": sorted(findings), **v}
 
 
-@solver("clinvar.L1.integrity", version="3")
+@solver("clinvar.L1.integrity", version="5")
 def l1_integrity(world_dir: Path, world) -> dict:
     world_dir = Path(world_dir)
     meta = json.loads((world_dir / "meta.json").read_text())
@@ -405,6 +473,23 @@ def declared_contigs(path: Path, golden: dict, check) -> tuple[float, str]:
     ok, why = _keys_match(v, golden)
     good = ok and undeclared == 0 and len(names) == 1
     return float(good), f"{undeclared} records on undeclared contigs, contig names {sorted(names)}; {why}"
+
+
+@product_validator("clinvar.true_build_header")
+def true_build_header(path: Path, golden: dict, check) -> tuple[float, str]:
+    """A corrected VCF: the same records, every one within its contig's declared length, and each contig the records use
+    declared with its GRCh37 length (chromosome 22: 51,304,566; bcftools reheader --fai of the b37 index gives this)."""
+    v = _product_vcf(path)
+    if v is None:
+        return 0.0, "not a VCF"
+    lengths, assembly = contig_lengths(v["header"])
+    beyond = sum(r[0] not in lengths or int(r[1]) > lengths[r[0]] for r in v["rows"])
+    chroms = {r[0] for r in v["rows"]}
+    b37 = all(lengths.get(c) == B37_LENGTHS.get(norm_chrom(c)) for c in chroms)     # the length is what tools use
+    ok, why = _keys_match(v, golden)
+    good = ok and beyond == 0 and b37
+    return float(good), (f"{beyond} records outside a declared contig length; contigs {sorted(chroms)} declared "
+                         f"{[(c, lengths.get(c), assembly.get(c)) for c in sorted(chroms)]}; {why}")
 
 
 @product_validator("clinvar.deduplicated")
@@ -502,6 +587,16 @@ def _declared_type(header: list, kind: str, tag: str) -> str | None:
             m = re.search(r"Type=(\w+)", h)
             return m.group(1) if m else None
     return None
+
+
+@product_maker("clinvar.b37_header")
+def make_b37_header(src: Path, out: Path) -> None:
+    """Test support: the VCF with its ##contig lines replaced by the b37 chromosome 22 line (positions kept)."""
+    v = read_vcf(src)
+    h = [x for x in v["header"] if not x.startswith("##contig=")]
+    h = h[:1] + ["##contig=<ID=22,length=51304566,assembly=b37>"] + h[1:]
+    cols = ["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *v["samples"]]
+    out.write_text("\n".join(h + ["\t".join(cols)] + ["\t".join(r) for r in v["rows"]]) + "\n")
 
 
 @product_maker("clinvar.restore_header")
