@@ -68,7 +68,7 @@ REVIEWER_ROLES = {
                 "misquoted values, claims no row supports, evidence that was ignored.",
     "causal": "You check CAUSAL REASONING: mechanism claimed from association alone, alternatives not excluded, "
               "confounders, whether the proposed experiment actually discriminates the hypothesis from its alternatives.",
-    "domain": "You are a DOMAIN SKEPTIC: is the interpretation biologically plausible, are the citations real and "
+    "domain": "You are a DOMAIN SKEPTIC: is the interpretation plausible in the field's science, are the citations real and "
               "relevant, does the answer over- or under-state its certainty given what is known in the field?",
 }
 DEFAULT_REVIEWERS = ("local/smollm2", "local/smollm2", "local/smollm2")  # offline default: one model in all three roles
@@ -561,15 +561,18 @@ def dossier_block(dossier: str) -> str:
     return f"DOSSIER (complete: every file and every evidence row):\n{dossier}\n\n"
 
 
-def review_prompt(role_name: str, dossier: str, current: dict | None) -> str:
-    """One reviewer's critique of the current answer (quoted) against the whole dossier."""
+def review_prompt(role_name: str, dossier: str, current: dict | None, frame: Frame | None = None) -> str:
+    """One reviewer's critique of the current answer (quoted) against the whole dossier. The role comes last and a
+    round's reviewers quote the answer in one `frame` (its nonce drawn once the answer is known, as for any prompt):
+    their prompts then agree word for word up to the role, and a model server's prompt cache reads the dossier and
+    the answer once per round instead of once per reviewer."""
     answer = _answer_text(current)
-    f = Frame(answer)
+    f = frame or Frame(answer)
     return (dossier_block(dossier) +
-            f"You are an adversarial scientific reviewer. {REVIEWER_ROLES[role_name]} Find the weakest point of this "
-            "answer against the dossier above.\n"
+            "You are an adversarial scientific reviewer of the answer below.\n"
             f"{f.notice}\n"
             f"ANSWER (the agent's, quoted):\n{_quote_or_none(f, answer, 'agent answer') if answer else '(no valid answer)'}\n"
+            f"YOUR ROLE: {REVIEWER_ROLES[role_name]} Find the weakest point of this answer against the dossier above.\n"
             "Return ONLY JSON: {\"verdict\": \"reject\"|\"accept\", \"critique\": str}")
 
 
@@ -664,9 +667,10 @@ def run_protocol(ref: WorldRef, model: str, sandbox, dossier_text_: str, roles: 
     # 4. adversarial review rounds; rebuttals in the agent's own conversation (dossier, history, sandbox)
     for rnd in range(1, ROUNDS + 1):
         critiques = []
+        frame = Frame(_answer_text(current))  # one per round: the reviewers quote the same answer
         for i, (role_name, reviewer) in enumerate(zip(REVIEWER_ROLES, roles.reviewers)):
             steps.next(f"review round {rnd} of {ROUNDS}, {role_name} reviewer", reviewer)
-            crit, _, rrec = _ask(reviewer, review_prompt(role_name, dossier, current),
+            crit, _, rrec = _ask(reviewer, review_prompt(role_name, dossier, current, frame),
                                  "review", "reviewer", meta, record, {"role": "review", "round": rnd, "reviewer": role_name},
                                  seed + 101 * rnd + i, ref=ref)
             role_calls.append(rrec)

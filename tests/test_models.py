@@ -102,6 +102,23 @@ def test_local_fit_keeps_head_and_tail_of_one_over_long_message():
     assert _fit(short, 8192, 320) == short
 
 
+def test_local_cut_keeps_the_same_dossier_tail_for_asks_of_different_lengths():
+    """Prompts that open with the same over-long dossier and end with asks of different lengths (three reviewers)
+    are cut at the same two places: they agree word for word up to their asks, so the server's prompt cache reads the
+    kept dossier once (the tail used to start wherever each prompt's own length put it)."""
+    import os
+
+    from benchmark.models.local import _fit
+
+    dossier = "".join(f"row {i}, value {i * 7 % 13}, gene G{i:04d}\n" for i in range(3000))
+    asks = ["ANSWER: quoted text. YOUR ROLE: " + c * n + "\nReturn ONLY JSON." for c, n in (("x", 40), ("y", 95), ("z", 130))]
+    cut = [_fit([{"role": "user", "content": dossier + a}], n_ctx=2048, max_tokens=192)[0]["content"] for a in asks]
+    shared = os.path.commonprefix(cut)
+    assert all(c.endswith(a) for c, a in zip(cut, asks)) and "characters cut here" in shared
+    assert shared.endswith("ANSWER: quoted text. YOUR ROLE: ")
+    assert len(shared) > 0.85 * max(len(c) for c in cut)
+
+
 def test_local_provider_turns_a_forced_tool_call_into_a_grammar_answer():
     """smollm2 ignores tool_choice: a forced call (required or named) is answered under a JSON grammar for the
     function's parameters and returned as that tool call, closed when the token cap cut it."""

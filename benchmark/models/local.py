@@ -140,13 +140,15 @@ def _release(slot: _Slot, key: str) -> None:
 
 
 CHARS_PER_TOKEN = 2.5  # budget by characters: numbers and tables tokenise at ~2.5-3 chars/token for SmolLM2
-CUT_MARKER = "\n...[{n} characters cut here to fit the local model's context; head and tail kept]...\n"
+# no count in the marker: prompts cut at the same places read the same, so the server's prompt cache answers them
+CUT_MARKER = "\n...[characters cut here to fit the local model's context; head and tail kept]...\n"
 
 
 _OVER_CONTEXT = re.compile(r"request \((\d+) tokens\) exceeds the available context size")
 
 
 TAIL_CHARS = 4000  # the tail a cut keeps: the ask and the quoted answer, which follow the shared dossier
+TAIL_GRID = 10  # the tail starts on a grid of keep/10 characters of the text (see _shorten)
 
 
 def _shorten(text: str, keep: int) -> str:
@@ -154,7 +156,11 @@ def _shorten(text: str, keep: int) -> str:
 
     The tail is at most TAIL_CHARS, so the head's length depends on the budget, not on the text: prompts that open
     with the same long dossier (three reviewers, three rounds, the judge) keep the same head, which the server's
-    prompt cache then reads once per dossier instead of once per call."""
+    prompt cache then reads once per dossier instead of once per call. The tail starts on a grid of keep/TAIL_GRID
+    characters (counted from the text's start, so it may keep up to one grid step less): three reviewers whose asks
+    differ by a few words then keep the dossier's tail from the same character, and the cache reads it once too
+    (without the grid each call's tail began where its own length put it, and ~1/3 of every reviewer prompt was
+    re-read)."""
     if len(text) <= keep:
         return text
     from benchmark.untrusted import cut_middle  # a quoted passage of agent text stays framed across the cut
@@ -162,8 +168,10 @@ def _shorten(text: str, keep: int) -> str:
     keep = want = max(keep, 200)
     for _ in range(4):  # the frame tags a cut closes and reopens count against `keep`
         head = keep - min(keep // 3, TAIL_CHARS)
-        out = cut_middle(text, head, keep - head, CUT_MARKER.format(n=len(text) - keep))
-        over = len(out) - len(CUT_MARKER.format(n=len(text) - keep)) - want
+        grid = max(1, keep // TAIL_GRID)
+        start = -(-(len(text) - (keep - head)) // grid) * grid  # the tail's first character, rounded up to the grid
+        out = cut_middle(text, head, len(text) - max(start, head), CUT_MARKER)
+        over = len(out) - len(CUT_MARKER) - want
         if over <= 0 or keep <= 200:
             break
         keep = max(200, keep - over)
