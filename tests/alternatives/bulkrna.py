@@ -107,13 +107,49 @@ def _de_report(out: pd.DataFrame, test: str, base: str, design: str, norm: str, 
             "issues_found": issues, "analysis_usable": True, "summary": f"{len(de)} genes at FDR 5% (moderated t)"}
 
 
+def _foreign_libraries(counts: pd.DataFrame) -> tuple[list[str], int]:
+    """Sample QC written apart from the reference's scan: per library, the genes with >= 10 CPM whose CPM is >= 50x
+    their median CPM over the libraries; a library with >= 10 of them carries a foreign transcript set."""
+    cpm = counts / counts.sum(0) * 1e6
+    med = cpm.median(1)
+    high = (cpm >= 10).to_numpy() & (cpm.to_numpy() >= 50 * (med.to_numpy()[:, None] + 0.05))
+    n = high.sum(0)
+    bad = sorted(str(c) for c, k in zip(counts.columns, n) if k >= 10)
+    return bad, int(high[:, counts.columns.isin(bad)].any(1).sum())
+
+
+def _selected_on_labels(meta: dict) -> str | None:
+    """The processing step (meta.json) that kept genes by a between-condition ratio or fold change, if any."""
+    conds = {meta["task"]["test_condition"].lower(), meta["task"]["reference_condition"].lower()}
+    for step in meta.get("processing") or []:
+        low = str(step).lower()
+        if ("kept" in low or "filter" in low) and ("ratio" in low or "fold" in low) and any(c in low for c in conds):
+            return str(step)
+    return None
+
+
 @alternative("bulkrna.L2.condition_de", "limma-trend-style moderated t on log-CPM with the estimable design",
              ["bulkrna.L2.condition_de.clean", "bulkrna.L2.condition_de.batch_confound",
-              "bulkrna.L2.condition_de.batch_confound_n5", "bulkrna.L2.condition_de.paired_donors"])
+              "bulkrna.L2.condition_de.batch_confound_n5", "bulkrna.L2.condition_de.paired_donors",
+              "bulkrna.L2.condition_de.contaminated_samples", "bulkrna.L2.condition_de.prefiltered_on_outcome"])
 def limma_moderated_t(world_dir: Path, out: Path) -> dict:
     counts, sheet, test, base = _load(world_dir)
-    res, design = moderated_t(counts, sheet, test)
+    meta = json.loads((world_dir / "meta.json").read_text())
+    step = _selected_on_labels(meta)
+    if step:
+        return {"test_condition": test, "reference_condition": base, "de_genes": [], "n_de_genes": 0, "up_genes": [],
+                "down_genes": [], "de_table": "none", "median_log2fc": 0.0,
+                "method": {"design": "none", "normalization": "n/a", "samples_used": "none"},
+                "issues_found": [f"genes were selected on the fold change between the conditions before testing ({step}): "
+                                 "a non-independent filter; request the unfiltered counts"],
+                "analysis_usable": False, "summary": "not usable"}
     issues = []
+    bad, n_sig = _foreign_libraries(counts)
+    if bad:
+        counts = counts.drop(columns=bad)
+        sheet = sheet[~sheet["sample"].isin(bad)].reset_index(drop=True)
+        issues.append(f"contaminated libraries {', '.join(bad)}: {n_sig} genes >= 50x their median CPM there; excluded")
+    res, design = moderated_t(counts, sheet, test)
     tab = pd.crosstab(sheet["condition"], sheet["batch"]) if "batch" in design else None
     if tab is not None and (tab == 0).any().any():  # a balanced batch is a covariate, not a problem
         issues.append("batch partially confounded with condition (" + tab.to_string().replace("\n", "; ")

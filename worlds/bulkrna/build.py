@@ -33,7 +33,12 @@ simulate(...)              the experiment: genes kept (n_genes drawn), samples a
                            optional batch (n genes, log2 effect), donor (paired; sd of donor log2 effects), global
                            transcriptional shift (fraction of genes, log2 size) and spike-ins, low-count genes; and
                            one degraded sample (3' bias: mean x (length / 2.5 kb)^-beta, library x retention)
+                           contaminate {k, n, fraction}: k libraries of the test condition carry a foreign tissue's
+                           signature of n genes the tissue barely expresses, at a read share of fraction x U(0.6, 1.4)
 draw_counts()              NB counts from the means (deterministic in the world's RNG)
+processing(outcome_filter) the matrix history in meta.json `processing` (condition_de): genes with no read removed
+                           (label-blind); outcome_filter: only genes whose test / reference ratio of mean CPM has
+                           |log2| >= outcome_filter kept (a filter on the outcome before testing)
 sequence_lanes(lanes, rerun)
                            counts drawn library by library instead: lambda ~ Gamma(1/alpha, mu alpha) per specimen, each
                            run Poisson(lambda x run share); `lanes` runs per library (same index), `rerun` libraries
@@ -137,7 +142,8 @@ def simulate(data: BulkData, rng, n_genes: int, n_per_condition: int, depth: flo
              batch: dict | None = None, donor_sd: float | None = None, shift: dict | None = None,
              spike_share: float | None = None, degrade: dict | None = None, min_base: float | None = None,
              lowcount: dict | None = None, de_lfc: tuple = (0.8, 3.0), sexes: str = "balanced",
-             sheet: list[str] | None = None, low_sample: float | None = None) -> BulkData:
+             sheet: list[str] | None = None, low_sample: float | None = None,
+             contaminate: dict | None = None) -> BulkData:
     g = data.genes
     core = np.flatnonzero(g["symbol"].str.startswith("BRG").to_numpy())
     if min_base is not None:
@@ -210,6 +216,8 @@ def simulate(data: BulkData, rng, n_genes: int, n_per_condition: int, depth: flo
         j = int(rng.integers(ns))
         dep[j] *= float(low_sample)
         truth["low_index"] = j
+    if contaminate:  # a contaminating tissue's transcripts in k libraries of the test condition (see contamination())
+        truth["contamination"] = contamination(mol, genes, cond == conditions[1], M, rng, **contaminate)
     alpha_mu = base * depth / REF_DEPTH
     alpha = (a0 + a1 / np.maximum(alpha_mu, 0.05)) * np.exp(0.45 * genes["z"].to_numpy())
     alpha = np.minimum(alpha, 10.0)
@@ -239,12 +247,40 @@ def simulate(data: BulkData, rng, n_genes: int, n_per_condition: int, depth: flo
     # sample names: S01..Snn assigned at random (no position or name encodes the condition)
     names = [f"S{i + 1:02d}" for i in rng.permutation(ns)]
     cols["sample"] = np.array(names)
+    if "contamination" in data.truth:  # sample indices -> names
+        c = data.truth.pop("contamination")
+        data.truth["contaminated"] = sorted(names[j] for j in c["index"])
+        data.truth["contaminant_share"] = {names[j]: f for j, f in c["shares"].items()}
+        data.truth["contaminant_genes"] = sorted(c["genes"])
     # the i7 index (8 nt) each library was sequenced under, as sample sheets record it
     cols["index"] = np.array(["".join(rng.choice(list("ACGT"), 8)) for _ in range(ns)])
     data.samples = pd.DataFrame({k: v for k, v in cols.items()})
     data.sheet_columns = [c for c in (sheet or ["sample", "condition", "sex", "batch", "donor"]) if c in cols or c == "specimen"] + ["index"]
     data.task = {"test_condition": conditions[1], "reference_condition": conditions[0]}
     return data
+
+
+def contamination(mol: np.ndarray, genes: pd.DataFrame, test: np.ndarray, M: np.ndarray, rng, k: int, n: int,
+                  fraction: float) -> dict:
+    """A contaminating tissue (e.g. blood in a solid-tissue dissection) in k libraries of the test condition: a
+    signature of n genes the tissue itself barely expresses (baseline < 8 reads at 20 M, never condition-responsive),
+    each with a log-normal weight (sdlog 1), makes up a share f_j = fraction x U(0.6, 1.4) of library j's molecules
+    (the sample's own transcripts keep 1 - f_j). Edits mol in place; returns the contaminated sample indices, their
+    shares and the signature's gene IDs."""
+    is_core = genes["symbol"].str.startswith("BRG").to_numpy()
+    responsive = (M != 0).any(1)
+    cand = np.flatnonzero(is_core & (genes["base"].to_numpy() < 8) & ~responsive)
+    sig = np.sort(rng.choice(cand, int(n), replace=False))
+    w = np.exp(rng.normal(0, 1.0, len(sig)))
+    w /= w.sum()
+    idx = sorted(int(j) for j in rng.choice(np.flatnonzero(test), int(k), replace=False))
+    shares = {}
+    for j in idx:
+        f = float(fraction) * float(rng.uniform(0.6, 1.4))
+        tot = mol[:, j].sum()
+        mol[sig, j] += w * tot * f / (1 - f)
+        shares[j] = round(f, 4)
+    return {"index": idx, "shares": shares, "genes": genes["gene_id"].to_numpy()[sig].tolist()}
 
 
 @recipe(TRACK, "draw_counts")
@@ -256,6 +292,38 @@ def draw_counts(data: BulkData, rng) -> BulkData:
     p = n / (n + mu)
     X = rng.negative_binomial(np.broadcast_to(n, mu.shape), p)
     data.counts = pd.DataFrame(X, index=data.genes["gene_id"].to_numpy(), columns=data.samples["sample"].to_numpy())
+    return data
+
+
+PROCESSING_COUNTED = "reads assigned to genes with featureCounts (union exons of the annotation); one column per library"
+
+
+@recipe(TRACK, "processing")
+def processing(data: BulkData, rng, outcome_filter: float | None = None) -> BulkData:
+    """The matrix's history, stated in meta.json `processing` (a list of steps, in order) in every world of the family.
+    Every world: genes with no read in any library removed (a label-blind filter). outcome_filter: a collaborator then
+    kept only the genes whose ratio of mean counts per million (test over reference condition, computed on these
+    libraries over every gene) had |log2| >= outcome_filter: a filter on the between-condition fold change, i.e.
+    selection on the outcome before testing (Bourgon, Gentleman, Huber 2010 PNAS 107:9546: a filter must be
+    independent of the test statistic under the null; a fold-change filter is not)."""
+    X = data.counts
+    steps = [PROCESSING_COUNTED]
+    nz = X.sum(1) > 0
+    data.counts, data.genes = X[nz], data.genes[nz.to_numpy()].reset_index(drop=True)
+    steps.append("genes with no read in any library removed (a filter blind to the sample labels); no sample removed")
+    if outcome_filter is not None:
+        X = data.counts
+        cpm = X / X.sum(0) * 1e6
+        cond = data.samples.set_index("sample")["condition"].reindex(X.columns).to_numpy()
+        t, r = data.task["test_condition"], data.task["reference_condition"]
+        ratio = np.log2((cpm.loc[:, cond == t].mean(1) + 0.01) / (cpm.loc[:, cond == r].mean(1) + 0.01))
+        keep = (ratio.abs() >= float(outcome_filter)).to_numpy()
+        n0 = int(len(X))
+        data.counts, data.genes = X[keep], data.genes[keep].reset_index(drop=True)
+        steps.append(f"then a collaborator kept only the genes whose {t} / {r} ratio of mean counts per million (computed "
+                     f"on these libraries) had |log2| >= {float(outcome_filter):g}: {int(keep.sum())} of {n0} genes kept")
+        data.truth["outcome_filter"] = {"threshold": float(outcome_filter), "n_before": n0, "n_kept": int(keep.sum())}
+    data.extra_meta = {**data.extra_meta, "processing": steps}
     return data
 
 
@@ -663,7 +731,8 @@ def gold_truth(data: BulkData) -> dict:
     handful of reads has a true change no count experiment of this size can rank), and the injected defects."""
     t = dict(data.truth)
     out: dict = {k: t[k] for k in ("a0", "a1", "batch_genes", "shift", "swapped", "duplicates", "degraded_index",
-                                   "low_index", "technical_groups") if k in t}
+                                   "low_index", "technical_groups", "contaminated", "contaminant_share",
+                                   "contaminant_genes", "outcome_filter") if k in t}
     if "de_genes" in t:
         lfc = dict(zip(t["de_genes"], t["de_lfc"]))
         out["de_genes"] = sorted(lfc)

@@ -10,7 +10,8 @@ import inspect
 from benchmark.registry import naive, oracle
 from worlds.bulkrna import solvers as S
 
-_CONSTS = ("SEX_Y", "SLOPE_FINDING", "SHIFT_FINDING", "TOP_K", "CONDITION_GENES", "TECHREP_RATIO", "CHI2_1_MEDIAN", "NUISANCE")
+_CONSTS = ("SEX_Y", "SLOPE_FINDING", "SHIFT_FINDING", "TOP_K", "CONDITION_GENES", "TECHREP_RATIO", "CHI2_1_MEDIAN", "NUISANCE",
+           "CONTAM_LOG2", "CONTAM_MIN_GENES")
 
 
 def _helpers(*fns) -> str:
@@ -142,21 +143,43 @@ def finish(res, design, norm, used):
 """
 
 _CDE_ORACLE = r"""
-slopes = length_slopes(X, genes.set_index('gene_id')['length'])
-dropped = sorted(s for s, x in slopes.items() if abs(x) > SLOPE_FINDING)
-keep = [s for s in X.columns if s not in dropped]
-sh = sheet[sheet['sample'].isin(keep)]
-design = estimable_design(sh)
-print(pd.crosstab(sh['condition'], sh['batch']) if 'batch' in sh else sh)
-if 'batch' in design:
-    tab = pd.crosstab(sh['condition'], sh['batch'])
-    if (tab == 0).any().any():
-        issues.append('batch partially confounded with condition: ' + '; '.join(f'{b}: ' + ', '.join(f'{c} {tab.loc[c, b]}' for c in tab.index) for b in tab.columns)
-                      + ' -> batch included as a covariate (~ batch + condition)')
-if 'donor' in design:
-    issues.append('paired design: each donor gives a control and a treated sample; donor blocked (~ donor + condition)')
-res = run_deseq(X[keep].T, sh, design, ['condition', test, ref])
-finish(res, design, 'DESeq2 median-of-ratios', ', '.join(keep))
+print('processing:', meta.get('processing'))
+filt = outcome_filter_scan(meta, test, ref)
+print('steps that selected genes on the conditions:', filt)
+contam = contamination_scan(X)
+print('genes >= 32-fold above their median, per library:', contam['n_high_genes'])
+print('read share of the outlying gene set:', contam['share'])
+if filt['outcome_filtered']:
+    issues.append(f"matrix selected on the outcome: meta.json processing says genes were kept only when their {test} / {ref} "
+                  f"mean-CPM ratio passed a |log2| threshold in these same libraries ({filt['outcome_filter_steps'][0]}): a non-independent "
+                  'filter (Bourgon 2010), so the kept genes\' null p-values are not uniform and BH does not control the FDR; '
+                  'the unfiltered matrix is needed, with a label-blind (mean-count) filter')
+    print(json.dumps({'test_condition': test, 'reference_condition': ref, 'de_genes': [], 'n_de_genes': 0, 'up_genes': [],
+                      'down_genes': [], 'de_table': 'none', 'median_log2fc': 0.0,
+                      'method': {'design': 'none: matrix selected on the fold change', 'normalization': 'n/a', 'samples_used': 'none'},
+                      'issues_found': issues, 'analysis_usable': False,
+                      'summary': 'Not usable: genes were selected on the between-condition fold change before testing; no DE list.'}))
+else:
+    slopes = length_slopes(X, genes.set_index('gene_id')['length'])
+    dropped = sorted({s for s, x in slopes.items() if abs(x) > SLOPE_FINDING} | set(contam['contaminated']))
+    keep = [s for s in X.columns if s not in dropped]
+    sh = sheet[sheet['sample'].isin(keep)]
+    design = estimable_design(sh)
+    print(pd.crosstab(sh['condition'], sh['batch']) if 'batch' in sh else sh)
+    if contam['contaminated']:
+        issues.append(f"contaminated libraries {', '.join(contam['contaminated'])}: a set of {len(contam['signature'])} genes "
+                      'the other libraries barely express sits >= 32-fold above its median there and takes '
+                      + ', '.join(f"{contam['share'][s]:.1%}" for s in contam['contaminated'])
+                      + ' of their reads (a foreign tissue); excluded before testing')
+    if 'batch' in design:
+        tab = pd.crosstab(sh['condition'], sh['batch'])
+        if (tab == 0).any().any():
+            issues.append('batch partially confounded with condition: ' + '; '.join(f'{b}: ' + ', '.join(f'{c} {tab.loc[c, b]}' for c in tab.index) for b in tab.columns)
+                          + ' -> batch included as a covariate (~ batch + condition)')
+    if 'donor' in design:
+        issues.append('paired design: each donor gives a control and a treated sample; donor blocked (~ donor + condition)')
+    res = run_deseq(X[keep].T, sh, design, ['condition', test, ref])
+    finish(res, design, 'DESeq2 median-of-ratios', ', '.join(keep))
 """
 
 _NORM_ORACLE = r"""
@@ -232,9 +255,10 @@ print(json.dumps({'test_condition': test, 'reference_condition': ref, 'top_genes
 """
 
 
-@oracle("bulkrna.L2.condition_de", version="1")
+@oracle("bulkrna.L2.condition_de", version="2")
 def cde_oracle(ref) -> list[str]:
-    return [_helpers(S.length_slopes, S.run_deseq, S.estimable_design), _DE_COMMON + _CDE_ORACLE]
+    return [_helpers(S.length_slopes, S.run_deseq, S.estimable_design, S.contamination_scan, S.outcome_filter_scan),
+            _DE_COMMON + _CDE_ORACLE]
 
 
 @naive("bulkrna.L2.condition_de", version="1")

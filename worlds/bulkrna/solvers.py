@@ -13,7 +13,10 @@ bulkrna.L1.integrity   every integrity detector on the files: values are integer
                        length). It reports the findings, their sizes and the products a careful analyst writes.
 bulkrna.L2.condition_de  DESeq2 (pydeseq2, Wald, BH) with every recorded covariate that is estimable (batch when it
                        varies within condition, donor when donors carry both conditions), after removing samples whose
-                       length-trend slope marks RNA degradation; DE = padj < 0.05. Also the naive result (~condition,
+                       length-trend slope marks RNA degradation and libraries carrying a foreign transcript set
+                       (>= 10 genes >= 32-fold above their median over samples: contamination); DE = padj < 0.05; no
+                       DE list (analysis_usable false) when meta.json processing records a gene filter that named the
+                       conditions (selection on the outcome). Also the naive result (~condition,
                        every sample), its DE list (the trap's own result) and the genes it calls that the reference
                        finds null.
 bulkrna.L2.normalisation  size factors from the ERCC spike-ins (median of ratios over spike-ins; pydeseq2
@@ -48,6 +51,8 @@ CONDITION_GENES = 200     # genes that best separate the recorded conditions, fo
 TECHREP_RATIO = 2.0       # a pair whose median Pearson X2 (against Poisson splitting) is < 2 x the chi2(1) median is
                           # one library sequenced twice: biological replicates add the extra-Poisson dispersion
 CHI2_1_MEDIAN = 0.454936  # median of chi-square with 1 df
+CONTAM_LOG2 = 5.0         # a gene >= 32-fold (log2 normalised count + 1) above its median over the samples in a library
+CONTAM_MIN_GENES = 10     # a library with >= 10 such genes carries a foreign transcript set (contamination)
 
 
 # ---------------------------------------------------------------- reading
@@ -439,6 +444,35 @@ def estimable_design(sheet: pd.DataFrame) -> str:
     return "~" + " + ".join(terms + ["condition"])
 
 
+def contamination_scan(X: pd.DataFrame) -> dict:
+    """Sample QC for a foreign transcript set: log2(size-factor-normalised count + 1) of every gene, minus its median
+    over the samples; a library with >= CONTAM_MIN_GENES genes >= CONTAM_LOG2 above their median carries transcripts
+    the other libraries barely have (blood or a neighbouring tissue in the dissection). The signature is the genes
+    that high in any such library; each library's share of its reads in the signature is the contamination score."""
+    A = X.to_numpy(float)
+    L = np.log2(A / size_factors(A)[None, :] + 1.0)
+    hi = (L - np.median(L, axis=1, keepdims=True)) >= CONTAM_LOG2
+    n_hi = hi.sum(0)
+    flagged = sorted(str(c) for c, n in zip(X.columns, n_hi) if n >= CONTAM_MIN_GENES)
+    fl = X.columns.isin(flagged)
+    sig = sorted(X.index[hi[:, fl].any(1)]) if fl.any() else []
+    share = X.loc[sig].sum(0) / X.sum(0) if sig else pd.Series(0.0, index=X.columns)
+    return {"contaminated": flagged, "signature": sig, "n_high_genes": {str(c): int(n) for c, n in zip(X.columns, n_hi)},
+            "share": {str(c): round(float(v), 4) for c, v in share.items()}}
+
+
+def outcome_filter_scan(meta: dict, test: str, ref: str) -> dict:
+    """Was the matrix selected on the outcome before testing? meta.json `processing` states the matrix's history, step
+    by step, in every world of the family: a step that keeps or removes genes by a criterion naming the conditions
+    (a test / reference ratio or fold change) used the labels the test compares (a non-independent filter, Bourgon et
+    al. 2010); a filter on reads over all libraries is blind to them."""
+    steps = [str(p) for p in meta.get("processing") or []]
+    conds = [re.escape(c) for c in (test, ref)]
+    hit = [p for p in steps if re.search(r"(?i)\b(kept|keep|removed|filter\w*|selected)\b", p)
+           and any(re.search(rf"(?i)\b{c}\b", p) for c in conds)]
+    return {"outcome_filter_steps": hit, "outcome_filtered": bool(hit)}
+
+
 def load_l2(world_dir) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict]:
     d = read_world(world_dir)
     return d["X"], d["sheet"], d["genes"], d["meta"]
@@ -463,7 +497,8 @@ def l2_condition_de(world_dir: Path, world) -> dict:
     X, sheet, genes, meta = load_l2(world_dir)
     test, ref = meta["task"]["test_condition"], meta["task"]["reference_condition"]
     slopes = length_slopes(X, genes.set_index("gene_id")["length"])
-    dropped = sorted(s for s, x in slopes.items() if abs(x) > SLOPE_FINDING)
+    contam = contamination_scan(X)
+    dropped = sorted({s for s, x in slopes.items() if abs(x) > SLOPE_FINDING} | set(contam["contaminated"]))
     keep = [s for s in X.columns if s not in dropped]
     sh = sheet[sheet["sample"].isin(keep)]
     design = estimable_design(sh)
@@ -475,7 +510,18 @@ def l2_condition_de(world_dir: Path, world) -> dict:
     naive_de = sorted(nv.index[npadj < 0.05])
     defect = getattr(world, "defect", None)
     null = sorted(g for g in naive_de if padj.get(g, 1.0) >= 0.05)
-    return {
+    extra: dict = {}
+    if contam["contaminated"]:
+        extra = {"contaminated_samples": contam["contaminated"], "n_contaminated": len(contam["contaminated"]),
+                 "contaminant_genes": contam["signature"], "n_contaminant_genes": len(contam["signature"]),
+                 "contaminant_share": {s: contam["share"][s] for s in contam["contaminated"]},
+                 "naive_contaminant_calls": len(set(naive_de) & set(contam["signature"]))}
+    filt = outcome_filter_scan(meta, test, ref)
+    if filt["outcome_filtered"]:  # selected on the outcome: no test on this matrix controls the FDR
+        extra = {"outcome_filtered": True, "outcome_filter_steps": filt["outcome_filter_steps"], "analysis_usable": False,
+                 "processing": list(meta.get("processing") or [])}
+        de = []
+    out = {
         "test_condition": test, "reference_condition": ref, "design": design, "samples_dropped": dropped,
         "length_slopes": {s: round(float(x), 4) for s, x in slopes.items()},
         "de_genes": de, "n_de_genes": len(de),
@@ -490,6 +536,8 @@ def l2_condition_de(world_dir: Path, world) -> dict:
         "n_samples": int(X.shape[1]),
         "batch_by_condition": ({c: sorted(s["batch"]) for c, s in sheet.groupby("condition")} if "batch" in sheet else {}),
     }
+    out.update(extra)
+    return out
 
 
 @product_validator("bulkrna.de_calls")
@@ -525,7 +573,8 @@ def de_calls_truth(path: Path, golden: dict, check) -> tuple[float, str]:
     the genes the condition truly changes), with the reference solver's own calls as the bar: recall >= min(0.7,
     the reference's recall - bar_slack), precision >= min(0.8, the reference's precision - bar_slack), and of the
     truly unchanged genes the trap's analysis calls (golden trap_de_genes outside the truth; none on a clean control)
-    >= min(0.8, the reference's share - bar_slack) not significant. Any analysis as good as the reference passes,
+    >= min(0.8, the reference's share - bar_slack) not significant (a gene absent from the table, e.g. removed by a
+    low-count filter, is not called). Any analysis as good as the reference passes,
     whatever its tool; the trap's own calls (batch genes, lost power) do not."""
     from graders.checks import read_table
 
@@ -541,7 +590,7 @@ def de_calls_truth(path: Path, golden: dict, check) -> tuple[float, str]:
     slack = check.bar_slack
     rec, prec = _recall_precision(called, truth)
     r_rec, r_prec = _recall_precision(ref, truth)
-    nul = sum(g in padj and padj[g] >= 0.05 for g in null) / len(null) if null else 1.0
+    nul = sum(padj.get(g, 1.0) >= 0.05 for g in null) / len(null) if null else 1.0  # a gene left untested is not called
     r_nul = len(null - ref) / len(null) if null else 1.0
     need = (min(0.7, r_rec - slack), min(0.8, r_prec - slack), min(0.8, r_nul - slack))
     ok = rec >= need[0] - 1e-12 and prec >= need[1] - 1e-12 and nul >= need[2] - 1e-12
