@@ -14,12 +14,11 @@ from typing import Iterable
 
 from benchmark.progress import Pace, minutes
 
-# Seconds per world of local/smollm2 on one core, by level: L1 and L2 from the README main job of 2026-12-02 on an
-# idle 2-core machine (two worlds at once, one model thread each; mean wall of 46 L1 and 52 L2 worlds) once sandboxes
-# started at the first cell and no warm blank was built on the cores the model kept busy; L3 from 6 dossiers of 6
-# tracks run the same way on 2026-12-03 with the model's 2,048-token context (mean wall 86.8 s, 86 CPU-s each; it
-# was 147 s with 4,096 tokens).
-LOCAL_CPU_S = {"L1": 6.0, "L2": 4.0, "L3": 87.0}
+# Seconds per world of local/smollm2 on one core, by level: the mean wall per world of the README main job of
+# 2026-12-03 on an idle 2-core machine (247 worlds, two at once, one model thread each; 29.1 min in all, 0 faults):
+# L1 5.6 s (99 worlds), L2 4.5 s (117), L3 77.5 s (31 dossiers, the model's 2,048-token context). The L3 figure
+# predates the reviewers' shared prompt prefix (benchmark/l3.py review_prompt), which reads less of each dossier.
+LOCAL_CPU_S = {"L1": 5.6, "L2": 4.5, "L3": 78.0}
 
 
 def cores() -> int:

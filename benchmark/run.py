@@ -26,7 +26,7 @@ from benchmark import scripted_plans
 from benchmark.agent import HARNESS_VERSION, RetryPolicy, run_episode
 from benchmark.audit import audit_cells
 from benchmark.errors import BenchmarkError, LockMismatch
-from benchmark.freeze import ensure_built, read_golden, tool_versions, world_cache
+from benchmark.freeze import default_jobs, ensure_built, pinned_pool, read_golden, tool_versions, world_cache
 from benchmark.loader import WorldRef, load_suite
 from benchmark.manifest import STEP_BUDGET, Level
 from benchmark.models import is_offline
@@ -237,6 +237,7 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
 
         importing = threading.Thread(target=_import_litellm, name="import-litellm", daemon=True)
         importing.start()
+    build_missing(refs)
     with progress("verifying locks", len(refs)) as step:
         for ref in refs:
             step(ref.id)
@@ -301,6 +302,25 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
         store.close()
         if remote is not None:
             remote.close()
+
+
+def build_missing(refs: list[WorldRef]) -> None:
+    """Build the worlds a fresh clone's cache lacks, one spawned process per core (default_jobs): 251 worlds take
+    ~110 CPU-s to build, which one process spent serially before the first world ran. Each build is verified against
+    its lock afterwards (ensure_built in the caller), and a failure raises here as it would there."""
+    from concurrent.futures import as_completed
+
+    from benchmark.progress import progress
+
+    missing = [r for r in refs if not world_cache(r).exists()]
+    jobs = min(default_jobs(), len(missing))
+    if jobs < 2:
+        return
+    with progress("building worlds", len(missing), finished=True) as step, pinned_pool(jobs) as pool:
+        futures = {pool.submit(ensure_built, r): r for r in missing}
+        for f in as_completed(futures):
+            step(futures[f].id)
+            f.result()
 
 
 def _import_litellm() -> None:

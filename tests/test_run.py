@@ -152,3 +152,23 @@ def test_a_line_cut_by_a_kill_is_skipped_and_cut_off(first_run, tmp_path):
     store.results_path.write_text(line)  # a whole record that lost only its newline is kept and closed off
     store.append(rec)
     assert store.results_path.read_text() == line + "\n" + line + "\n"
+
+
+def test_a_fresh_clones_missing_worlds_are_built_in_parallel_then_verified(tmp_path, monkeypatch):
+    """`run` on a fresh clone builds the worlds its cache lacks in one spawned process per core (251 worlds are
+    ~110 CPU-s of building) and then verifies every one against its lock; worlds already built are not rebuilt."""
+    import benchmark.freeze as F
+    import benchmark.run as R
+    from benchmark.loader import load_suite
+
+    monkeypatch.setenv("BENCHMARK_CACHE", str(tmp_path))  # the spawned builders' cache
+    monkeypatch.setattr(F, "CACHE_ROOT", tmp_path)  # this process's
+    monkeypatch.setattr(R, "default_jobs", lambda: 2)
+    refs = [r for r in load_suite().worlds.values() if r.world.family == "crispr.L1.integrity"][:3]
+    R.build_missing(refs)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(r.id for r in refs)
+    for r in refs:
+        assert F.ensure_built(r) == tmp_path / r.id  # the lock's files, byte for byte
+    stamp = {r.id: (tmp_path / r.id).stat().st_mtime_ns for r in refs}
+    R.build_missing(refs)
+    assert {r.id: (tmp_path / r.id).stat().st_mtime_ns for r in refs} == stamp, "built worlds are not rebuilt"
