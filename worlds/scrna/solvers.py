@@ -19,8 +19,10 @@ scrna.L2.condition_de  condition DE by donor-level pseudobulk (sum of counts per
 scrna.L2.composition  differential abundance from cells.csv: cells counted per donor x population (populations with
                      >= 5 cells per donor on average), log2(count + 0.5) less a median-of-ratios size factor over the
                      tested populations (most populations unchanged, so one expansion does not depress the others'
-                     estimates), OLS ~ [lane +] condition per population (lane when it varies within a condition),
-                     t-test of the condition coefficient, BH; changed = padj < 0.05. Also the traps' own answers: the
+                     estimates), OLS ~ [lane +] condition per population, t-test of the condition coefficient, BH;
+                     changed = padj < 0.05. Lane enters (for every population) only when the data show a lane effect:
+                     the within-condition lane contrast of ~ lane + condition has BH padj < 0.01 in some tested
+                     population (lane must also vary within a condition); otherwise ~ condition. Also the traps' own answers: the
                      pooled-cell Fisher test (every cell a replicate; the naive agent's list), raw donor proportions
                      (closure) and the lane-blind fit.
 scrna.L3.dossier     the dossier's key statistics, read back from its tables.
@@ -747,6 +749,7 @@ def _de_products(X, genes, de, lfc_parts, cl, min_padj, defect) -> dict:
 
 DA_MIN_MEAN = 5.0       # a population is tested when it has >= 5 cells per donor on average
 DA_NULL_MIN_MEAN = 10.0  # the null populations a table must keep non-significant have >= 10 cells per donor
+LANE_FDR = 0.01         # lane enters the model when any tested population's lane term has BH padj < 0.01
 
 
 def donor_counts(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -756,14 +759,57 @@ def donor_counts(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return C, info
 
 
+def lane_effect_p(K: np.ndarray, D: np.ndarray, sf: np.ndarray) -> np.ndarray:
+    """P-values of the lane term (column 1 of the design D: intercept, lane, condition) per population (columns of
+    the donor x population count matrix K): a Poisson GLM per population, log E[count] = D b + the donor's size factor
+    (log2 `sf`, as offset), fitted by IRLS; one quasi-Poisson dispersion shared by all populations (Pearson chi-square
+    over every donor x population cell / its residual degrees of freedom), so that the lane test does not rest on the
+    5 residual degrees of freedom of one population; Wald t of the lane coefficient against t(dof)."""
+    from scipy.stats import t as t_dist
+
+    off = sf * np.log(2.0)
+    n, k = D.shape
+    coef, cov, chi2 = [], [], 0.0
+    for y in K.T:
+        b, *_ = np.linalg.lstsq(D, np.log(y + 0.5) - off, rcond=None)
+        for _ in range(50):
+            mu = np.exp(D @ b + off)
+            XtW = D.T * mu
+            b_new = np.linalg.solve(XtW @ D, XtW @ (D @ b + (y - mu) / mu))
+            done = np.max(np.abs(b_new - b)) < 1e-10
+            b = b_new
+            if done:
+                break
+        mu = np.exp(D @ b + off)
+        chi2 += float(((y - mu) ** 2 / mu).sum())
+        coef.append(b[1])
+        cov.append(np.linalg.inv((D.T * mu) @ D)[1, 1])
+    dof = K.shape[1] * (n - k)
+    phi = max(chi2 / dof, 1.0)
+    tstat = np.array(coef) / np.sqrt(phi * np.array(cov))
+    return 2 * t_dist.sf(np.abs(tstat), dof)
+
+
 def da_test(C: pd.DataFrame, info: pd.DataFrame, test: str, normalise: bool = True, lane: bool = True) -> pd.DataFrame:
     """Donor-level differential abundance. y_dk = log2(cells_dk + 0.5) less the donor's size factor: with
     `normalise`, the median over tested populations of the donor's log2 ratio to each population's geometric mean
     (DESeq2's median-of-ratios, applied to populations: most populations are assumed unchanged, so one population's
     expansion does not make the others look depleted); without it, log2 of the donor's cell total (raw proportions).
-    Then per population an OLS fit y ~ [lane +] condition (lane when it varies within a condition), t-test on the
-    condition coefficient, BH over the tested populations."""
+    Then per population an OLS fit y ~ [lane +] condition, t-test on the condition coefficient, BH over the tested
+    populations. Lane enters when the data show a lane effect, not merely because the design allows one: where lane
+    varies within a condition, the lane term of y ~ lane + condition (the within-condition lane contrast) is t-tested
+    per population (lane_effect_p: quasi-Poisson, dispersion shared by the populations), BH over the tested
+    populations, and lane is included for every population when any population's lane padj < LANE_FDR (0.01);
+    otherwise y ~ condition. (At a 3:1 lane layout the lane column is strongly correlated with condition, so an
+    unneeded lane term costs the condition coefficient much of its precision.)"""
     from scipy.stats import t as t_dist
+
+    def ols(D, Y, j):
+        beta, *_ = np.linalg.lstsq(D, Y, rcond=None)
+        dof = D.shape[0] - D.shape[1]
+        s2 = ((Y - D @ beta) ** 2).sum(0) / dof
+        tstat = beta[j] / np.maximum(np.sqrt(s2 * np.linalg.inv(D.T @ D)[j, j]), 1e-12)
+        return beta[j], 2 * t_dist.sf(np.abs(tstat), dof)
 
     tested = [p for p in C.columns if C[p].mean() >= DA_MIN_MEAN]
     L = np.log2(C[tested].to_numpy(float) + 0.5)
@@ -772,21 +818,18 @@ def da_test(C: pd.DataFrame, info: pd.DataFrame, test: str, normalise: bool = Tr
     else:
         sf = np.log2(C.to_numpy(float).sum(1))
     Y = L - sf[:, None]
-    cols = [np.ones(len(info))]
+    one = np.ones(len(info))
+    cond = (info["condition"] == test).to_numpy(float)
     lanes = sorted(set(info["lane"]))
+    lane_padj = np.ones(len(tested))
     if lane and len(lanes) > 1 and info.groupby("condition")["lane"].nunique().max() > 1:
-        cols.append((info["lane"] == lanes[1]).to_numpy(float))
-    cols.append((info["condition"] == test).to_numpy(float))
-    D = np.vstack(cols).T
-    beta, *_ = np.linalg.lstsq(D, Y, rcond=None)
-    resid = Y - D @ beta
-    dof = D.shape[0] - D.shape[1]
-    s2 = (resid ** 2).sum(0) / dof
-    se = np.sqrt(s2 * np.linalg.inv(D.T @ D)[-1, -1])
-    tstat = beta[-1] / np.maximum(se, 1e-12)
-    p = 2 * t_dist.sf(np.abs(tstat), dof)
-    return pd.DataFrame({"cell_type": tested, "log2fc": beta[-1], "pvalue": p, "padj": _bh(p),
-                         "lane_covariate": D.shape[1] == 3})
+        lane_col = (info["lane"] == lanes[1]).to_numpy(float)
+        lane_padj = _bh(lane_effect_p(C[tested].to_numpy(float), np.vstack([one, lane_col, cond]).T, sf))
+    use_lane = bool((lane_padj < LANE_FDR).any())
+    D = np.vstack([one, lane_col, cond] if use_lane else [one, cond]).T
+    b, p = ols(D, Y, D.shape[1] - 1)
+    return pd.DataFrame({"cell_type": tested, "log2fc": b, "pvalue": p, "padj": _bh(p),
+                         "lane_padj": lane_padj, "lane_covariate": use_lane})
 
 
 def pooled_fisher(cells: pd.DataFrame, test: str) -> pd.DataFrame:
@@ -811,7 +854,7 @@ def _called(df: pd.DataFrame) -> list[str]:
     return sorted(df.loc[df["padj"] < 0.05, "cell_type"])
 
 
-@solver("scrna.L2.composition", version="1")
+@solver("scrna.L2.composition", version="2")
 def l2_composition(world_dir: Path, world) -> dict:
     cells = pd.read_csv(Path(world_dir) / "cells.csv", dtype=str, keep_default_na=False)
     meta = json.loads((Path(world_dir) / "meta.json").read_text())
@@ -855,6 +898,7 @@ def l2_composition(world_dir: Path, world) -> dict:
         "da_padj": {p: round(float(v), 6) for p, v in zip(res["cell_type"], res["padj"])},
         "changed_log2fc": {p: round(float(lfc[p]), 4) for p in changed},
         "lane_covariate": bool(res["lane_covariate"].iloc[0]),
+        "lane_effect_populations": sorted(res.loc[res["lane_padj"] < LANE_FDR, "cell_type"]),
         "naive_changed": naive,
         "naive_n_changed": len(naive),
         "naive_log2fc": {r.cell_type: round(float(r.log2fc), 4) for r in pooled.itertuples()},
