@@ -15,10 +15,10 @@ from typing import Iterable
 from benchmark.progress import Pace, minutes
 
 # Seconds per world of local/smollm2 on one core, by level: the mean wall per world of the README main job of
-# 2026-12-03 on an idle 2-core machine (247 worlds, two at once, one model thread each; 29.1 min in all, 0 faults):
-# L1 5.6 s (99 worlds), L2 4.5 s (117), L3 77.5 s (31 dossiers, the model's 2,048-token context). The L3 figure
-# predates the reviewers' shared prompt prefix (benchmark/l3.py review_prompt), which reads less of each dossier.
-LOCAL_CPU_S = {"L1": 5.6, "L2": 4.5, "L3": 78.0}
+# 2026-12-03 on an idle 2-core machine (251 worlds, two at once, one model thread each; 28.2 min in all, 0 faults):
+# L1 7.1 s (101 worlds), L2 5.1 s (119), L3 65.8 s (31 dossiers, the model's 2,048-token context, the reviewers
+# sharing their prompt up to the role; 77.5 s before that, in a 29.1-min run of 247 worlds the same morning).
+LOCAL_CPU_S = {"L1": 7.1, "L2": 5.1, "L3": 66.0}
 
 
 def cores() -> int:
