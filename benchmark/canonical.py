@@ -12,10 +12,12 @@ import io
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a table is written: a `run` that only verifies locks never needs it
 
 GZIP_LEVEL = 6
 
@@ -80,7 +82,7 @@ class CanonicalWriter:
     def files(self, mapping: dict[str, "pd.DataFrame | str"]) -> None:
         """A set of named files in name order (an L3 dossier): tables through `table`, text through `text`."""
         for rel, obj in sorted(mapping.items()):
-            if isinstance(obj, pd.DataFrame):
+            if not isinstance(obj, str):
                 self.table(rel, obj)
             else:
                 self.text(rel, obj)

@@ -89,6 +89,26 @@ def test_bad_report_schema_in_family(tmp_path):
         Suite(root)
 
 
+def test_report_schema_memo_remembers_a_pass_never_a_failure(tmp_path, monkeypatch):
+    """The metaschema check is memoised by the schema's hash (0.3 CPU-s of every CLI process): a schema that passed
+    is not checked again, an edited one is, and a bad one fails on every load."""
+    from benchmark import manifest
+
+    memo = tmp_path / "memo"
+    monkeypatch.setattr(manifest, "SCHEMA_OK_DIR", memo)
+    bad = {"type": "objekt"}
+    for _ in range(2):
+        with pytest.raises(ValueError, match="not a valid JSON Schema"):
+            manifest.check_report_schema(bad)
+    assert not memo.exists() or not any(memo.iterdir())
+    manifest.check_report_schema(L2_SCHEMA)
+    assert len(list(memo.iterdir())) == 1
+    manifest.check_report_schema(dict(L2_SCHEMA))  # the same schema: remembered, no new entry
+    assert len(list(memo.iterdir())) == 1
+    manifest.check_report_schema(dict(L2_SCHEMA, title="edited"))
+    assert len(list(memo.iterdir())) == 2
+
+
 def test_lock_hash_ignores_only_the_pivotal_block(tmp_path):
     """Editing a world's pivotal case must not force a re-freeze; any other edit must."""
     from benchmark.freeze import manifest_sha256
