@@ -762,31 +762,19 @@ def donor_counts(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 def lane_effect_p(K: np.ndarray, D: np.ndarray, sf: np.ndarray) -> np.ndarray:
     """P-values of the lane term (column 1 of the design D: intercept, lane, condition) per population (columns of
     the donor x population count matrix K): a Poisson GLM per population, log E[count] = D b + the donor's size factor
-    (log2 `sf`, as offset), fitted by IRLS; one quasi-Poisson dispersion shared by all populations (Pearson chi-square
-    over every donor x population cell / its residual degrees of freedom), so that the lane test does not rest on the
-    5 residual degrees of freedom of one population; Wald t of the lane coefficient against t(dof)."""
+    (log2 `sf`, as offset), fitted by statsmodels (GLM, Poisson family, IRLS); one quasi-Poisson dispersion shared by
+    all populations (Pearson chi-square summed over the populations' fits / their summed residual degrees of freedom,
+    at least 1), so that the lane test does not rest on the 5 residual degrees of freedom of one population; Wald t of
+    the lane coefficient (its Poisson standard error scaled by the shared dispersion) against t(pooled dof)."""
+    import statsmodels.api as sm
     from scipy.stats import t as t_dist
 
     off = sf * np.log(2.0)
-    n, k = D.shape
-    coef, cov, chi2 = [], [], 0.0
-    for y in K.T:
-        b, *_ = np.linalg.lstsq(D, np.log(y + 0.5) - off, rcond=None)
-        for _ in range(50):
-            mu = np.exp(D @ b + off)
-            XtW = D.T * mu
-            b_new = np.linalg.solve(XtW @ D, XtW @ (D @ b + (y - mu) / mu))
-            done = np.max(np.abs(b_new - b)) < 1e-10
-            b = b_new
-            if done:
-                break
-        mu = np.exp(D @ b + off)
-        chi2 += float(((y - mu) ** 2 / mu).sum())
-        coef.append(b[1])
-        cov.append(np.linalg.inv((D.T * mu) @ D)[1, 1])
-    dof = K.shape[1] * (n - k)
-    phi = max(chi2 / dof, 1.0)
-    tstat = np.array(coef) / np.sqrt(phi * np.array(cov))
+    fits = [sm.GLM(y, D, family=sm.families.Poisson(), offset=off).fit(tol=1e-10, tol_criterion="params", maxiter=100)
+            for y in K.T]
+    dof = sum(f.df_resid for f in fits)
+    phi = max(sum(f.pearson_chi2 for f in fits) / dof, 1.0)
+    tstat = np.array([f.params[1] / f.bse[1] for f in fits]) / np.sqrt(phi)
     return 2 * t_dist.sf(np.abs(tstat), dof)
 
 
