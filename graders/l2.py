@@ -10,7 +10,10 @@ value earns half (`requires`). Every catalogued trap named in `issues_found` tha
 (precision: on a clean control, naming any trap does).
 
 World score = mean(A, I, M, C), then in order:
-  zero_if       every zero_if value/product check passes (the trap's own result) -> 0
+  zero_if       every zero_if value/product check passes (the trap's own result) -> 0; not applied when a zero_if
+                overlap check is tripped by the reference's own answer (the `reference` of a scored overlap check
+                on the same field): the trap's list is then not distinguishable from the sound answer (e.g. an
+                empty trap list where the reference calls nothing too: nothing to match is not a match)
   unusable cap  a solvable world declared unusable                                -> min(score, unusable_cap)
   accuracy cap  A == 0: recognising the trap cannot pay for a wrong result        -> min(score, accuracy_cap)
 """
@@ -21,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.manifest import FamilyManifest, L2World
-from graders.checks import CheckResult, flatten_text, get_path, run_checks
+from graders.checks import CheckResult, flatten_text, get_path, run_check, run_checks
 from graders.report import parse_report
 
 GRADER_ID = "graders.l2"
-GRADER_VERSION = "2"
+GRADER_VERSION = "3"
 ISSUES_FIELD = "issues_found"
 COMPONENTS = ("A", "I", "M", "C")
 
@@ -59,6 +62,26 @@ def invented_traps(world: L2World, family: FamilyManifest, report: dict[str, Any
     return sorted(named - {world.defect} - set(world.also_present))
 
 
+def _trap_is_the_reference(world: L2World, golden: dict[str, Any]) -> list[str]:
+    """The zero_if overlap checks that the reference analysis' own answer trips: a scored overlap check on the same
+    field names the golden key of the reference's answer (`reference`), and that answer matches the trap's list at
+    the zero_if's bar. There the trap's result cannot be told from the sound one, so matching it follows no trap
+    (an empty trap list where the reference also calls nothing: nothing to match is not a match; or a reference
+    false positive that the trap also calls). A trap whose list differs from the reference's (a power-loss trap
+    calling nothing where the reference calls genes) still zeroes."""
+    out = []
+    for z in world.rubric.zero_if:
+        if z.kind != "overlap" or not z.field:
+            continue
+        for c in world.rubric.checks:
+            if c.kind == "overlap" and c.field == z.field and c.reference is not None:
+                ref = get_path(golden, c.reference)
+                if isinstance(ref, list) and run_check(z, {z.field: ref}, golden).credit >= 1.0:
+                    out.append(z.id)
+                    break
+    return out
+
+
 def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw_report: Any,
              products: Path | None = None) -> L2Grade:
     parsed = parse_report(raw_report, family.report_schema)
@@ -80,7 +103,10 @@ def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw
     score = sum(comps.values()) / 4
     if rub.zero_if:
         zr = run_checks(list(rub.zero_if), report, golden, products)
-        if all(r.credit >= 1.0 for r in zr):
+        moot = _trap_is_the_reference(world, golden)
+        if moot:
+            caps.append(f"zero_if not applied: the reference's own answer matches the trap's list ({', '.join(moot)})")
+        elif all(r.credit >= 1.0 for r in zr):
             caps.append("zero_if: trap followed without qualification")
             score = 0.0
         results += zr

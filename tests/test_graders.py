@@ -208,6 +208,25 @@ def test_l2_trap_result_scores_zero_whatever_the_words():
     assert g.score == 0.0 and any("zero_if" in c for c in g.caps)
 
 
+def test_l2_zero_if_overlap_does_not_fire_when_the_reference_answer_is_the_trap_list():
+    # the trap's list (a pooled test's calls) is empty and so is the reference's answer: an empty report matches the
+    # trap's list with F1 1.0 but follows no trap. A trap list the reference does not share still zeroes the report
+    # that repeats it, an empty one too (a power-loss trap that calls nothing where the reference calls genes).
+    world = l2_world(
+        checks=[*l2_world().rubric.model_dump()["checks"],
+                {"id": "changed", "kind": "overlap", "component": "A", "field": "calls", "golden": "truth.calls",
+                 "reference": "ref_calls", "min_f1": 0.99}],
+        zero_if=[{"id": "trap_list", "kind": "overlap", "field": "calls", "golden": "trap_calls", "min_f1": 0.7}])
+    report = {**_l2(6.43, "broad", ["narrow default fragments domains"]), "calls": []}
+    gold = {**GOLD2, "truth": {"calls": []}, "ref_calls": [], "trap_calls": []}
+    g = grade_l2(world, l2_family(), gold, report)
+    assert g.score == 1.0 and not any(c.startswith("zero_if:") for c in g.caps)
+    g = grade_l2(world, l2_family(), {**gold, "trap_calls": ["B"]}, {**report, "calls": ["B"]})
+    assert g.score == 0.0 and any(c.startswith("zero_if:") for c in g.caps)
+    g = grade_l2(world, l2_family(), {**gold, "truth": {"calls": ["A"]}, "ref_calls": ["A"]}, report)
+    assert g.score == 0.0 and any(c.startswith("zero_if:") for c in g.caps)
+
+
 def test_l2_accuracy_cap_like_seed_opus_case():
     # broad mode + pitfall named but 28.21 Mb against 6.4: A = 0 -> world score 0.5 at most (seed 001 I.3)
     g = grade_l2(l2_world(), l2_family(), GOLD2, _l2(28.21, "broad", ["narrow mode fragments"]))

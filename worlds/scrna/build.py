@@ -73,7 +73,10 @@ L2
   sample_donor_cells(cells_low, cells_high, retention_low)  N_d ~ U{low..high} cells per donor, populations
                                       Multinomial(N_d, composition); each cell a real cell of its population drawn with
                                       replacement and binomially thinned (retention U(retention_low, 1)) under a fresh
-                                      barcode whose suffix names the lane
+                                      barcode whose suffix names the lane; `pooled_call` (trap worlds) re-draws the
+                                      donors' variation until the pooled-cell test calls an unchanged population,
+                                      `lane_effect` until the reference's lane test shows the stated lane effect
+                                      (a population's name) or none (False)
 L3
   dossier(kind)                       replaces the files by a dossier (dossier.md + evidence tables) computed from the
                                       data by the reference analysis
@@ -444,7 +447,7 @@ def set_task(data: ScData, rng, kind: str, columns: list[str], **task) -> ScData
 
 # ---------------------------------------------------------------- L2 composition (differential abundance)
 
-@recipe(TRACK, "donor_design")
+@recipe(TRACK, "donor_design", version="2")
 def donor_design(data: ScData, rng, n_per_condition: int, conditions: list[str], sigma: float, lanes: str) -> ScData:
     """The donors of a differential-abundance world, before any cell is drawn: donors D1..Dn get conditions[0],
     Dn+1..D2n conditions[1]; `lanes` gives one lane letter per donor (D1 first). Each donor's absolute abundance of
@@ -462,6 +465,8 @@ def donor_design(data: ScData, rng, n_per_condition: int, conditions: list[str],
         "lane": list(lanes),
         "abundance": share[None, :] * np.exp(sigma * z),
         "changed": {},
+        "sigma": float(sigma),  # the donor variation, kept so that `sample_donor_cells` can re-draw it
+        "z": z,
     }
     return data
 
@@ -500,28 +505,94 @@ def lane_capture(data: ScData, rng, population: str, retention: float, lane: str
     return data
 
 
-@recipe(TRACK, "sample_donor_cells")
-def sample_donor_cells(data: ScData, rng, cells_low: int, cells_high: int, retention_low: float = 0.75) -> ScData:
+def _cells_of(ct: np.ndarray, donor: list[str], des: dict) -> pd.DataFrame:
+    by = dict(zip(des["donors"], zip(des["condition"], des["lane"])))
+    return pd.DataFrame({"cell_type": ct, "donor": donor, "condition": [by[d][0] for d in donor],
+                         "lane": [by[d][1] for d in donor]})
+
+
+def _pooled_trap_bites(ct: np.ndarray, donor: list[str], des: dict, pooled_call: str | bool) -> bool:
+    """Whether the cell-level test (every cell a replicate: per-population Fisher test on pooled counts, BH; the
+    naive analysis) makes a false call that the donor-level reference analysis does not make: it calls a population
+    whose abundance the condition does not change and the reference does not call; `pooled_call` names that
+    population, or (True) any such population with >= DA_NULL_MIN_MEAN cells per donor on average (one the graded
+    per-population table must keep non-significant). False (a clean control, where the cell-level analysis must be
+    right): it calls no population beyond the truly changed ones and the reference's calls."""
+    from worlds.scrna.solvers import DA_NULL_MIN_MEAN, _called, da_test, donor_counts, pooled_fisher
+
+    cells = _cells_of(ct, donor, des)
+    test = des["condition"][-1]
+    pooled = set(_called(pooled_fisher(cells, test)))
+    C, info = donor_counts(cells)
+    ref_calls = set(_called(da_test(C, info, test)))
+    if pooled_call is False:  # a clean control: the pooled test calls nothing beyond the truth and the reference
+        return not (pooled - set(des["changed"])) and not (pooled - ref_calls)
+    calls = pooled - set(des["changed"]) - ref_calls
+    if isinstance(pooled_call, str):
+        return pooled_call in calls
+    per_donor = cells["cell_type"].value_counts() / len(des["donors"])
+    return any(per_donor.get(p, 0.0) >= DA_NULL_MIN_MEAN for p in calls)
+
+
+def _lane_effect_as_stated(ct: np.ndarray, donor: list[str], des: dict, lane_effect: str | bool) -> bool:
+    """Whether the data show the lane effect the world states, by the reference's own lane test (the lane term of
+    y ~ lane + condition, quasi-Poisson, BH over the tested populations, padj < LANE_FDR: the rule that puts lane in
+    the donor-level model): `lane_effect` names the population the lane must visibly affect, or False: no population
+    shows one (a world with no lane effect whose donor variation happens to mimic one is not that world)."""
+    from worlds.scrna.solvers import LANE_FDR, da_test, donor_counts
+
+    C, info = donor_counts(_cells_of(ct, donor, des))
+    res = da_test(C, info, des["condition"][-1])
+    hit = set(res.loc[res["lane_padj"] < LANE_FDR, "cell_type"])
+    return lane_effect in hit if isinstance(lane_effect, str) else not hit
+
+
+@recipe(TRACK, "sample_donor_cells", version="2")
+def sample_donor_cells(data: ScData, rng, cells_low: int, cells_high: int, retention_low: float = 0.75,
+                       pooled_call: str | bool | None = None, lane_effect: str | bool | None = None,
+                       max_redraws: int = 100) -> ScData:
     """Turn the donors' abundances into cells: donor d yields N_d ~ U{cells_low..cells_high} cells whose populations
     are Multinomial(N_d, abundance_d / sum abundance_d) (what a capture of a fixed number of cells measures: the
     composition). Each cell is a real cell of that population drawn at random (with replacement) whose counts are
     binomially thinned to a drawn retention in [retention_low, 1] (so no two cells share a profile), under a fresh
-    barcode whose -k suffix names the donor's lane."""
+    barcode whose -k suffix names the donor's lane.
+
+    `pooled_call` makes a trap world's trap bite at every seed: when the cell-level test (per-population Fisher test
+    on pooled cells, BH 5%) calls no unchanged population that the donor-level reference test leaves uncalled
+    (`pooled_call` names the population, or True: any such population with >= 10 cells per donor), the donors'
+    biological variation z (donor_design) is re-drawn from the world's own generator and the cells drawn again
+    (deterministic; at most `max_redraws` times). The donor-level model is unchanged (log-normal, sd sigma), only
+    realisations where the pooled-cell analysis makes no false call are skipped. False (a clean control): re-drawn
+    until the pooled test calls no population beyond the truly changed ones and the reference's calls. `lane_effect` re-draws in the same way until the data show the lane effect the world states, by
+    the reference's lane test (BH padj < 0.01): the named population differs by lane (lane_capture), or (False) no
+    population does (a world built without a lane effect)."""
     des = data.design
     pops = des["pops"]
     ct = data.obs["cell_type"].to_numpy()
     idx_by = {p: np.flatnonzero(ct == p) for p in pops}
-    src, donor, cond, lane = [], [], [], []
-    for d, name in enumerate(des["donors"]):
-        n = int(rng.integers(cells_low, cells_high + 1))
-        q = des["abundance"][d] / des["abundance"][d].sum()
-        k = rng.multinomial(n, q)
-        for j, p in enumerate(pops):
-            if k[j]:
-                src.extend(rng.choice(idx_by[p], k[j], replace=True).tolist())
-                donor += [name] * int(k[j])
-                cond += [des["condition"][d]] * int(k[j])
-                lane += [des["lane"][d]] * int(k[j])
+    for attempt in range(max_redraws + 1):
+        src, donor, cond, lane = [], [], [], []
+        for d, name in enumerate(des["donors"]):
+            n = int(rng.integers(cells_low, cells_high + 1))
+            q = des["abundance"][d] / des["abundance"][d].sum()
+            k = rng.multinomial(n, q)
+            for j, p in enumerate(pops):
+                if k[j]:
+                    src.extend(rng.choice(idx_by[p], k[j], replace=True).tolist())
+                    donor += [name] * int(k[j])
+                    cond += [des["condition"][d]] * int(k[j])
+                    lane += [des["lane"][d]] * int(k[j])
+        drawn = ct[np.array(src, dtype=int)]
+        if ((pooled_call is None or _pooled_trap_bites(drawn, donor, des, pooled_call))
+                and (lane_effect is None or _lane_effect_as_stated(drawn, donor, des, lane_effect))):
+            break
+        z = rng.standard_normal(des["z"].shape)
+        des["abundance"] = des["abundance"] * np.exp(des["sigma"] * (z - des["z"]))
+        des["z"] = z
+    else:
+        raise ValueError(f"no draw where the pooled-cell test calls an unchanged population and the lane effect is as "
+                         f"stated after {max_redraws} re-draws")
+    des["redraws"] = attempt
     src = np.array(src, dtype=int)
     ret = rng.uniform(retention_low, 1.0, len(src))
     counts = _thin(rng, data.counts[src], ret[:, None])
