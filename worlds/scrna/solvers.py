@@ -424,6 +424,28 @@ def de_calls(path: Path, golden: dict, check) -> tuple[float, str]:
                        f"{len(null)} {check.golden} genes not significant (need 80%)")
 
 
+@product_validator("scrna.trap_calls")
+def trap_calls(path: Path, golden: dict, check) -> tuple[float, str]:
+    """Holds (1) when a per-gene DE table (columns gene and padj) calls significant (padj < 0.05) at least half of
+    the genes the trap's own analysis calls DE that the world did not change (the golden list named by the check,
+    e.g. `trap_de_genes`, less the generative truth `truth.de_genes`): the trap's distinctive, false calls. Meant for
+    a `zero_if`, beside the list overlap: a correct answer shares the truth genes with the trap's list (so the list
+    overlap alone can fire on it when the trap adds few false calls), but it does not call the trap's false genes.
+    A world whose trap adds no false call never fires it."""
+    from graders.checks import read_table
+
+    padj, why = read_table(Path(path), "gene", "padj")
+    if padj is None:
+        return 0.0, why
+    truth = {g.lower() for g in ((golden.get("truth") or {}).get("de_genes") or golden.get("de_genes") or [])}
+    false = sorted({g.lower() for g in (golden.get(check.golden) or [])} - truth)
+    if not false:
+        return 0.0, f"the trap's list ({check.golden}) has no call outside the truth"
+    share = sum(padj.get(g, 1.0) < 0.05 for g in false) / len(false)
+    return float(share >= 0.5), (f"{share:.0%} of the {len(false)} genes only the trap calls DE ({check.golden} less "
+                                 "the truth) significant (fires at 50%)")
+
+
 # ---------------------------------------------------------------- L2 markers
 
 MIN_CELLS = 5
