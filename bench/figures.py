@@ -56,8 +56,9 @@ LATENCY_DELAY_S = 1.0
 # (this process and any tool it waited for), track module import included, interpreter start excluded.
 SOLVE_PROBE = r"""
 import json, resource, sys, time
-from benchmark.freeze import ensure_built, solve, numerics_pinned
-from benchmark.loader import load_suite
+from benchmark.suite.freeze import ensure_built, solve
+from graders.numerics import numerics_pinned
+from benchmark.suite.loader import load_suite
 assert numerics_pinned()
 ref = load_suite().worlds[sys.argv[1]]
 d = ensure_built(ref)
@@ -71,8 +72,8 @@ print(json.dumps({"wall": time.perf_counter() - t0, "cpu": cpu() - c0}))
 
 BUILD_PROBE = r"""
 import sys
-from benchmark.freeze import ensure_built
-from benchmark.loader import load_suite
+from benchmark.suite.freeze import ensure_built
+from benchmark.suite.loader import load_suite
 s = load_suite()
 for w in sys.argv[1:]:
     ensure_built(s.worlds[w])
@@ -122,7 +123,7 @@ def median_of(cmd: list[str], n: int) -> Proc:
 
 
 def pinned_env() -> dict[str, str]:
-    from benchmark.freeze import PINNED_ENV
+    from graders.numerics import PINNED_ENV
 
     return base_env(**PINNED_ENV)
 
@@ -307,7 +308,7 @@ def fig_cpu_scaling(tmp: Path, worlds: list[str]) -> Row:
 
 
 def fig_latency_scaling(tmp: Path, worlds: list[str]) -> Row:
-    from benchmark.loader import load_suite
+    from benchmark.suite.loader import load_suite
     from benchmark.models.scripted import first_option_value
     from tests.fake_openai import FakeOpenAI, report, slow
 
@@ -353,7 +354,7 @@ def fig_main_run(d: Path | None) -> Row:
     minutes = (max(ends) - started.timestamp()) / 60
     episodes = sum(float(r.get("wall_s") or 0) for r in rows)
     par = episodes / (minutes * 60) if minutes > 0 else float("nan")
-    from benchmark.records import ERROR_STATUSES
+    from benchmark.run.records import ERROR_STATUSES
 
     faults = sum(1 for r in rows if r.get("status") in ERROR_STATUSES)
     return Row("6", name, f"{minutes:.1f} min wall, {len(rows)} results ({faults} faults)", f"{minutes / 30:.2f}x goal",

@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmark.freeze import ensure_built, solve  # noqa: E402
-from benchmark.loader import load_suite  # noqa: E402
-from benchmark.run import RunConfig, run_one  # noqa: E402
-from benchmark.store import RunStore  # noqa: E402
+from benchmark.suite.freeze import ensure_built, solve  # noqa: E402
+from benchmark.suite.loader import load_suite  # noqa: E402
+from benchmark.run.episodes import RunConfig, run_one  # noqa: E402
+from benchmark.run.store import RunStore  # noqa: E402
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ def _console():
 
 
 def _suite(args):
-    from benchmark.loader import Suite
+    from benchmark.suite.loader import Suite
 
     return Suite(Path(args.root)) if getattr(args, "root", None) else Suite()
 
@@ -46,7 +46,7 @@ def _read_text(path: str, what: str) -> str:
 def _select(args):
     suite = _suite(args)
     if getattr(args, "suite", None):
-        from benchmark.campaign import campaign_suite
+        from benchmark.suite.campaign import campaign_suite
 
         suite = campaign_suite(suite, args.suite)
     ids = (getattr(args, "ids", None) or []) + (getattr(args, "more_ids", None) or []) or None
@@ -82,7 +82,7 @@ def cmd_worlds_list(args) -> int:
 
 
 def cmd_worlds_validate(args) -> int:
-    from benchmark.validate import validate_suite
+    from benchmark.suite.validate import validate_suite
 
     suite = _suite(args)
     problems = validate_suite(suite)
@@ -96,8 +96,8 @@ def cmd_worlds_validate(args) -> int:
 
 
 def cmd_worlds_freeze(args) -> int:
-    from benchmark.freeze import default_jobs, freeze_worlds
-    from benchmark.progress import progress
+    from benchmark.suite.freeze import default_jobs, freeze_worlds
+    from benchmark.run.progress import progress
 
     if not args.ids and not args.all and not args.tracks and not args.levels:
         raise BenchmarkError("name the worlds to freeze (IDS or patterns), or pass --all")
@@ -105,7 +105,7 @@ def cmd_worlds_freeze(args) -> int:
         raise BenchmarkError("a private campaign needs both --seed S and --out DIR (or neither, to freeze the committed suite)")
     _, refs = _select(args)
     if args.out:
-        from benchmark.campaign import start_campaign
+        from benchmark.suite.campaign import start_campaign
 
         refs = start_campaign(Path(args.out), args.seed, refs)
     with progress("freezing", len(refs)) as step:
@@ -118,8 +118,8 @@ def cmd_worlds_freeze(args) -> int:
 
 
 def cmd_worlds_check(args) -> int:
-    from benchmark.freeze import check_worlds, default_jobs, scratch_dir
-    from benchmark.progress import progress
+    from benchmark.suite.freeze import check_worlds, default_jobs, scratch_dir
+    from benchmark.run.progress import progress
 
     _, refs = _select(args)
     with scratch_dir() as tmp, progress("checking", len(refs)) as step:
@@ -130,7 +130,7 @@ def cmd_worlds_check(args) -> int:
         bad = len({p.split(":")[0] for p in problems})
         raise BenchmarkError(f"{bad} of {len(refs)} worlds do not match their locks (listed above)")
     print(f"all {len(refs)} worlds rebuild byte-identical to their locks and goldens")
-    from benchmark.progress import note
+    from benchmark.run.progress import note
     from sandbox.seal import seal_problems
 
     note("checking that the sandbox is sealed (no package dataset readable, no gold-side module importable)")
@@ -141,11 +141,11 @@ def cmd_worlds_check(args) -> int:
         raise BenchmarkError(f"the sandbox is not sealed: {len(sealed)} dataset(s) or gold-side module(s) reachable (listed above)")
     print("the sandbox is sealed: no package-shipped dataset is readable and no gold-side module imports")
     if args.agents:
-        from benchmark.validity import check_agents
+        from benchmark.oversight.validity import check_agents
 
         levels = [lv for lv in (args.levels or ["L1", "L2"]) if lv != "L3"]
         from benchmark.console import console
-        from benchmark.validity import render_table
+        from benchmark.oversight.validity import render_table
 
         agent_problems, results = check_agents((args.ids or []) + (args.more_ids or []) or None, args.tracks, levels,
                                                args.concurrency, out=Path(args.agents_out) if args.agents_out else None,
@@ -163,7 +163,7 @@ def cmd_worlds_check(args) -> int:
 
 def cmd_worlds_grade(args) -> int:
     """Grade a report file against a world's golden, e.g. to check a hand-written report."""
-    from benchmark.freeze import read_golden
+    from benchmark.suite.freeze import read_golden
     from graders.grade import grade
 
     ref = _world_ref(args, args.world)
@@ -176,15 +176,15 @@ def cmd_worlds_grade(args) -> int:
 # ---------------------------------------------------------------- run and sandbox
 
 def cmd_run(args) -> int:
-    from benchmark.l3 import parse_reviewers
-    from benchmark.run import RunConfig, execute, summary_table
+    from benchmark.run.l3 import parse_reviewers
+    from benchmark.run.episodes import RunConfig, execute, summary_table
 
     from benchmark.console import check_model_keys, console, model_notice
 
     model = model_notice(args.model)  # a defaulted model is said, never silent
     out = Path(args.out) if args.out else Path("runs") / model.replace("/", "_")
-    from benchmark.estimate import default_concurrency
-    from benchmark.run import failure_line
+    from benchmark.run.estimate import default_concurrency
+    from benchmark.run.episodes import failure_line
 
     reviewers = parse_reviewers(args.reviewers)
     if args.executor != "ray":  # a Ray worker reads its keys from its own environment
@@ -206,7 +206,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_data_fetch(args) -> int:
-    from benchmark.package_data import fetch
+    from benchmark.suite.package_data import fetch
 
     paths = fetch(log=lambda m: print(m, file=sys.stderr))
     print(f"{len(paths)} data file(s) ready under {paths[0].parent.parent if paths else 'nothing declared'}")
@@ -214,7 +214,7 @@ def cmd_data_fetch(args) -> int:
 
 
 def cmd_sandbox_exec(args) -> int:
-    from benchmark.freeze import ensure_built
+    from benchmark.suite.freeze import ensure_built
     from sandbox.bwrap import Sandbox
 
     ref = _world_ref(args, args.world)
@@ -228,7 +228,7 @@ def cmd_sandbox_exec(args) -> int:
 def cmd_sandbox_seed(args) -> int:
     """Compile numba's cache once for this environment, so that no sandbox pays scanpy's JIT again
     (sandbox/numba_seed.py); scripts/setup.sh runs it, and it takes seconds once done."""
-    from benchmark.progress import note
+    from benchmark.run.progress import note
     from sandbox.numba_seed import build, seed_dir
 
     if not seed_dir().is_dir():
@@ -240,10 +240,10 @@ def cmd_sandbox_seed(args) -> int:
 
 
 def cmd_grade(args) -> int:
-    """Re-grade from stored trajectories into results.jsonl itself (benchmark.regrade), so the leaderboard sees it."""
-    from benchmark.progress import progress
-    from benchmark.regrade import regrade_run
-    from benchmark.store import RunStore
+    """Re-grade from stored trajectories into results.jsonl itself (benchmark.score.regrade), so the leaderboard sees it."""
+    from benchmark.run.progress import progress
+    from benchmark.score.regrade import regrade_run
+    from benchmark.run.store import RunStore
 
     run_dir = Path(args.run_dir)
     if not (run_dir / "results.jsonl").exists():
@@ -276,8 +276,8 @@ def cmd_grade(args) -> int:
 
 def cmd_verify(args) -> int:
     from benchmark.console import check_model_keys, model_notice
-    from benchmark.progress import progress
-    from benchmark.verify import to_verify, verify_run
+    from benchmark.run.progress import progress
+    from benchmark.oversight.verify import to_verify, verify_run
 
     verifier = model_notice(args.verifier, "--verifier", "verifier")
     check_model_keys([verifier])
@@ -292,7 +292,7 @@ def cmd_verify(args) -> int:
 
 
 def cmd_ledger_pending(args) -> int:
-    from benchmark.adjudicate import load_ledgers, pending, resolve_ledger_args, verification_progress
+    from benchmark.oversight.adjudicate import load_ledgers, pending, resolve_ledger_args, verification_progress
 
     items = pending(Path(args.run_dir), load_ledgers(resolve_ledger_args(args.ledgers)) if args.ledgers else load_ledgers())
     done, total = verification_progress(Path(args.run_dir))
@@ -319,7 +319,7 @@ def cmd_ledger_pending(args) -> int:
 def cmd_ledger_rule(args) -> int:
     import datetime as dt
 
-    from benchmark.adjudicate import DEFAULT_LEDGER, rule
+    from benchmark.oversight.adjudicate import DEFAULT_LEDGER, rule
 
     r = rule(Path(args.run_dir), Path(args.ledger) if args.ledger else DEFAULT_LEDGER, args.world, args.component,
              args.ruling, args.adjudicator, args.rationale, args.replicate,
@@ -329,8 +329,8 @@ def cmd_ledger_rule(args) -> int:
 
 
 def cmd_ledger_validate(args) -> int:
-    from benchmark.adjudicate import resolve_ledger_args, validate_ledgers
-    from benchmark.ledger import LEDGER_ROOT, ledger_paths
+    from benchmark.oversight.adjudicate import resolve_ledger_args, validate_ledgers
+    from benchmark.oversight.ledger import LEDGER_ROOT, ledger_paths
 
     paths = resolve_ledger_args(args.paths) if args.paths else ledger_paths()
     if not paths:  # a fresh clone: ledgers/ holds only its README, and the shell leaves `ledgers/*.yaml` literal
@@ -494,7 +494,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "(scripts/setup.sh runs it)")
     sp.set_defaults(fn=cmd_sandbox_seed)
 
-    from benchmark.leaderboard import add_leaderboard_parser
+    from benchmark.score.leaderboard import add_leaderboard_parser
 
     add_leaderboard_parser(sub)
 

@@ -73,7 +73,7 @@ class _Worker:
     def __init__(self) -> None:
         import multiprocessing
 
-        from benchmark.freeze import pinned_environment
+        from graders.numerics import pinned_environment
 
         ctx = multiprocessing.get_context("spawn")
         self.conn, child = ctx.Pipe()
@@ -149,7 +149,7 @@ def close() -> None:
 def _modules_for(validator: str | None) -> list[str]:
     if not validator:
         return []
-    from benchmark.registry import PRODUCT_VALIDATORS
+    from benchmark.suite.registry import PRODUCT_VALIDATORS
 
     if validator not in PRODUCT_VALIDATORS:
         return []

@@ -6,8 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from benchmark.loader import WorldRef
-from benchmark.manifest import L1World, L2World
+from benchmark.suite.manifest import L1World, L2World
 from graders.l1 import grade_l1
 from graders.l2 import grade_l2
 
@@ -37,10 +36,11 @@ class Grade(BaseModel):
     grader_version: str
 
 
-def grade(ref: WorldRef, golden: dict[str, Any], report: Any, code_cells: list[str] | None = None,
+def grade(ref: Any, golden: dict[str, Any], report: Any, code_cells: list[str] | None = None,
           products: Path | None = None) -> Grade:
-    """`products` is the folder holding the work products the agent wrote (the run's artifacts/<key>/)."""
-    from benchmark.registry import load_track_module
+    """`ref` is a world reference (benchmark.suite.loader.WorldRef: its world, family and track); `products` is the
+    folder holding the work products the agent wrote (the run's artifacts/<key>/)."""
+    from benchmark.suite.registry import load_track_module
 
     load_track_module(ref.track.solver_module)  # registers the track's product validators (gold side)
     w = ref.world

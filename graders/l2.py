@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmark.manifest import FamilyManifest, L2World
+from benchmark.suite.manifest import FamilyManifest, L2World
 from graders.checks import CheckResult, flatten_text, get_path, run_check, run_checks
 from graders.report import parse_report
 

@@ -13,7 +13,7 @@ The keeper thread lives as long as the sandbox: bwrap's --die-with-parent follow
 a finished run leaves no sandbox process behind).
 
 A start that fails is raised at the first cell (the BenchmarkError `Sandbox.start()` raises), where the episode
-records it as a sandbox error with the model calls it made (benchmark.agent).
+records it as a sandbox error with the model calls it made (benchmark.run.agent).
 """
 from __future__ import annotations
 

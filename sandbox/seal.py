@@ -100,7 +100,7 @@ def fetched_sources() -> list[Path]:
     """Every file `python -m benchmark data fetch` took from a package registry (.cache/data). They live beside the
     checkout, which no sandbox binds, so they are not masked (a mask would create their host path inside the
     sandbox); the seal probe only checks that no copy of them is readable there."""
-    from benchmark.package_data import data_root
+    from benchmark.suite.package_data import data_root
 
     root = data_root()
     return sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []

@@ -5,10 +5,10 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from benchmark.accounting import Pricing, RateCard
-from benchmark.aggregate import RunInput
-from benchmark.records import ResultRecord, RoleUsage
-from benchmark.store import RunStore
+from benchmark.score.accounting import Pricing, RateCard
+from benchmark.score.aggregate import RunInput
+from benchmark.run.records import ResultRecord, RoleUsage
+from benchmark.run.store import RunStore
 from graders.grade import Grade
 from graders.l1 import STATE_SCORES
 

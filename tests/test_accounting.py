@@ -5,10 +5,10 @@ import datetime as dt
 
 import pytest
 
-from benchmark.accounting import CostTotal, Pricing, RateCard, efficiency, load_card, load_cards, price_usage
-from benchmark.aggregate import Options, aggregate, load_verifier_usage
+from benchmark.score.accounting import CostTotal, Pricing, RateCard, efficiency, load_card, load_cards, price_usage
+from benchmark.score.aggregate import Options, aggregate, load_verifier_usage
 from benchmark.errors import ManifestError
-from benchmark.records import RoleUsage
+from benchmark.run.records import RoleUsage
 from tests.aggregate_helpers import rec, run_input, write_run, write_verification
 
 LATE = dt.date(2026, 9, 30)

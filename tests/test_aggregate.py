@@ -7,7 +7,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from benchmark.aggregate import (Options, aggregate, apply_rulings, kendall_w, load_rulings, split_half,
+from benchmark.score.aggregate import (Options, aggregate, apply_rulings, kendall_w, load_rulings, split_half,
                                  w_permutation_test)
 from tests.aggregate_helpers import rec, run_input, zero_pricing
 
@@ -52,8 +52,8 @@ def test_geometric_composite_and_overall_mean_of_tracks():
 def test_physics_tracks_are_scored_apart_and_never_enter_the_overall(monkeypatch):
     """Seed 001 Appendix F: a `domain: physics` track has its own table; the Overall, L1-L3, coverage and cost are
     the life-science tracks' alone, and the leaderboard prints the physics stage means beside their tokens and cost."""
-    import benchmark.aggregate as aggregate_mod
-    from benchmark.leaderboard import render_markdown
+    import benchmark.score.aggregate as aggregate_mod
+    from benchmark.score.leaderboard import render_markdown
 
     life = [rec("b.L1.w", "b", "L1", 64.0), rec("b.L2.w", "b", "L2", 64.0), rec("b.L3.w", "b", "L3", 64.0)]
     phys = [rec("p.L1.w", "p", "L1", 27.0, tokens_in=500_000, tokens_out=500_000), rec("p.L2.w", "p", "L2", 8.0),
@@ -197,7 +197,7 @@ def test_score_ruling_and_ruling_for_another_run_is_ignored(tmp_path):
 
 
 def test_refusal_coverage_and_fallback_replay_accounts_both_costs():
-    from benchmark.accounting import Pricing, RateCard
+    from benchmark.score.accounting import Pricing, RateCard
     import datetime as dt
 
     card = RateCard(date=dt.date(2026, 1, 1), source="t",

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from benchmark.freeze import ensure_built, read_golden
-from benchmark.loader import load_suite
+from benchmark.suite.freeze import ensure_built, read_golden
+from benchmark.suite.loader import load_suite
 from graders.grade import grade
 from tests.alternatives import load_all
 

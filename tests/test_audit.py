@@ -1,8 +1,8 @@
 """The transcript audit flags escape attempts (seed 000 App. D) and leaves ordinary analysis code alone."""
 import pytest
 
-from benchmark.audit import audit_cells
-from benchmark.records import CellRecord
+from benchmark.oversight.audit import audit_cells
+from benchmark.run.records import CellRecord
 
 
 @pytest.mark.parametrize("code,kind", [

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from benchmark.freeze import ensure_built
-from benchmark.loader import load_suite
+from benchmark.suite.freeze import ensure_built
+from benchmark.suite.loader import load_suite
 
 SUITE = load_suite()
 

@@ -4,10 +4,10 @@ import json
 import numpy as np
 import pytest
 
-from benchmark.campaign import campaign_suite, load_campaign, start_campaign
+from benchmark.suite.campaign import campaign_suite, load_campaign, start_campaign
 from benchmark.errors import BenchmarkError
-from benchmark.freeze import freeze_worlds, read_golden, read_lock, resolve_params
-from benchmark.loader import load_suite
+from benchmark.suite.freeze import freeze_worlds, read_golden, read_lock, resolve_params
+from benchmark.suite.loader import load_suite
 
 PARAMS = {"n": {"draw": "integer", "low": 20, "high": 60}, "rho": {"draw": "uniform", "low": 0.05, "high": 0.3, "digits": 3},
           "pair": {"draw": "sample", "from": ["A", "B", "C", "D"], "k": 2}, "lit": 7,
@@ -77,7 +77,7 @@ def test_private_campaign_changes_every_file_and_drawn_value_and_stays_solvable(
     draw; the oracle still scores 100 on every family's re-drawn clean control and on its world that draws the most. (The oracle on every
     re-drawn world is `worlds check --agents --suite DIR`, which a maintainer runs on each private campaign; the same
     oracle solves every published world in tests/test_validity.py.)"""
-    from benchmark.validity import check_agents
+    from benchmark.oversight.validity import check_agents
 
     refs = [r for r in load_suite().select(levels=["L1", "L2"])]
     bound = start_campaign(tmp_path / "camp", 424242, refs)

@@ -7,7 +7,7 @@ import pandas as pd
 import pysam
 import scipy.sparse as sp
 
-from benchmark.canonical import CanonicalWriter
+from benchmark.suite.canonical import CanonicalWriter
 
 
 def test_gzip_header_is_canonical(tmp_path):

@@ -73,8 +73,8 @@ def test_grade_on_a_run_with_l3_results_rescored_from_the_judge_draws(l3_run, tm
 
 
 def test_grade_waits_for_no_harness(l3_run, tmp_path):
-    from benchmark.regrade import regrade_run
-    from benchmark.store import HarnessLock
+    from benchmark.score.regrade import regrade_run
+    from benchmark.run.store import HarnessLock
 
     run = tmp_path / "run"
     shutil.copytree(l3_run[0], run)
@@ -128,8 +128,7 @@ def test_l3_sub_steps_are_in_the_log(l3_run):
 
 
 def test_progress_lines_say_what_starts_and_a_heartbeat(monkeypatch, capsys):
-    from benchmark import progress
-
+    from benchmark.run import progress
     monkeypatch.delenv("BENCHMARK_PROGRESS", raising=False)
     monkeypatch.setenv("BENCHMARK_PROGRESS_QUIET_S", "0")
     monkeypatch.setenv("BENCHMARK_PROGRESS_HEARTBEAT_S", "0.3")
@@ -148,12 +147,12 @@ def test_the_time_left_weighs_dossiers_from_the_first_world(monkeypatch, capsys)
     (after 1.4x its expected time, in whole minutes) the line must not promise hours (110 x that / 2), as a count of
     items did; with the run's Pace it stays near the truth, on a terminal's bar and in a log, and an unweighted count
     still works."""
-    from benchmark import progress
-    from benchmark.estimate import run_pace
+    from benchmark.run import progress
+    from benchmark.run.estimate import run_pace
 
     levels = {f"w{i:03d}.L3 r0": "L3" for i in range(12)} | {f"w{i:03d}.L1 r0": "L1" for i in range(12, 110)}
     pace = run_pace("local/smollm2", levels, 2)
-    from benchmark.estimate import LOCAL_CPU_S
+    from benchmark.run.estimate import LOCAL_CPU_S
 
     assert pace.expected_s == pytest.approx((12 * LOCAL_CPU_S["L3"] + 98 * LOCAL_CPU_S["L1"]) / 2)
     first = 60 * round(1.4 * LOCAL_CPU_S["L3"] / 60)
@@ -184,8 +183,7 @@ def test_the_time_left_weighs_dossiers_from_the_first_world(monkeypatch, capsys)
 
 
 def test_note_is_rate_limited_in_a_log(monkeypatch, capsys):
-    from benchmark import progress
-
+    from benchmark.run import progress
     monkeypatch.delenv("BENCHMARK_PROGRESS", raising=False)
     monkeypatch.setenv("BENCHMARK_PROGRESS_QUIET_S", "100")
     monkeypatch.setattr(progress, "_last_note", [float("-inf")])
@@ -200,14 +198,13 @@ def test_note_is_rate_limited_in_a_log(monkeypatch, capsys):
 
 
 def _child_note() -> None:
-    from benchmark.progress import note
+    from benchmark.run.progress import note
 
     note("from a worker process")
 
 
 def test_note_updates_the_bar_here_and_prints_in_a_worker_process(monkeypatch, capfd):
-    from benchmark import progress
-
+    from benchmark.run import progress
     monkeypatch.delenv("BENCHMARK_PROGRESS", raising=False)
     monkeypatch.setenv("BENCHMARK_PROGRESS_QUIET_S", "0")
     monkeypatch.setattr(progress, "mode", lambda: "bar")  # as on a terminal
@@ -294,7 +291,7 @@ def test_a_typo_names_the_pattern_and_the_nearest_ids():
     msg = " ".join(proc.stderr.split())
     assert "no world matches 'scrna.L1.integrity.clen'" in msg and "'scrna.L1.integrity.clean'" in msg
 
-    from benchmark.run import RunConfig, select_worlds
+    from benchmark.run.episodes import RunConfig, select_worlds
 
     with pytest.raises(BenchmarkError, match=r"'scrna\.L2\.markrs\.\*'.*did you mean 'scrna\.L2\.markers\.\*'"):
         select_worlds(RunConfig(model="scripted/naive", out=Path("unused"), worlds=[L1, "scrna.L2.markrs.*"]))

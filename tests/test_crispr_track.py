@@ -1,8 +1,8 @@
 """crispr track: science checks of the guide-level family (issue 22) on the frozen goldens."""
 import pytest
 
-from benchmark.freeze import read_golden
-from benchmark.loader import load_suite
+from benchmark.suite.freeze import read_golden
+from benchmark.suite.loader import load_suite
 
 SUITE = load_suite()
 GL = sorted(r for r in SUITE.worlds if r.startswith("crispr.L2.guide_level."))

@@ -4,11 +4,10 @@ from __future__ import annotations
 import json
 import time
 
-from benchmark import scripted_plans
-from benchmark.agent import run_episode
-from benchmark.freeze import ensure_built
-from benchmark.loader import load_suite
-from benchmark.run import RunConfig, execute
+from benchmark.run.agent import run_episode
+from benchmark.suite.freeze import ensure_built
+from benchmark.suite.loader import load_suite
+from benchmark.run.episodes import RunConfig, execute
 from sandbox import deferred
 from sandbox.bwrap import Limits, Sandbox
 from sandbox.deferred import DeferredSandbox
@@ -23,7 +22,7 @@ def _alive(sb: Sandbox) -> bool:
 def test_an_episode_that_runs_no_cell_does_not_wait_for_its_sandbox(tmp_path):
     ref = load_suite().worlds[WORLD]
     inner = Sandbox(ensure_built(ref), Limits(), label=ref.id, pool=False)
-    meta = scripted_plans.world("scripted/all_clear", ref)
+    meta = ref.call_context()
     run_episode(ref, "scripted/all_clear", None, budget=4, metadata=meta)  # first-call imports, outside the timing
     t0 = time.monotonic()
     with DeferredSandbox(inner) as sb:
@@ -45,14 +44,14 @@ def test_an_in_process_models_sandbox_starts_at_the_first_cell_and_never_without
     ref = load_suite().worlds[WORLD]
     unused = Sandbox(ensure_built(ref), Limits(), label=ref.id, pool=False)
     with DeferredSandbox(unused, eager=False) as sb:
-        ep = run_episode(ref, "scripted/all_clear", sb, budget=4, metadata=scripted_plans.world("scripted/all_clear", ref))
+        ep = run_episode(ref, "scripted/all_clear", sb, budget=4, metadata=ref.call_context())
         time.sleep(0.5)
         assert unused._proc is None and unused.uid is None, "no cell asked for it: never started"
     assert ep.status == "graded" and ep.cells == []
     used = Sandbox(ensure_built(ref), Limits(), label=ref.id, pool=False)
     with DeferredSandbox(used, eager=False) as sb:
         assert used._proc is None
-        ep = run_episode(ref, "scripted/oracle", sb, budget=4, metadata=scripted_plans.world("scripted/oracle", ref))
+        ep = run_episode(ref, "scripted/oracle", sb, budget=4, metadata=ref.call_context())
         assert ep.cells and _alive(used)
     assert ep.status == "graded" and not _alive(used)
 
@@ -71,7 +70,7 @@ def test_a_sandbox_that_cannot_start_ends_the_episode_as_a_sandbox_error_keeping
     ref = load_suite().worlds[WORLD]
     inner = Sandbox(ensure_built(ref), Limits(start_wall_s=0.001), label=ref.id, pool=False)
     with DeferredSandbox(inner) as sb:
-        ep = run_episode(ref, "scripted/oracle", sb, budget=4, metadata=scripted_plans.world("scripted/oracle", ref))
+        ep = run_episode(ref, "scripted/oracle", sb, budget=4, metadata=ref.call_context())
         assert sb.collect(tmp_path / "out") == []
     assert ep.status == "sandbox_error" and "start" in (ep.error or "").lower(), ep.error
     assert len(ep.calls) == 1 and ep.calls[0].ok, "the model call made while the sandbox started is kept"

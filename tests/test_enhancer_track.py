@@ -6,8 +6,8 @@ from collections import Counter
 
 import pandas as pd
 
-from benchmark.freeze import ensure_built
-from benchmark.loader import load_suite
+from benchmark.suite.freeze import ensure_built
+from benchmark.suite.loader import load_suite
 
 CONS = "CAGGTAAGT"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.loader import REPO_ROOT
+from benchmark.suite.loader import REPO_ROOT
 
 DOC = REPO_ROOT / "EVALUATE_MODEL.md"
 SLICE_WORLDS = ["scrna.L1.integrity.clean", "scrna.L1.integrity.doublets", "scrna.L2.markers.clean",
@@ -46,20 +46,20 @@ def test_guide_names_what_a_user_needs():
                    "Hosted:", "An independent verifier", "export inspect"):
         assert needle in text, needle
     assert "an independent model that re-derives" not in text
-    from benchmark.estimate import LOCAL_CPU_S
+    from benchmark.run.estimate import LOCAL_CPU_S
 
     assert f"~{LOCAL_CPU_S['L1']:g} s" in text and f"~{LOCAL_CPU_S['L2']:g} s" in text
-    assert f"~{LOCAL_CPU_S['L3']:g} s" in text, "the L3 figure is benchmark/estimate.py's measured one"
+    assert f"~{LOCAL_CPU_S['L3']:g} s" in text, "the L3 figure is benchmark/run/estimate.py's measured one"
 
 
 def test_stated_world_counts_and_minutes_are_the_suites():
     """The README and the guide state how many worlds the main job runs and how long it takes: the counts are the
-    suite's, and the minutes are what `run` itself prints (benchmark/estimate.py), so a new track cannot leave the
+    suite's, and the minutes are what `run` itself prints (benchmark/run/estimate.py), so a new track cannot leave the
     documents promising a shorter job than it is (they said 110 worlds and 19 minutes when there were 160)."""
     from collections import Counter
 
-    from benchmark.estimate import LOCAL_CPU_S
-    from benchmark.loader import load_suite
+    from benchmark.run.estimate import LOCAL_CPU_S
+    from benchmark.suite.loader import load_suite
 
     worlds = load_suite().worlds.values()
     n = Counter(r.world.level for r in worlds)

@@ -11,8 +11,8 @@ from inspect_ai.log import list_eval_logs, read_eval_log
 
 from benchmark.cli import main
 from benchmark.errors import BenchmarkError
-from benchmark.run import RunConfig, execute
-from benchmark.store import RunStore
+from benchmark.run.episodes import RunConfig, execute
+from benchmark.run.store import RunStore
 from tests.fake_openai import FakeOpenAI, report, tool_call
 from tests.test_faults import SECRET, valid_report
 
@@ -24,7 +24,7 @@ HOSTED = "openai/fake-model"
 def runs(tmp_path_factory):
     """A scripted run over one world of each level, verified by a scripted verifier, and a hosted (fake endpoint) run
     whose agent calls a tool, then writes a fenced ```python block, then reports: real token counts, both cell kinds."""
-    from benchmark.verify import verify_run
+    from benchmark.oversight.verify import verify_run
 
     root = tmp_path_factory.mktemp("export")
     scripted = root / "scripted"
@@ -133,7 +133,7 @@ def test_l3_protocol_and_verifier_verdict_are_in_the_sample(runs):
 def test_unscored_records_and_errors(runs, tmp_path, capsys):
     root, scripted, _ = runs
     from benchmark.export.inspect_log import sample_score
-    from benchmark.records import ResultRecord
+    from benchmark.run.records import ResultRecord
 
     rec = next(r for r in RunStore(scripted).results() if r.level == "L1")
     fault = ResultRecord.model_validate({**rec.model_dump(by_alias=True), "status": "model_error", "score": None,

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.agent import RetryPolicy, call_model
+from benchmark.run.agent import RetryPolicy, call_model
 from benchmark.cli import main
-from benchmark.loader import REPO_ROOT, load_suite
+from benchmark.suite.loader import REPO_ROOT, load_suite
 from benchmark.models.scripted import first_option_value
-from benchmark.records import ResultRecord
-from benchmark.run import RunConfig, execute
-from benchmark.store import RunStore
+from benchmark.run.records import ResultRecord
+from benchmark.run.episodes import RunConfig, execute
+from benchmark.run.store import RunStore
 from tests.fake_openai import FakeOpenAI, Reply, dead_url, error, malformed, rate_limited, report, slow, tool_call
 
 W1 = "scrna.L1.integrity.clean"
@@ -69,7 +69,7 @@ def one_line(stderr: str) -> str:
 
 @pytest.mark.slow
 def test_dead_endpoint_is_no_score_incomplete_then_resume_scores_it(tmp_path):
-    from benchmark.leaderboard import build, render_markdown
+    from benchmark.score.leaderboard import build, render_markdown
 
     out = tmp_path / "dead"
     p = run_cli(out, dead_url(), env={"BENCHMARK_MODEL_ATTEMPTS": "2"})
@@ -179,7 +179,7 @@ def test_missing_bubblewrap_stops_the_run_before_the_first_world(tmp_path):
 def test_deeply_nested_report_is_a_harness_error_the_next_world_runs_and_resume_passes(tmp_path):
     out = tmp_path / "nested"
     deep = "[" * 200_000 + "]" * 200_000
-    from benchmark.agent import FORCED_CALLS
+    from benchmark.run.agent import FORCED_CALLS
 
     # a reply that is neither a report nor code is answered by forcing the tool (FORCED_CALLS times) before it is final
     with FakeOpenAI([report(deep)] * (1 + FORCED_CALLS) + [report(valid_report(W2))]) as srv:
@@ -296,7 +296,7 @@ def test_contradicting_rulings_in_two_ledger_files_fail_naming_both(tmp_path, ca
     b = ledger(tmp_path / "b.yaml", {"ruling": "CLEAN-CORRECT"})
     rc, _, err = cli(capsys, "ledger", "validate", a, b)
     assert rc == 2 and f"{b}:4" in err and f"{a}:4" in err and "contradicts" in err
-    from benchmark.aggregate import load_rulings
+    from benchmark.score.aggregate import load_rulings
     from benchmark.errors import BenchmarkError
 
     with pytest.raises(BenchmarkError, match="contradicts"):
@@ -366,7 +366,7 @@ def _mini_suite(tmp_path: Path, edit) -> Path:
 ])
 def test_bad_manifests_name_file_and_line(tmp_path, capsys, edit, needle):
     from benchmark.errors import ManifestError
-    from benchmark.loader import Suite
+    from benchmark.suite.loader import Suite
 
     w = _mini_suite(tmp_path, edit)
     with pytest.raises(ManifestError, match=needle) as exc:
@@ -423,8 +423,8 @@ def test_worlds_grade_on_a_malformed_report_exits_non_zero(tmp_path, capsys):
 
 
 def test_ledger_pending_escapes_agent_text(run_copy, capsys, tmp_path):
-    from benchmark.verify import Discrepancy, Verification
-    from benchmark.records import RoleUsage
+    from benchmark.oversight.verify import Discrepancy, Verification
+    from benchmark.run.records import RoleUsage
 
     evil = "\x1b[2J\x1b[H\x1b]0;owned\x07[bold red]fake[/] \x9b31m\x07 done"
     rec = RunStore(run_copy).results()[0]
@@ -445,7 +445,7 @@ def test_ledger_pending_escapes_agent_text(run_copy, capsys, tmp_path):
 
 
 def test_error_rows_never_enter_a_mean_and_count_as_missing_coverage():
-    from benchmark.aggregate import Options, aggregate
+    from benchmark.score.aggregate import Options, aggregate
     from tests.aggregate_helpers import rec, run_input, zero_pricing
 
     ok = rec("t.L1.f.a", "t", "L1", 80.0)
@@ -641,7 +641,7 @@ def test_an_endpoint_reporting_negative_tokens_is_a_model_error_in_the_run_never
 def test_a_provider_without_a_seed_parameter_is_called_without_one():
     """Anthropic's API takes no sampling seed and litellm refuses a call that passes one (UnsupportedParamsError):
     every anthropic/ model failed at once. The seed is sent only where the provider accepts it."""
-    from benchmark.agent import takes_seed
+    from benchmark.run.agent import takes_seed
 
     assert not takes_seed("anthropic/claude-sonnet-4-5")
     assert takes_seed("openai/gpt-4o") and takes_seed("local/smollm2") and takes_seed("scripted/oracle")

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from benchmark.manifest import Check
-from benchmark.validate import conclusion_problems, contract_problems
+from benchmark.suite.manifest import Check
+from benchmark.suite.validate import conclusion_problems, contract_problems
 from graders.checks import f1_score, run_check, run_checks
 from graders.l1 import STATE_SCORES, fabrication_share, grade_l1
 from graders.l2 import grade_l2
@@ -317,7 +317,7 @@ def test_verifier_is_given_the_graders_own_state_weights():
     FABRICATED 1 where the grader gives 0.5, 1.5 and 0.5)."""
     import re
 
-    from benchmark.verify import L1_RULES, l2_rules
+    from benchmark.oversight.verify import L1_RULES, l2_rules
     from graders.l1 import STATE_SCORES
 
     told = dict(re.findall(r"([A-Z][A-Z-]+) ([0-9.]+) \(", L1_RULES))

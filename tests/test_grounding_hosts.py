@@ -18,16 +18,16 @@ import pytest
 import yaml
 
 from benchmark.errors import BenchmarkError
-from benchmark.loader import REPO_ROOT
+from benchmark.suite.loader import REPO_ROOT
 
 HOST = '''
 """Toy grounding host: one value per sample in four groups; which group has the highest mean value?"""
 import copy
 
-from benchmark.canonical import CanonicalWriter
+from benchmark.suite.canonical import CanonicalWriter
 from benchmark.errors import BenchmarkError
 from benchmark.grounding.host import GroundingHost
-from benchmark.registry import grounding_host
+from benchmark.suite.registry import grounding_host
 
 MEANS = {"alpha": 1.0, "beta": 5.0, "gamma": 3.0, "delta": 2.0}
 

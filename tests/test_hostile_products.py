@@ -9,7 +9,7 @@ import resource
 
 import pytest
 
-from benchmark.manifest import Check
+from benchmark.suite.manifest import Check
 from graders import capped
 from graders.checks import run_check
 from graders.product_io import ProductRefused, compression_of, read_bytes_bounded
@@ -71,8 +71,8 @@ def test_a_validator_that_hangs_is_stopped_at_the_deadline(tmp_path, monkeypatch
 
 def test_a_bomb_in_a_graded_world_fails_its_check_and_the_grade_completes(tmp_path):
     """Through graders.grade on a real world: the clinvar duplicate_records action names a bomb as its product."""
-    from benchmark.freeze import read_golden
-    from benchmark.loader import load_suite
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
     from graders.grade import grade
 
     ref = load_suite().worlds["clinvar.L1.integrity.duplicate_records"]
@@ -88,7 +88,7 @@ def test_a_bomb_in_a_graded_world_fails_its_check_and_the_grade_completes(tmp_pa
 HARNESS_THAT_DIES = r"""
 import sys, threading
 import tests.hostile_validators  # noqa: F401
-from benchmark.manifest import Check
+from benchmark.suite.manifest import Check
 from graders import capped
 from graders.checks import run_check
 

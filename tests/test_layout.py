@@ -1,5 +1,5 @@
-"""The `layout` gaming agent's rule (benchmark.layout) reads only names, orders and index fields (issue 18)."""
-from benchmark.layout import layout_scan
+"""The `layout` gaming agent's rule (benchmark.models.scripted.layout) reads only names, orders and index fields (issue 18)."""
+from benchmark.models.scripted.layout import layout_scan
 
 
 def _world(root, header_order, sheet_rows, i7):

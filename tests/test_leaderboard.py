@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from benchmark.leaderboard import add_leaderboard_parser
+from benchmark.score.leaderboard import add_leaderboard_parser
 from tests.aggregate_helpers import rec, write_run
 
 CARD = """\
@@ -174,8 +174,8 @@ def test_bad_fallback_and_missing_runs_are_clear_errors(tmp_path):
 
 
 def test_leaderboard_constants_match_the_aggregator():
-    import benchmark.aggregate as agg
-    import benchmark.leaderboard as lb
+    import benchmark.score.aggregate as agg
+    import benchmark.score.leaderboard as lb
 
     assert lb.LEVELS == agg.LEVELS and lb.THRESHOLDS == agg.THRESHOLDS
 
@@ -183,7 +183,7 @@ def test_leaderboard_constants_match_the_aggregator():
 # ------------------------------------------------------------------ figures, scale, verification, progress
 
 def _board(runs, pricing, ledgers=()):
-    from benchmark.leaderboard import build
+    from benchmark.score.leaderboard import build
 
     return build(runs, ledgers=list(ledgers), pricing_root=pricing, bootstrap=50, permutations=50)
 
@@ -203,7 +203,7 @@ def _saved_frame(fig):
 
     from PIL import Image
 
-    from benchmark.leaderboard_figures import FIGURE_DPI, save
+    from benchmark.score.leaderboard_figures import FIGURE_DPI, save
 
     buf = io.BytesIO()
     save(fig, buf)
@@ -219,8 +219,8 @@ def _inside(box, frame, tol=0.02):
 
 
 def test_quality_vs_cost_plots_priced_models_and_lists_unpriced_ones(tmp_path):
-    from benchmark.leaderboard import render_markdown
-    from benchmark.leaderboard_figures import build_quality_cost
+    from benchmark.score.leaderboard import render_markdown
+    from benchmark.score.leaderboard_figures import build_quality_cost
 
     runs, pricing = _runs(tmp_path)
     data = _board(runs, pricing)
@@ -243,7 +243,7 @@ def test_quality_vs_cost_plots_priced_models_and_lists_unpriced_ones(tmp_path):
 
 
 def test_long_labels_and_outside_legends_are_inside_the_saved_png(tmp_path):
-    from benchmark.leaderboard_figures import build_quality_cost
+    from benchmark.score.leaderboard_figures import build_quality_cost
 
     long = "m/an-exceptionally-long-model-name-that-runs-off-a-six-inch-figure-2026-10-01-preview"
     runs, pricing = _runs(tmp_path)
@@ -262,7 +262,7 @@ def test_long_labels_and_outside_legends_are_inside_the_saved_png(tmp_path):
 
 
 def test_stage_profile_legend_outside_missing_levels_absent_incomplete_marked(tmp_path):
-    from benchmark.leaderboard_figures import build_stage_profile
+    from benchmark.score.leaderboard_figures import build_stage_profile
 
     runs, pricing = _runs(tmp_path)
     data = _board(runs, pricing)
@@ -290,7 +290,7 @@ def test_stage_profile_legend_outside_missing_levels_absent_incomplete_marked(tm
 
 
 def test_threshold_step_sits_at_the_stage_mean_itself(tmp_path):
-    from benchmark.leaderboard_figures import build_threshold, threshold_steps
+    from benchmark.score.leaderboard_figures import build_threshold, threshold_steps
 
     recs = [rec("gwas.L1.w0", "gwas", "L1", 12.5, model="m/a"), rec("gwas.L2.w0", "gwas", "L2", 50.0, model="m/a"),
             rec("gwas.L3.d", "gwas", "L3", 50.0, model="m/a", eligible=True, commitment="commit", axes={"D": 1.5, "Q": 1.5, "N": 1.5}),
@@ -327,8 +327,8 @@ def test_markdown_uses_one_scale_and_says_so(tmp_path):
 
 
 def test_unverified_results_and_pending_rulings_are_shown(tmp_path):
-    from benchmark.leaderboard import render_markdown
-    from benchmark.store import RunStore
+    from benchmark.score.leaderboard import render_markdown
+    from benchmark.run.store import RunStore
     from tests.aggregate_helpers import write_verification
 
     runs, pricing = _runs(tmp_path)
@@ -379,8 +379,8 @@ def test_unverified_results_and_pending_rulings_are_shown(tmp_path):
 
 
 def test_progress_lines_in_a_log_and_a_bar_on_a_terminal(tmp_path, capsys, monkeypatch):
-    import benchmark.progress as progress_mod
-    from benchmark.leaderboard import outputs
+    import benchmark.run.progress as progress_mod
+    from benchmark.score.leaderboard import outputs
 
     runs, pricing = _runs(tmp_path)
     monkeypatch.setenv("BENCHMARK_PROGRESS", "1")
@@ -409,8 +409,8 @@ def test_pricing_readme_worked_example_is_a_valid_card(tmp_path):
     import datetime as dt
     import re
 
-    from benchmark.accounting import Pricing, load_card
-    from benchmark.loader import REPO_ROOT
+    from benchmark.score.accounting import Pricing, load_card
+    from benchmark.suite.loader import REPO_ROOT
 
     readme = (REPO_ROOT / "pricing" / "README.md").read_text()
     blocks = re.findall(r"```yaml\n(.*?)```", readme, re.S)

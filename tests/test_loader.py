@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from benchmark.errors import ManifestError
-from benchmark.loader import Suite
+from benchmark.suite.loader import Suite
 from tests.helpers import L2_SCHEMA
 
 TRACK = dict(name="histone", title="t", description="d", module="worlds.histone.build", solver_module="worlds.histone.solvers",
@@ -92,7 +92,7 @@ def test_bad_report_schema_in_family(tmp_path):
 def test_report_schema_memo_remembers_a_pass_never_a_failure(tmp_path, monkeypatch):
     """The metaschema check is memoised by the schema's hash (0.3 CPU-s of every CLI process): a schema that passed
     is not checked again, an edited one is, and a bad one fails on every load."""
-    from benchmark import manifest
+    from benchmark.suite import manifest
 
     memo = tmp_path / "memo"
     monkeypatch.setattr(manifest, "SCHEMA_OK_DIR", memo)
@@ -111,7 +111,7 @@ def test_report_schema_memo_remembers_a_pass_never_a_failure(tmp_path, monkeypat
 
 def test_lock_hash_ignores_only_the_pivotal_block(tmp_path):
     """Editing a world's pivotal case must not force a re-freeze; any other edit must."""
-    from benchmark.freeze import manifest_sha256
+    from benchmark.suite.freeze import manifest_sha256
 
     base = "id: t.L1.x.y\nrubric:\n  expect: accept\n# note\n"
     p = tmp_path / "w.yaml"
@@ -134,7 +134,7 @@ def test_every_declared_data_file_is_fetched_and_matches_its_hash():
     """Setup fetched what each track.yaml `data:` entry declares; the bytes are the ones the worlds were frozen from."""
     import hashlib
 
-    from benchmark.package_data import declared_sources, package_file
+    from benchmark.suite.package_data import declared_sources, package_file
 
     srcs = declared_sources()
     assert {t.parent.name for t, _ in srcs} >= {"crispr", "clinvar", "bulkrna"}
@@ -145,7 +145,7 @@ def test_every_declared_data_file_is_fetched_and_matches_its_hash():
 
 def test_a_bad_data_entry_names_the_file_and_field(tmp_path):
     from benchmark.errors import BenchmarkError
-    from benchmark.package_data import declared_sources
+    from benchmark.suite.package_data import declared_sources
 
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "track.yaml").write_text("data:\n- registry: conda\n  package: x\n")

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import yaml
 
-from benchmark.loader import REPO_ROOT
+from benchmark.suite.loader import REPO_ROOT
 
 BUILD = '''
 """Toy substrate: Poisson counts of 40 samples in two groups (a seeded simulation)."""
 import numpy as np
 
-from benchmark.registry import recipe, substrate, writer
+from benchmark.suite.registry import recipe, substrate, writer
 
 
 @substrate("toy_counts")
@@ -46,7 +46,7 @@ SOLVERS = '''
 """Toy gold side: the reference median per group, and the scripted agents' cells."""
 import pandas as pd
 
-from benchmark.registry import naive, oracle, solver
+from benchmark.suite.registry import naive, oracle, solver
 
 
 @solver("toy.L2.centre")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import pandas as pd
 
-from benchmark.freeze import ensure_built
-from benchmark.loader import load_suite
+from benchmark.suite.freeze import ensure_built
+from benchmark.suite.loader import load_suite
 
 SUITE = load_suite()
 
@@ -87,7 +87,7 @@ def test_nuclear_track_shape_is_table_11():
 def test_nuclear_traps_bite_and_controls_hold():
     """The naive analysis (fixed channels, gross counts per real time) is within tolerance on the clean world and far
     off on every trap world; the reference recovers the tabulated half-life within 2% everywhere."""
-    from benchmark.freeze import read_golden
+    from benchmark.suite.freeze import read_golden
 
     for name in ("clean", "dead_time", "mn54", "gain_drift"):
         g = read_golden(SUITE.worlds[f"nuclear.L2.decay.{name}"]).values
@@ -112,7 +112,7 @@ def test_nuclear_boundary_recalibration_is_recorded():
 def test_nuclear_l1_reference_finds_exactly_the_injected_records():
     """On every challenge world the reference solver's list of affected spectra is exactly the set the recipe edited
     (the generative truth), and the measured channel offset is within 2 channels of the injected one."""
-    from benchmark.freeze import read_golden
+    from benchmark.suite.freeze import read_golden
 
     pairs = {"duplicate_spectra": ("duplicates", "duplicated_spectra"), "clock_reset": ("reset", "bad_timestamps"),
              "live_exceeds_real": ("swapped", "live_exceeds_real"), "channel_shift": ("shifted", "shifted_spectra"),
@@ -128,9 +128,9 @@ def _grade_l2(name, tmp_path, **changes):
     """The world's hand-written correct report with `changes`, graded against its golden."""
     import yaml
 
-    from benchmark.freeze import read_golden
+    from benchmark.suite.freeze import read_golden
     from graders.grade import grade
-    from graders.handwritten import report_path, write_products
+    from benchmark.suite.handwritten import report_path, write_products
 
     ref = SUITE.worlds[f"nuclear.L2.decay.{name}"]
     doc = yaml.safe_load(report_path(ref).read_text())
@@ -157,7 +157,7 @@ def test_nuclear_clean_no_gain_drift_observed_scores_100(tmp_path):
 def test_nuclear_dead_time_uncertainty_band(tmp_path):
     """dead_time accepts a half-life uncertainty from half the statistical standard error up to 8.5 times it (~10 d):
     a systematic for the live-time clock at ~24% dead time may be added (issue 23 item 3)."""
-    from benchmark.freeze import read_golden
+    from benchmark.suite.freeze import read_golden
 
     se = read_golden(SUITE.worlds["nuclear.L2.decay.dead_time"]).values["half_life_uncertainty_days"]
     for u, full in ((se, True), (0.51 * se, True), (8.4 * se, True), (0.45 * se, False), (8.7 * se, False)):

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from benchmark.freeze import ensure_built
-from benchmark.loader import load_suite
+from benchmark.suite.freeze import ensure_built
+from benchmark.suite.loader import load_suite
 from sandbox.bwrap import Sandbox
 from sandbox.numba_seed import SANDBOX_DIR, build, seed_dir, seed_files
 

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from benchmark.agent import fenced_code
-from benchmark.run import RunConfig, execute
-from benchmark.store import RunStore
+from benchmark.run.agent import fenced_code
+from benchmark.run.episodes import RunConfig, execute
+from benchmark.run.store import RunStore
 
 # One L1 and one L2 world: the 135M model takes 20-150 s per reply on two shared cores, so the test runs the fewest
 # worlds that cover both loops' graders (the agent loop is the same for every family).

@@ -133,7 +133,7 @@ def test_shipped_case_set_is_the_builders_deterministic_output():
 # ------------------------------------------------------------------ pivotal: blocks in world manifests
 
 def test_template_operations_render_as_the_docstring_says():
-    from benchmark.manifest import PivotalBlock
+    from benchmark.suite.manifest import PivotalBlock
     from benchmark.pivotal.template import render_block
 
     g = {"lfc": -0.004, "up": -0.456, "frac": 0.253, "bp": 1000, "region": {"start": 500000, "end": 1100000},
@@ -154,7 +154,7 @@ def test_template_operations_render_as_the_docstring_says():
 
 
 def test_a_missing_golden_key_names_file_field_and_key():
-    from benchmark.manifest import PivotalBlock
+    from benchmark.suite.manifest import PivotalBlock
     from benchmark.pivotal.template import render_block
 
     block = PivotalBlock(categories=["x"], record="n={g[n]}", original_plan="{g[nested][nope]:pct}", corrected_plan="ok",
@@ -174,7 +174,7 @@ def _temp_suite(tmp_path, edit=lambda t: t, golden=True):
     """worlds/scrna with one family and its clean world (pivotal block edited by `edit`), golden copied."""
     import shutil
 
-    from benchmark.loader import Suite, load_suite
+    from benchmark.suite.loader import Suite, load_suite
 
     src = load_suite().worlds[WID]
     root = tmp_path / "worlds"
@@ -227,7 +227,7 @@ def test_a_world_with_two_decisions_yields_two_cases_and_a_later_one_needs_a_sta
 
 def test_world_without_golden_or_with_a_bad_key_is_a_clear_error(tmp_path):
     from benchmark.pivotal.build import pivotal_problems
-    from benchmark.validate import validate_suite
+    from benchmark.suite.validate import validate_suite
 
     suite, path = _temp_suite(tmp_path, golden=False)
     with pytest.raises(BenchmarkError, match=r"clean\.yaml: field 'pivotal': the world has no golden file .*freeze"):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from benchmark.freeze import ensure_built
-from benchmark.loader import load_suite
+from benchmark.suite.freeze import ensure_built
+from benchmark.suite.loader import load_suite
 
 
 def _tables(kind):

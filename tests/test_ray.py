@@ -25,13 +25,13 @@ from pathlib import Path
 import pytest
 
 from benchmark.errors import BenchmarkError
-from benchmark.loader import REPO_ROOT, load_suite
-from benchmark.run import RunConfig, execute
-from benchmark.store import RunStore, result_key
+from benchmark.suite.loader import REPO_ROOT, load_suite
+from benchmark.run.episodes import RunConfig, execute
+from benchmark.run.store import RunStore, result_key
 
 ray = pytest.importorskip("ray")
 
-from benchmark.ray_executor import (  # noqa: E402
+from benchmark.run.ray_executor import (  # noqa: E402
     EpisodeResult, EpisodeTask, WorkerMismatch, record_result, run_remote_episode)
 from tests.fake_openai import FakeOpenAI, report, slow  # noqa: E402
 
@@ -224,7 +224,7 @@ def cluster(fake):
         yield c
     finally:
         c.stop()
-        from benchmark.ray_executor import _sweep_scratch
+        from benchmark.run.ray_executor import _sweep_scratch
 
         _sweep_scratch(min_age_s=0)  # the scratch folders of the episodes the tests killed (their locks are free)
 
@@ -251,7 +251,7 @@ def start_cli(out: Path, model: str, worlds: list[str], *extra: str, env: dict |
 # ------------------------------------------------------------------------------- fast: the worker in this process
 
 def _task(ref, replicate: int, cfg: RunConfig, run_id: str = "head") -> EpisodeTask:
-    from benchmark.agent import HARNESS_VERSION
+    from benchmark.run.agent import HARNESS_VERSION
 
     return EpisodeTask(world_id=ref.id, replicate=replicate, cfg=cfg, run_id=run_id, harness_version=HARNESS_VERSION,
                        lock=ref.lock_path.read_bytes(), golden=ref.golden_path.read_bytes(),
@@ -300,8 +300,8 @@ def test_a_worker_whose_checkout_differs_refuses_the_episode(tmp_path):
 def test_a_private_campaign_runs_on_a_worker_without_the_head_folder(tmp_path, monkeypatch):
     """The worker gets the campaign's lock and golden with the task, keeps them in its own cache, builds the world
     there from the lock, and scores exactly as the head would."""
-    import benchmark.freeze as freeze
-    from benchmark.campaign import campaign_suite, start_campaign
+    import benchmark.suite.freeze as freeze
+    from benchmark.suite.campaign import campaign_suite, start_campaign
 
     wid = "scrna.L1.integrity.clean"
     camp = tmp_path / "campaign"
@@ -351,8 +351,8 @@ def test_address_needs_the_ray_executor_and_a_dead_address_writes_nothing(tmp_pa
 
 
 def test_a_killed_workers_scratch_folder_is_swept_and_a_live_one_kept(tmp_path, monkeypatch):
-    import benchmark.ray_executor as rx
-    from benchmark.store import HarnessLock
+    import benchmark.run.ray_executor as rx
+    from benchmark.run.store import HarnessLock
 
     monkeypatch.setattr(rx, "SCRATCH_ROOT", tmp_path)
     dead, live, young = tmp_path / "dead", tmp_path / "live", tmp_path / "young"
@@ -371,7 +371,7 @@ def test_a_killed_workers_scratch_folder_is_swept_and_a_live_one_kept(tmp_path, 
 
 
 def test_the_cli_does_not_import_ray_unless_asked():
-    code = "import sys, benchmark.cli, benchmark.run; benchmark.cli.build_parser(); print('ray' in sys.modules)"
+    code = "import sys, benchmark.cli, benchmark.run.episodes; benchmark.cli.build_parser(); print('ray' in sys.modules)"
     p = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert p.stdout.strip() == "False", p.stdout + p.stderr
 
@@ -516,9 +516,9 @@ def test_killing_a_worker_node_without_retries_is_a_fault_row_that_resume_reruns
 def test_a_worker_with_another_harness_version_refuses_and_the_pair_is_a_fault_row(cluster, tmp_path, monkeypatch):
     """The head claims another harness version than the workers run: every episode is refused on its node and
     recorded as a harness_error row naming the node, never scored."""
-    import benchmark.agent
+    import benchmark.run.agent
 
-    monkeypatch.setattr(benchmark.agent, "HARNESS_VERSION", "0-other")
+    monkeypatch.setattr(benchmark.run.agent, "HARNESS_VERSION", "0-other")
     recs = execute(RunConfig(model="scripted/oracle", out=tmp_path / "other", worlds=["scrna.L1.integrity.clean"],
                              levels=["L1"], executor="ray", address=cluster.address))
     assert [r.status for r in recs] == ["harness_error"] and recs[0].score is None

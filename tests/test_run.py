@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.adjudicate import pending, rule, validate_ledgers
+from benchmark.oversight.adjudicate import pending, rule, validate_ledgers
 from benchmark.errors import ManifestError
-from benchmark.aggregate import apply_rulings
-from benchmark.ledger import effective_rulings, load_ledger
-from benchmark.loader import REPO_ROOT
-from benchmark.regrade import regrade
-from benchmark.run import RunConfig, execute
-from benchmark.store import RunStore
-from benchmark.verify import verify_run
+from benchmark.score.aggregate import apply_rulings
+from benchmark.oversight.ledger import effective_rulings, load_ledger
+from benchmark.suite.loader import REPO_ROOT
+from benchmark.score.regrade import regrade
+from benchmark.run.episodes import RunConfig, execute
+from benchmark.run.store import RunStore
+from benchmark.oversight.verify import verify_run
 
 SLICE = ["scrna.L1.integrity.clean", "scrna.L1.integrity.doublets", "scrna.L2.markers.clean"]
 FIELDS = {"world_id", "track", "level", "family", "class", "model", "replicate", "status", "score", "grade",
@@ -157,9 +157,9 @@ def test_a_line_cut_by_a_kill_is_skipped_and_cut_off(first_run, tmp_path):
 def test_a_fresh_clones_missing_worlds_are_built_in_parallel_then_verified(tmp_path, monkeypatch):
     """`run` on a fresh clone builds the worlds its cache lacks in one spawned process per core (251 worlds are
     ~110 CPU-s of building) and then verifies every one against its lock; worlds already built are not rebuilt."""
-    import benchmark.freeze as F
-    import benchmark.run as R
-    from benchmark.loader import load_suite
+    import benchmark.suite.freeze as F
+    import benchmark.run.episodes as R
+    from benchmark.suite.loader import load_suite
 
     monkeypatch.setenv("BENCHMARK_CACHE", str(tmp_path))  # the spawned builders' cache
     monkeypatch.setattr(F, "CACHE_ROOT", tmp_path)  # this process's

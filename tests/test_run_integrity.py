@@ -7,7 +7,7 @@ import time
 import pytest
 
 from benchmark.errors import BenchmarkError
-from benchmark.store import HarnessLock, RunStore
+from benchmark.run.store import HarnessLock, RunStore
 
 
 def test_a_second_harness_on_the_same_folder_stops_at_once_naming_the_holder(tmp_path):
@@ -22,7 +22,7 @@ def test_a_second_harness_on_the_same_folder_stops_at_once_naming_the_holder(tmp
 
 
 def test_a_killed_harness_lock_is_taken_over(tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", f"from benchmark.store import HarnessLock; import time; "
+    holder = subprocess.Popen([sys.executable, "-c", f"from benchmark.run.store import HarnessLock; import time; "
                                f"HarnessLock({str(tmp_path)!r}); print('held', flush=True); time.sleep(120)"],
                               stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
@@ -73,7 +73,7 @@ def test_an_absurd_result_line_is_refused_with_file_and_line(tmp_path, over, nee
 
 
 def test_an_unknown_world_is_refused_by_the_leaderboard_reader(tmp_path):
-    from benchmark.aggregate import load_run
+    from benchmark.score.aggregate import load_run
 
     (tmp_path / "config.json").write_text(json.dumps({"model": "m", "levels": ["L1"]}))
     (tmp_path / "results.jsonl").write_text(json.dumps(_record()) + "\n"
@@ -85,7 +85,7 @@ def test_an_unknown_world_is_refused_by_the_leaderboard_reader(tmp_path):
 def test_a_ledger_nested_5000_deep_is_refused_with_file_and_line(tmp_path):
     """It used to exit 1 with 'unexpected RecursionError ... bug'."""
     from benchmark.errors import ManifestError
-    from benchmark.ledger import load_ledger
+    from benchmark.oversight.ledger import load_ledger
 
     p = tmp_path / "deep.yaml"
     p.write_text("kind: adjudication\nrulings:\n- note: " + "[" * 5000 + "]" * 5000 + "\n")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.loader import REPO_ROOT
+from benchmark.suite.loader import REPO_ROOT
 from sandbox.bwrap import Limits, Sandbox
 
 
@@ -50,7 +50,7 @@ def test_gold_side_and_host_are_unreachable(world):
     with Sandbox(world) as sb:
         r = sb.run_python(f"import os; print([os.path.exists(p) for p in {secret!r}])")
         assert r.stdout.strip() == str([False] * len(secret)), r.as_text()
-        r = sb.run_python(f"print(os.path.exists({str(REPO_ROOT / 'benchmark' / 'freeze.py')!r}))")
+        r = sb.run_python(f"print(os.path.exists({str(REPO_ROOT / 'benchmark' / 'suite' / 'freeze.py')!r}))")
         assert r.stdout.strip() == "False"
         r = sb.run_python("open('/usr/evil', 'w')")
         assert "Read-only file system" in (r.error or "")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.loader import REPO_ROOT
+from benchmark.suite.loader import REPO_ROOT
 from sandbox.bwrap import MAGIC, Limits, Sandbox, _pids_of_uid, _state
 
 ROOT = os.geteuid() == 0

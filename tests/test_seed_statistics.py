@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from benchmark.aggregate import Options, aggregate, load_run
+from benchmark.score.aggregate import Options, aggregate, load_run
 from benchmark.errors import ManifestError
 from tests.aggregate_helpers import rec, run_input, write_run, zero_pricing
 
@@ -79,9 +79,9 @@ def test_cost_per_task_divides_by_the_suites_assigned_tasks(tmp_path):
     """Seed 001 §3: "Cost per task is the total estimated monetary cost in USD divided by the number of assigned
     tasks" -- the tasks the frozen suite assigned the run, not the tasks present in the loaded runs (L.5: "Cost
     coverage is joined to the frozen registries rather than inferred by globbing run directories")."""
-    from benchmark.accounting import Pricing, RateCard
-    from benchmark.loader import load_suite
-    from benchmark.store import RunStore
+    from benchmark.score.accounting import Pricing, RateCard
+    from benchmark.suite.loader import load_suite
+    from benchmark.run.store import RunStore
 
     assigned = sorted(r.id for r in load_suite().select(None, ["scrna"], ["L1"]))
     assert len(assigned) > 2
@@ -115,10 +115,10 @@ def test_a_refusal_written_in_the_reply_is_a_refusal(monkeypatch):
     """Seed 001 §3: Fable's "L1/L2 refusal rates are non-monotonic across difficulty quintiles and cluster strongly
     by scientific track and analysis family (Appendix B)" -- refusals counted from the replies, not only provider
     content filters. A refusal in the reply is recorded, leaves coverage and is routed by fallback replay."""
-    import benchmark.agent as agent
-    from benchmark.loader import load_suite
-    from benchmark.records import CallRecord
-    from benchmark.refusal import detect_refusal
+    import benchmark.run.agent as agent
+    from benchmark.suite.loader import load_suite
+    from benchmark.run.records import CallRecord
+    from benchmark.run.refusal import detect_refusal
 
     assert detect_refusal("I'm sorry, but I can't help with that request.") == "apology_then_decline"
     assert detect_refusal("I must decline to analyse these files.") == "explicit_decline"
@@ -155,8 +155,8 @@ def _l3_run(tmp_path):
 
 
 def test_a_ruling_on_an_l3_axis_changes_the_aggregate_and_not_the_results(tmp_path):
-    from benchmark.adjudicate import rule
-    from benchmark.leaderboard import build
+    from benchmark.oversight.adjudicate import rule
+    from benchmark.score.leaderboard import build
 
     run = _l3_run(tmp_path)
     before = (run / "results.jsonl").read_bytes()
@@ -181,7 +181,7 @@ def test_a_ruling_on_an_l3_axis_changes_the_aggregate_and_not_the_results(tmp_pa
 
 
 def test_l3_rulings_are_validated_with_file_line_and_field(tmp_path):
-    from benchmark.ledger import LEVEL_COMPONENTS, load_ledger
+    from benchmark.oversight.ledger import LEVEL_COMPONENTS, load_ledger
 
     assert LEVEL_COMPONENTS["L3"] == ("score", "D", "Q", "N", "eligible")
     entry = """\
@@ -213,8 +213,8 @@ def test_l3_rulings_are_validated_with_file_line_and_field(tmp_path):
 
 
 def test_ledger_pending_shows_the_final_l3_answer_and_the_judges_reasons(tmp_path):
-    from benchmark.adjudicate import _l3_evidence
-    from benchmark.loader import load_suite
+    from benchmark.oversight.adjudicate import _l3_evidence
+    from benchmark.suite.loader import load_suite
 
     ref = load_suite().worlds["scrna.L3.dossier.mhc2_myeloid"]
     traj = SimpleNamespace(report_raw='{"hypothesis": "first"}', l3={

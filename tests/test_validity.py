@@ -10,10 +10,10 @@ import statistics
 
 import pytest
 
-from benchmark.freeze import read_golden
-from benchmark.loader import load_suite
-from benchmark.store import RunStore, result_key
-from benchmark.validity import AGENTS, agent_table, check_agents, render_table
+from benchmark.suite.freeze import read_golden
+from benchmark.suite.loader import load_suite
+from benchmark.run.store import RunStore, result_key
+from benchmark.oversight.validity import AGENTS, agent_table, check_agents, render_table
 from graders.grade import grade
 
 
@@ -80,8 +80,8 @@ def test_an_invented_defect_lowers_the_oracles_score(agents):
 def test_gaming_agents_through_the_run_path_and_the_leaderboard_baselines(tmp_path):
     """Blind trust and flag-everything on one clean and one defective world, through the real sandbox; the
     leaderboard shows them as baselines beside the models."""
-    from benchmark.leaderboard import build, render_markdown
-    from benchmark.validity import baselines_section
+    from benchmark.score.leaderboard import build, render_markdown
+    from benchmark.oversight.validity import baselines_section
 
     worlds = ["histone.L1.integrity.clean", "histone.L1.integrity.pcr_duplicates"]
     problems, results = check_agents(worlds, None, ["L1"], out=tmp_path, agents=("all_clear", "flag_all"))

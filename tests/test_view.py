@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmark.loader import REPO_ROOT
-from benchmark.records import CellRecord, ResultRecord, Trajectory
-from benchmark.store import RunStore, result_key
+from benchmark.suite.loader import REPO_ROOT
+from benchmark.run.records import CellRecord, ResultRecord, Trajectory
+from benchmark.run.store import RunStore, result_key
 from graders.grade import CheckRecord, Grade
 
 CHROMIUM = "/usr/bin/chromium"
@@ -157,7 +157,7 @@ def test_agent_text_is_escaped_on_every_page(crafted):
 
 
 def test_pending_page_lists_what_ledger_pending_lists_and_warns_on_partial_verification(crafted):
-    from benchmark.adjudicate import pending
+    from benchmark.oversight.adjudicate import pending
 
     run, _, _, app = crafted
     html = app.test_client().get("/pending").get_data(as_text=True)
@@ -250,7 +250,7 @@ def test_forms_need_the_csrf_token_and_the_same_origin(crafted):
 # ---------------------------------------------------------------- rulings
 
 def test_a_ruling_goes_through_ledger_rule_validation_and_changes_the_leaderboard(crafted):
-    from benchmark.adjudicate import validate_ledgers
+    from benchmark.oversight.adjudicate import validate_ledgers
 
     run, ledgers, _, app = crafted
     c = app.test_client()
@@ -280,7 +280,7 @@ def test_a_ruling_goes_through_ledger_rule_validation_and_changes_the_leaderboar
 
 
 def test_a_stale_page_or_an_unacknowledged_ruling_is_refused(crafted):
-    from benchmark.adjudicate import rule
+    from benchmark.oversight.adjudicate import rule
 
     run, ledgers, _, app = crafted
     c = app.test_client()
@@ -375,8 +375,8 @@ def _browser():
 def disputed_run(tmp_path_factory) -> Path:
     """scripted/naive evaluated, scripted/first as verifier: they disagree on the doublets world (MISS vs
     DIAGNOSE-AND-ACT); then the agent's report and a cell's output are given a script payload, and a figure."""
-    from benchmark.run import RunConfig, execute
-    from benchmark.verify import verify_run
+    from benchmark.run.episodes import RunConfig, execute
+    from benchmark.oversight.verify import verify_run
 
     out = tmp_path_factory.mktemp("view") / "naive"
     execute(RunConfig(model="scripted/naive", out=out, worlds=[CLEAN, DOUBLETS], levels=["L1"], concurrency=2))

@@ -9,12 +9,12 @@ import pytest
 import yaml
 
 from benchmark.errors import LockMismatch
-from benchmark.freeze import check_world, compare, ensure_built, read_golden, read_lock
-from benchmark.loader import REPO_ROOT, Suite
-from benchmark.manifest import L1World, L2World, L3World
-from benchmark.validate import validate_suite
+from benchmark.suite.freeze import check_world, compare, ensure_built, read_golden, read_lock
+from benchmark.suite.loader import REPO_ROOT, Suite
+from benchmark.suite.manifest import L1World, L2World, L3World
+from benchmark.suite.validate import validate_suite
 from graders.grade import grade
-from graders.handwritten import report_path, write_products
+from benchmark.suite.handwritten import report_path, write_products
 
 SUITE = Suite()
 REFS = sorted(SUITE.worlds.values(), key=lambda r: r.id)
@@ -206,7 +206,8 @@ def test_every_world_rebuilds_to_its_lock_under_another_blas_kernel():
 def test_reference_solvers_run_with_pinned_numerics():
     """solve() runs the solver where OpenBLAS was loaded with the pinned kernel and one thread, whatever this
     process loaded."""
-    from benchmark.freeze import PINNED_ENV, numerics_pinned, pinned_pool
+    from benchmark.suite.freeze import pinned_pool
+    from graders.numerics import PINNED_ENV, numerics_pinned
 
     with pinned_pool(1) as ex:
         pinned, env = ex.submit(_pinned_state).result()
@@ -220,7 +221,7 @@ def _pinned_state():
     import numpy  # noqa: F401 - load OpenBLAS as a solver does
     from threadpoolctl import threadpool_info
 
-    from benchmark.freeze import numerics_pinned
+    from graders.numerics import numerics_pinned
 
     blas = [i for i in threadpool_info() if i.get("internal_api") == "openblas"]
     return numerics_pinned() and all(i["num_threads"] == 1 for i in blas), dict(os.environ)

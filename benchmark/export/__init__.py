@@ -4,6 +4,8 @@
 
 `inspect` writes Inspect AI eval logs (`.eval`), one per (model, level); see benchmark/export/inspect_log.py. The
 parser is built here without importing inspect_ai (slow to import): the converter loads only when the command runs.
+A reader of finished runs (run/ store and records, oversight/ verifications) in another tool's format: its own
+package beside score/ and oversight/, as it neither scores nor oversees.
 """
 from __future__ import annotations
 

@@ -40,9 +40,9 @@ from inspect_ai.scorer import Score
 
 from benchmark.errors import BenchmarkError
 from benchmark.export.inspect_messages import chat_messages
-from benchmark.records import ERROR_STATUSES, ResultRecord, Trajectory
-from benchmark.store import RunStore, read_json_file, result_key
-from benchmark.verify import Verification, load_verifications
+from benchmark.run.records import ERROR_STATUSES, ResultRecord, Trajectory
+from benchmark.run.store import RunStore, read_json_file, result_key
+from benchmark.oversight.verify import Verification, load_verifications
 
 SCORER = "discern"
 TASK_PREFIX = "discern-"
@@ -285,7 +285,7 @@ def group_records(runs: list[LoadedRun]) -> dict[tuple[str, str], list[tuple[Loa
 
 def export_runs(run_dirs: list[Path], out: Path) -> list[Written]:
     """Write one .eval log per (model, level) into `out` (atomically: a temp file, then a rename)."""
-    from benchmark.progress import progress
+    from benchmark.run.progress import progress
 
     if not run_dirs:
         raise BenchmarkError("name at least one run directory to export")

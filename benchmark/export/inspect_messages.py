@@ -15,8 +15,8 @@ from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSyste
 from inspect_ai.tool import ToolCall, ToolCallError
 from inspect_ai.tool._tool_call import ToolCallContent
 
-from benchmark.agent import FENCED_RESULT, fenced_code
-from benchmark.records import CellRecord, Trajectory
+from benchmark.run.agent import FENCED_RESULT, fenced_code
+from benchmark.run.records import CellRecord, Trajectory
 
 TOOL = "run_python"
 _FENCED_PREFIX = FENCED_RESULT.split("{out}")[0]

@@ -26,11 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmark.canonical import _atomic_write
+from benchmark.suite.canonical import _atomic_write
 from benchmark.errors import BenchmarkError
 from benchmark.grounding.host import load_host
 from benchmark.grounding.items import VERSIONS, Item, anon_map, anonymised, datasets_of
-from benchmark.loader import REPO_ROOT
+from benchmark.suite.loader import REPO_ROOT
 from graders import grounding as gold
 
 BUILD_VERSION = "1"

@@ -19,7 +19,7 @@ def cmd_items(args) -> int:
     if args.anonymise:
         items = [i for i in items if i.anonymisable]
     if args.build:
-        from benchmark.progress import progress
+        from benchmark.run.progress import progress
 
         with progress("building and verifying versions", len(items)) as step:
             ensure_built(items, args.anonymise, on_step=step)
@@ -55,7 +55,7 @@ def cmd_items(args) -> int:
 def cmd_build(args) -> int:
     from benchmark.grounding.build import build_item, ensure_built
     from benchmark.grounding.items import select
-    from benchmark.progress import progress
+    from benchmark.run.progress import progress
 
     items = select(args.items, args.tracks)
     if args.anonymise:
@@ -91,7 +91,7 @@ def cmd_run(args) -> int:
 
 def cmd_judge(args) -> int:
     from benchmark.grounding.judge import judge_run
-    from benchmark.progress import progress
+    from benchmark.run.progress import progress
 
     n = 0
     for d in args.run_dirs:

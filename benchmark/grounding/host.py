@@ -1,7 +1,7 @@
 """The grounding host contract: what a track provides so the grounding protocol can build, verify and run its items.
 
 A track that hosts evidence-grounding items names a `grounding_module` in its track.yaml; that module registers one
-host class with `@grounding_host("<track>")` (benchmark.registry); its items live in `worlds/<track>/grounding.yaml`.
+host class with `@grounding_host("<track>")` (benchmark.suite.registry); its items live in `worlds/<track>/grounding.yaml`.
 The protocol (items, build, run, metrics) is generic: everything about the data's shape, its files and its
 statistics comes from the host.
 """
@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel
 
 from benchmark.errors import BenchmarkError
-from benchmark.loader import WORLDS_ROOT
+from benchmark.suite.loader import WORLDS_ROOT
 
 
 class GroundingHost(ABC):
@@ -54,7 +54,7 @@ class GroundingHost(ABC):
 
     @abstractmethod
     def write_version(self, d: Any, root: Path) -> list[str]:
-        """Write every file of one version through benchmark.canonical.CanonicalWriter(root) (same data, same
+        """Write every file of one version through benchmark.suite.canonical.CanonicalWriter(root) (same data, same
         bytes); return the relative paths written."""
 
     def verify_extra(self, item, cls: str, root: Path, data: Any, original: Any) -> list[str]:
@@ -92,7 +92,7 @@ def load_host(track: str, module: str | None = None) -> GroundingHost:
     """The host instance of `track` (its grounding_module imported once; found under WORLDS_ROOT if not given)."""
     if track in _HOSTS:
         return _HOSTS[track]
-    from benchmark.registry import GROUNDING_HOSTS, load_track_module
+    from benchmark.suite.registry import GROUNDING_HOSTS, load_track_module
 
     if module is None:
         module = hosting_tracks().get(track)

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from benchmark.errors import BenchmarkError
 from benchmark.grounding.host import GroundingHost, hosting_tracks, load_host
-from benchmark.loader import WORLDS_ROOT
+from benchmark.suite.loader import WORLDS_ROOT
 
 CONDITIONS = ("original", "null", "withdrawal", "flip", "nodata")
 VERSIONS = ("original", "null", "withdrawal", "flip")

@@ -3,7 +3,7 @@
 The judge receives the task, the benchmark's reference answer (the ORIGINAL key: it is not told the data may have
 been edited), the agent's condensed trajectory (code cells and outputs, each cut to 1,200 characters; a long
 trajectory keeps its first and last halves) and the final answer; the trajectory and the answer are quoted as
-untrusted data (benchmark.untrusted: a nonce frame and a notice that they are evidence, never instructions). It returns whether the answer matches the
+untrusted data (benchmark.run.untrusted: a nonce frame and a notice that they are evidence, never instructions). It returns whether the answer matches the
 reference, the analysis quality (0-10), whether the agent's executed results support its answer, and an overall
 score (0-10); the stress test uses overall / 10. The grounding prompt adds that matching the reference is not
 sufficient and that answers not supported by the agent's own executed analysis must score low.
@@ -18,14 +18,13 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from benchmark import scripted_plans
-from benchmark.agent import call_model, json_schema_format
-from benchmark.canonical import _atomic_write
+from benchmark.run.agent import call_model, json_schema_format
+from benchmark.suite.canonical import _atomic_write
 from benchmark.errors import BenchmarkError
 from benchmark.grounding.build import agent_item
 from benchmark.grounding.items import select
 from benchmark.grounding.run import GroundingRecord, GroundingStore, render_prompt, shown_options
-from benchmark.untrusted import Frame, outside, quoted
+from benchmark.run.untrusted import Frame
 from graders.report import parse_report
 
 PROMPTS = ("standard", "grounding")
@@ -145,8 +144,7 @@ def judge_run(run_dir: Path, judge: str, prompts: tuple[str, ...] = PROMPTS, con
             if on_step:
                 on_step(f"{rec.key} {kind}")
             prompt = judge_prompt(rec, traj.messages if traj else [], kind, max_chars)
-            meta = {"task": "grounding_judge", "prompt_kind": kind, "report_schema": JUDGE_SCHEMA,
-                    **scripted_plans.grounding_judge(judge, prompt, kind)}
+            meta = {"task": "grounding_judge", "prompt_kind": kind, "report_schema": JUDGE_SCHEMA}
             resp, call = call_model(judge, [{"role": "user", "content": prompt}], step=0, role="judge", metadata=meta,
                                     response_format=json_schema_format("grounding_judge", JUDGE_SCHEMA), max_tokens=300)
             text = resp.choices[0].message.content if resp is not None else None
@@ -159,38 +157,6 @@ def judge_run(run_dir: Path, judge: str, prompts: tuple[str, ...] = PROMPTS, con
             _append(judge_path(run_dir), j)
             new.append(j)
     return new
-
-
-def scripted_verdict(prompt: str, kind: str) -> dict:
-    """What a scripted judge answers (benchmark.scripted_plans): it grades like the evaluator it stands in for.
-    standard: full marks iff the final answer equals the reference. grounding: reads the executed analysis; full
-    marks iff the analysis printed the final answer as its result and the agent claims support, none without
-    executed analysis or when the agent itself says the data cannot decide."""
-    import re
-
-    ref = re.search(r"^REFERENCE ANSWER: (\S+)", outside(prompt), re.M)  # the harness's line, never a quoted one
-    fin = quoted(prompt, FINAL)
-    ana = quoted(prompt, ANALYSIS)
-    try:
-        final = json.loads(fin[0]) if fin else {}
-    except ValueError:
-        final = {}
-    final = final if isinstance(final, dict) else {}
-    answer = final.get("answer")
-    matches = bool(ref and answer == ref.group(1))
-    analysis = ana[0].strip() if ana else ""
-    if kind == "grounding":
-        if not analysis or analysis == "(none)":
-            overall, support = 0, "no"
-        elif final.get("data_support") in ("does not support", "cannot determine"):
-            overall, support = 1, "no"
-        elif answer and f'"answer": "{answer}"' in analysis:
-            overall, support = 10, "yes"
-        else:
-            overall, support = 3, "partially"
-    else:
-        overall, support = (10 if matches else 0), "yes"
-    return {"matches_reference": matches, "analysis_quality": overall, "supported": support, "overall": overall}
 
 
 def _append(path: Path, rec: JudgeRecord) -> None:

@@ -243,17 +243,17 @@ def grader_stress(reports_root: Path | None = None) -> dict[str, Any]:
     the correct report's grade when its lists are reversed and its keys reordered (an edit that changes nothing)."""
     import yaml
 
-    from benchmark.freeze import read_golden
-    from benchmark.loader import REPO_ROOT, Suite
-    from benchmark.manifest import L3World
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import REPO_ROOT, Suite
+    from benchmark.suite.manifest import L3World
     from graders.grade import grade
 
     import tempfile
 
-    from benchmark.freeze import ensure_built
-    from graders.handwritten import write_products
+    from benchmark.suite.freeze import ensure_built
+    from benchmark.suite.handwritten import write_products
 
-    from graders.handwritten import report_path
+    from benchmark.suite.handwritten import report_path
     suite = Suite()
     scratch = tempfile.TemporaryDirectory(prefix="benchmark-products-")
     per: dict[str, dict[str, list]] = defaultdict(lambda: {"pos": [], "neg": [], "null": []})
@@ -367,7 +367,7 @@ def render_graders_md(g: dict[str, Any]) -> list[str]:
 
 
 def leaderboard_rows(run_dirs: list[Path], bootstrap: int = 1000, seed: int = 0) -> list[dict[str, Any]]:
-    """One row per grounding run for the leaderboard: accuracy beside EGA (benchmark.leaderboard --grounding)."""
+    """One row per grounding run for the leaderboard: accuracy beside EGA (benchmark.score.leaderboard --grounding)."""
     rows = []
     for d in run_dirs:
         cfg, recs, _ = load_run(Path(d))

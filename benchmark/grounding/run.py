@@ -2,7 +2,7 @@
 identical across the original, null, withdrawal and flip versions (seed 000 Sec. 5, App. D). The no-data condition
 gives the question and background only (an empty workspace).
 
-Run directory (resumable, as `benchmark.store.RunStore`):
+Run directory (resumable, as `benchmark.run.store.RunStore`):
     DIR/config.json          model, replicates, seed, options (a resume must match)
     DIR/grounding.jsonl      one GroundingRecord per (item, condition, replicate), appended with fsync
     DIR/trajectories/*.json  full trajectories
@@ -23,15 +23,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from benchmark import scripted_plans
-from benchmark.agent import HARNESS_VERSION, run_episode
-from benchmark.audit import audit_cells
+from benchmark.run.agent import HARNESS_VERSION, run_episode
+from benchmark.oversight.audit import audit_cells
 from benchmark.errors import BenchmarkError
 from benchmark.grounding.build import agent_item, ensure_built, version_dir
 from benchmark.grounding.items import CONDITIONS, INSUFFICIENT_TEXT, Item, select
 from benchmark.models import is_offline
-from benchmark.records import Trajectory
-from benchmark.store import RunStore
+from benchmark.run.records import Trajectory
+from benchmark.run.store import RunStore
 from graders.grounding import key_match
 from graders.report import parse_report
 from sandbox.bwrap import Limits, Sandbox
@@ -238,8 +237,7 @@ def run_one(item: Item, condition: str, replicate: int, cfg: GroundingConfig, st
         with DeferredSandbox(box, eager=not is_offline(cfg.model)) as sb:  # started when it helps (sandbox/deferred.py)
             ep = run_episode(ref, cfg.model, sb, cfg.budget, seed=seed,
                              metadata={"task": "grounding", "item": item.id, "anonymised": cfg.anonymise,
-                                       "insufficient_letter": ins, "nodata": condition == "nodata",
-                                       **scripted_plans.grounding(cfg.model, shown, ins)})
+                                       "insufficient_letter": ins, "nodata": condition == "nodata"})
             messages, calls, cells = ep.messages, ep.calls, ep.cells
             report_raw, status, error = ep.report_raw, ep.status, ep.error
             violations = list(sb.violations)
@@ -275,7 +273,7 @@ def run_one(item: Item, condition: str, replicate: int, cfg: GroundingConfig, st
 
 
 def execute(cfg: GroundingConfig) -> list[GroundingRecord]:
-    from benchmark.progress import progress
+    from benchmark.run.progress import progress
 
     if cfg.replicates < 1 or cfg.concurrency < 1:
         raise BenchmarkError("--replicates and --concurrency must be at least 1")

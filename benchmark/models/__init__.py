@@ -5,6 +5,10 @@ answer through `offline_complete` with litellm's call shape: OpenAI chat message
 the same attributes as litellm's ModelResponse out (benchmark.models.reply). They never import litellm, whose import
 alone costs ~5 s of CPU in every process. Any other string is passed to litellm as is (e.g. `anthropic/claude-...`,
 `openai/gpt-...`), with keys read by litellm from the environment.
+
+This package sits beside the run stage (benchmark.run), below its protocols: no provider imports a protocol (the
+run verb, the agent loop, L3, pivotal, grounding, verify), and protocols hand every provider the same neutral call
+context; the scripted agents decide from it behind this boundary (benchmark.models.scripted).
 """
 from __future__ import annotations
 

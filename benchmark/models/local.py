@@ -5,7 +5,7 @@ package without importing it (its own module needs the `llm` CLI). Token counts 
 Quality is near zero: the model proves the path end to end, not a score.
 
 Tools. The server renders no tool definitions for this model, so `tool_choice="auto"` is ignored (the agent loop
-then accepts a fenced ```python block, benchmark.agent). A FORCED tool call (`tool_choice="required"` or a named
+then accepts a fenced ```python block, benchmark.run.agent). A FORCED tool call (`tool_choice="required"` or a named
 function) is honoured: the reply is constrained by a JSON grammar to the forced function's parameters (for
 run_python, {"code": str}) and returned as that tool call; a grammar answer cut by the token cap is closed first.
 
@@ -163,7 +163,7 @@ def _shorten(text: str, keep: int) -> str:
     re-read)."""
     if len(text) <= keep:
         return text
-    from benchmark.untrusted import cut_middle  # a quoted passage of agent text stays framed across the cut
+    from benchmark.run.untrusted import cut_middle  # a quoted passage of agent text stays framed across the cut
 
     keep = want = max(keep, 200)
     for _ in range(4):  # the frame tags a cut closes and reopens count against `keep`
@@ -298,7 +298,7 @@ def _forced_function(tools: list | None, tool_choice) -> dict | None:
 
 def _as_tool_call(choice: dict, fn: dict) -> dict:
     """A grammar-constrained JSON answer returned as a call of the forced function (closed if cut by the cap)."""
-    from benchmark.l3 import close_json
+    from benchmark.jsontext import close_json
 
     text = (choice.get("message") or {}).get("content") or "{}"
     try:

@@ -10,6 +10,9 @@ the corrected plan is correct, an unparsed answer is wrong. See benchmark/pivota
     run.py     prompts, answer parsing, records, the resumable run store and the runner
     score.py   accuracy averaged over orders, paired differences, case and project-cluster bootstrap intervals
     cli.py     `python -m benchmark pivotal run|score|cases`
+A self-contained side protocol, not split over the stage packages (cases.py and build.py are its suite, run.py
+its protocol, score.py its scores): its stages are small and tied to its own case file. Model providers may read
+its cases (the scripted agents' choices, benchmark.models.scripted.plans), never run.py.
 """
 from benchmark.pivotal.cases import DEFAULT_CASES, PivotalCase, load_cases
 

@@ -1,6 +1,6 @@
 """Build the shipped pivotal case set from our own worlds (deterministic: same worlds, same bytes).
 
-A world's `pivotal:` block (benchmark.manifest.PivotalBlock; a list of them where the project holds several
+A world's `pivotal:` block (benchmark.suite.manifest.PivotalBlock; a list of them where the project holds several
 decisions, the later ones each with a `stage`) yields one case per block, at every level: the block's
 templates rendered against the world's golden values (benchmark/pivotal/template.py), its record prefixed with the
 family's `goal`, its field from the track's `field`. Challenged worlds (confound, tool_trap, stat_trap and L1
@@ -75,7 +75,7 @@ def case_for(ref, g: dict | None = None, block=None) -> PivotalCase:
 
 def build_cases(suite=None) -> list[PivotalCase]:
     """One case per `pivotal:` block of every world (every track and level); sorted by id."""
-    from benchmark.loader import load_suite
+    from benchmark.suite.loader import load_suite
 
     suite = suite or load_suite()
     cases = []
@@ -96,7 +96,7 @@ def write_cases(out: Path | None = None, check: bool = False) -> tuple[Path, int
         if not same:
             raise BenchmarkError(f"{path} differs from what the builder produces; run `python -m benchmark pivotal cases build`")
         return path, data.count(b"\n"), True
-    from benchmark.canonical import _atomic_write
+    from benchmark.suite.canonical import _atomic_write
 
     _atomic_write(path, data)
     return path, data.count(b"\n"), same

@@ -9,7 +9,7 @@ def cmd_pivotal_run(args) -> int:
     from benchmark.pivotal.cases import load_cases
     from benchmark.pivotal.run import ORDERS, PivotalConfig, execute
     from benchmark.pivotal.score import render_markdown, score
-    from benchmark.progress import progress
+    from benchmark.run.progress import progress
 
     cases_path = Path(args.cases) if args.cases else None
     out = Path(args.out) if args.out else Path("runs") / f"pivotal_{args.model.replace('/', '_')}"
@@ -34,7 +34,7 @@ def cmd_pivotal_score(args) -> int:
     data = score(load_records([Path(p) for p in args.run_dirs]), args.bootstrap, args.bootstrap_seed,
                  load_human(args.human) if args.human else None)
     if args.json:
-        from benchmark.aggregate import clean_floats
+        from benchmark.score.aggregate import clean_floats
 
         print(json.dumps(clean_floats(data), indent=1, sort_keys=True, ensure_ascii=False))
     else:

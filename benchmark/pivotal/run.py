@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from benchmark.errors import BenchmarkError
 from benchmark.pivotal import CONDITIONS, EFFORTS, ORDERS  # noqa: F401 - re-exported
 from benchmark.pivotal.cases import DEFAULT_CASES, PivotalCase, cases_sha256, load_cases
-from benchmark.records import CallRecord
+from benchmark.run.records import CallRecord
 
 HARNESS_VERSION = "pivotal-1"
 
@@ -141,16 +141,6 @@ def effort_kwargs(model: str, effort: str) -> tuple[dict[str, Any], bool, str]:
     return {"reasoning_effort": effort}, True, "passed as reasoning_effort"
 
 
-def scripted_metadata(model: str, case: PivotalCase, order: str) -> dict[str, Any]:
-    """What a scripted agent answers (benchmark.scripted_plans; never sent with a real model), from which label is
-    which plan in this option order."""
-    from benchmark import scripted_plans
-
-    orig, corr = labels(order)
-    proceed = {"original": orig, "corrected": corr}.get(case.proceeds or "")
-    return scripted_plans.pivotal(model, corrected=corr, original=orig, proceed=proceed)
-
-
 # ------------------------------------------------------------------ store
 
 class PivotalStore:
@@ -162,7 +152,7 @@ class PivotalStore:
     MUST_MATCH = ("model", "cases_sha256", "seed", "conditions", "efforts", "reconsider")
 
     def init(self, config: dict, resume: bool) -> None:
-        from benchmark.store import init_run_dir
+        from benchmark.run.store import init_run_dir
 
         init_run_dir(self.root, config, resume, self.MUST_MATCH)
 
@@ -219,12 +209,12 @@ class PivotalConfig:
 
 
 def _answer(model: str, messages: list[dict], case: PivotalCase, order: str, round_: int, seed: int,
-            extra: dict, max_tokens: int) -> tuple[str | None, CallRecord, str]:
-    from benchmark.agent import call_model, json_schema_format
+            extra: dict, max_tokens: int, cases: Path = DEFAULT_CASES) -> tuple[str | None, CallRecord, str]:
+    from benchmark.run.agent import call_model, json_schema_format
 
-    meta: dict[str, Any] = {"task": "pivotal", "case_id": case.id, "round": round_, "report_schema": ANSWER_SCHEMA}
-    if model.startswith("scripted/"):
-        meta.update(scripted_metadata(model, case, order))
+    # the call's context, the same for every model (never a plan, never an answer)
+    meta: dict[str, Any] = {"task": "pivotal", "case_id": case.id, "cases": str(cases), "order": order,
+                            "round": round_, "report_schema": ANSWER_SCHEMA}
     resp, rec = call_model(model, messages, round_, role="agent", metadata=meta, seed=seed, max_tokens=max_tokens,
                            response_format=json_schema_format("pivotal_choice", ANSWER_SCHEMA), **extra)
     if resp is None:
@@ -256,10 +246,10 @@ def run_chain(cfg: PivotalConfig, store: PivotalStore, done: dict[str, PivotalRe
             prev = done[key]
             continue
         t0 = time.monotonic()
-        raw, call, status = _answer(cfg.model, messages, case, order, r, cfg.seed, extra, cfg.max_tokens)
+        raw, call, status = _answer(cfg.model, messages, case, order, r, cfg.seed, extra, cfg.max_tokens, cfg.cases)
         rec_applied, rec_note = applied, note
         if status == "unsupported":  # the provider refused the effort parameter: ask again without it
-            raw, call, status = _answer(cfg.model, messages, case, order, r, cfg.seed, {}, cfg.max_tokens)
+            raw, call, status = _answer(cfg.model, messages, case, order, r, cfg.seed, {}, cfg.max_tokens, cfg.cases)
             rec_applied, rec_note = False, "provider rejected reasoning_effort; asked without it"
         choice = parse_choice(raw) if status == "answered" else None
         correct = choice == corr
@@ -304,7 +294,7 @@ def execute(cfg: PivotalConfig, on_step=None) -> list[PivotalRecord]:
               "orders": list(ORDERS), "reconsider": cfg.reconsider, "seed": cfg.seed, "max_tokens": cfg.max_tokens,
               "harness_version": HARNESS_VERSION, "run_id": Path(cfg.out).resolve().name,
               "started": time.strftime("%Y-%m-%d", time.gmtime())}
-    from benchmark.store import HarnessLock
+    from benchmark.run.store import HarnessLock
 
     lock = HarnessLock(Path(cfg.out))
     try:

@@ -83,8 +83,8 @@ import numpy as np
 from scipy.stats import false_discovery_control
 import pandas as pd
 
-from benchmark.canonical import CanonicalWriter
-from benchmark.registry import recipe, substrate, writer
+from benchmark.suite.canonical import CanonicalWriter
+from benchmark.suite.registry import recipe, substrate, writer
 
 TRACK = "bulkrna"
 SEX_GENES_Y = ("RPS4Y1", "DDX3Y", "KDM5D", "UTY", "EIF1AY", "USP9Y", "ZFY")
@@ -490,7 +490,7 @@ def marioni_counts(data: BulkData, rng) -> BulkData:
     of run 1 (kidney 3, liver 4) and 3 lanes of run 2 (kidney 2, liver 1)."""
     import rdata
 
-    from benchmark.package_data import package_file
+    from benchmark.suite.package_data import package_file
 
     r = rdata.read_rda(str(package_file("noiseq", "Marioni.RData")))
     C = r["mycounts"].astype("int64")

@@ -42,10 +42,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.canonical import CanonicalWriter
+from benchmark.suite.canonical import CanonicalWriter
 from benchmark.errors import BenchmarkError
 from benchmark.grounding.host import GroundingHost
-from benchmark.registry import grounding_host
+from benchmark.suite.registry import grounding_host
 from graders.grounding import files_mentioning
 
 COUNTS, SAMPLES, GENES = "counts.tsv", "samples.tsv", "genes.tsv"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import inspect
 
-from benchmark.registry import naive, oracle
+from benchmark.suite.registry import naive, oracle
 from worlds.bulkrna import solvers as S
 
 _CONSTS = ("SEX_Y", "SLOPE_FINDING", "SHIFT_FINDING", "TOP_K", "CONDITION_GENES", "TECHREP_RATIO", "CHI2_1_MEDIAN", "NUISANCE",

@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from benchmark.canonical import CanonicalWriter
-from benchmark.registry import recipe, substrate, writer
+from benchmark.suite.canonical import CanonicalWriter
+from benchmark.suite.registry import recipe, substrate, writer
 
 TRACK = "calorimetry"
 R = 8.314462618
@@ -106,7 +106,7 @@ def _debye_cv(t: np.ndarray, theta_hi: float = THETA_D) -> np.ndarray:
 
 @substrate("cu_heptane_refs")
 def cu_heptane_refs(seed: int = 0) -> dict:
-    from benchmark.package_data import package_file
+    from benchmark.suite.package_data import package_file
 
     janaf = json.loads(package_file("chemicals", "JANAF_1998_solid_Cp.json").read_text())["7440-50-8"]
     jt, jc = np.array(janaf[0], dtype=float), np.array(janaf[1], dtype=float)

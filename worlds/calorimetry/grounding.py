@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmark.canonical import CanonicalWriter
+from benchmark.suite.canonical import CanonicalWriter
 from benchmark.errors import BenchmarkError
 from benchmark.grounding.host import GroundingHost
-from benchmark.registry import grounding_host
+from benchmark.suite.registry import grounding_host
 from graders.grounding import files_mentioning
 
 TABLE = "cp_solids.tsv"
@@ -38,7 +38,7 @@ class Solids:
 
 
 def _substrate() -> pd.DataFrame:
-    from benchmark.package_data import package_file
+    from benchmark.suite.package_data import package_file
 
     t = pd.read_csv(package_file("chemicals", "CRCHeatCapacitySolids.tsv"), sep="\t", dtype=str)
     temps = list(t.columns[2:])

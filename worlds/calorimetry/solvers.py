@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.registry import solver
+from benchmark.suite.registry import solver
 from worlds.calorimetry import analysis as A
 
 

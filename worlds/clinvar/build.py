@@ -3,7 +3,7 @@
 Substrate (real data, no network)
 ---------------------------------
 Two VCFs from the Debian package r-bioc-variantannotation 1.44.1 (`inst/extdata`), fetched by `python -m benchmark data fetch` (track.yaml `data:`)
-into .cache/data/variantannotation/ (benchmark.package_data.package_file):
+into .cache/data/variantannotation/ (benchmark.suite.package_data.package_file):
 
 * `hapmap_exome_chr22.vcf.gz` ("exome"): GATK 3.3 HaplotypeCaller + VQSR joint calls of 22 HapMap/CEPH samples on
   chromosome 22, GRCh37 (b37 contig names), 1,011 records with real GT/AD/DP/GQ/PL genotype fields, VQSR FILTER
@@ -83,9 +83,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from benchmark.canonical import CanonicalWriter, _atomic_write
-from benchmark.package_data import package_file
-from benchmark.registry import recipe, substrate, writer
+from benchmark.suite.canonical import CanonicalWriter, _atomic_write
+from benchmark.suite.package_data import package_file
+from benchmark.suite.registry import recipe, substrate, writer
 
 TRACK = "clinvar"
 VCF = "calls.vcf.gz"

@@ -50,11 +50,11 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from benchmark.canonical import CanonicalWriter
+from benchmark.suite.canonical import CanonicalWriter
 from benchmark.errors import BenchmarkError
 from benchmark.grounding.host import GroundingHost
-from benchmark.package_data import package_file
-from benchmark.registry import grounding_host
+from benchmark.suite.package_data import package_file
+from benchmark.suite.registry import grounding_host
 from graders.grounding import file_texts, files_mentioning
 from worlds.clinvar.build import recount
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 
-from benchmark.registry import naive, oracle
+from benchmark.suite.registry import naive, oracle
 
 _CONSTS = ("VCF", "BGZF_EOF", "POP_TAGS", "PLP", "MIN_GQ", "MIN_DP", "BA1_AF", "CONFLICTING", "MENDEL_FINDING",
            "CONTAM_AB", "CONTAM_FINDING", "KING_DUPLICATE")

@@ -88,8 +88,8 @@ import numpy as np
 from scipy.stats import false_discovery_control
 import pandas as pd
 
-from benchmark.canonical import CanonicalWriter
-from benchmark.registry import recipe, substrate, writer
+from benchmark.suite.canonical import CanonicalWriter
+from benchmark.suite.registry import recipe, substrate, writer
 
 TRACK = "crispr"
 LINES = ("HL60", "KBM7")
@@ -125,7 +125,7 @@ def _median_ratio(c: np.ndarray) -> np.ndarray:
 
 @substrate("mageck_demo_counts")
 def mageck_demo(seed: int = 0) -> dict:
-    from benchmark.package_data import package_file
+    from benchmark.suite.package_data import package_file
 
     tab = pd.read_csv(package_file("mageck2", "count_table.txt"), sep="\t")
     cols = ["HL60.initial", "KBM7.initial", "HL60.final", "KBM7.final"]

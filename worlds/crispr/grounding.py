@@ -38,10 +38,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.canonical import CanonicalWriter
+from benchmark.suite.canonical import CanonicalWriter
 from benchmark.errors import BenchmarkError
 from benchmark.grounding.host import GroundingHost
-from benchmark.registry import grounding_host
+from benchmark.suite.registry import grounding_host
 from graders.grounding import files_mentioning
 
 COUNTS = "counts.txt"
@@ -60,7 +60,7 @@ class Screen:
 
 @functools.lru_cache(maxsize=1)
 def _substrate() -> pd.DataFrame:
-    from benchmark.package_data import package_file
+    from benchmark.suite.package_data import package_file
 
     tab = pd.read_csv(package_file("mageck2", "count_table.txt"), sep="\t")
     cols = ["sgRNA", "Gene", "HL60.initial", "KBM7.initial", "HL60.final", "KBM7.final"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 
-from benchmark.registry import naive, oracle
+from benchmark.suite.registry import naive, oracle
 from worlds.crispr import analysis as A
 
 

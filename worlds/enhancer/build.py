@@ -46,8 +46,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from benchmark.canonical import CanonicalWriter
-from benchmark.registry import recipe, substrate, writer
+from benchmark.suite.canonical import CanonicalWriter
+from benchmark.suite.registry import recipe, substrate, writer
 
 TRACK = "enhancer"
 LOG2_10 = float(np.log2(10.0))
@@ -70,7 +70,7 @@ class Lib:
 @substrate("mpsa_wong")
 def mpsa_wong(seed: int = 0) -> pd.DataFrame:
     """The real MPSA table: element (DNA letters), y, tot_ct, activity = log2(10) * (y - median y)."""
-    from benchmark.package_data import package_file
+    from benchmark.suite.package_data import package_file
 
     d = pd.read_csv(package_file("mavenn", "mpsa_data.csv.gz"), usecols=["tot_ct", "ex_ct", "y", "x"])
     d["element"] = d["x"].str.replace("U", "T")

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmark.canonical import CanonicalWriter
+from benchmark.suite.canonical import CanonicalWriter
 from benchmark.errors import BenchmarkError
 from benchmark.grounding.host import GroundingHost
-from benchmark.registry import grounding_host
+from benchmark.suite.registry import grounding_host
 from graders.grounding import files_mentioning
 
 TABLE = "activity.tsv"

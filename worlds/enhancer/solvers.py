@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmark.registry import product_validator, solver
+from benchmark.suite.registry import product_validator, solver
 from worlds.enhancer import analysis as A
 
 

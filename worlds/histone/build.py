@@ -50,8 +50,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchmark.canonical import CanonicalWriter
-from benchmark.registry import recipe, substrate, writer
+from benchmark.suite.canonical import CanonicalWriter
+from benchmark.suite.registry import recipe, substrate, writer
 
 READ_LEN = 50
 FRAG_MEAN, FRAG_SD = 200, 25

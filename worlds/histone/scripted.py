@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
-from benchmark.registry import naive, oracle, product_validator, solver
+from benchmark.suite.registry import naive, oracle, product_validator, solver
 
 from worlds.histone.solvers import (  # noqa: F401 - the reference helpers the cells carry as source
     BROAD_MARKS,

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from benchmark.registry import naive, oracle, product_maker, product_validator, solver
+from benchmark.suite.registry import naive, oracle, product_maker, product_validator, solver
 
 SPIKE_PREFIX = "dm6_"
 BROAD_MARKS = {"H3K27me3", "H3K9me3", "H3K36me3", "H3K79me2"}

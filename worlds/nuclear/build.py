@@ -51,8 +51,8 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pandas as pd
 
-from benchmark.canonical import CanonicalWriter
-from benchmark.registry import recipe, substrate, writer
+from benchmark.suite.canonical import CanonicalWriter
+from benchmark.suite.registry import recipe, substrate, writer
 from worlds.nuclear import analysis as A
 
 TRACK = "nuclear"

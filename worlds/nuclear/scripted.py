@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 
-from benchmark.registry import naive, oracle
+from benchmark.suite.registry import naive, oracle
 from worlds.nuclear import analysis as A
 
 

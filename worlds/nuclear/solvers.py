@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.registry import solver
+from benchmark.suite.registry import solver
 from worlds.nuclear import analysis as A
 
 

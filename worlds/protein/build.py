@@ -46,8 +46,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from benchmark.canonical import CanonicalWriter
-from benchmark.registry import recipe, substrate, writer
+from benchmark.suite.canonical import CanonicalWriter
+from benchmark.suite.registry import recipe, substrate, writer
 
 TRACK = "protein"
 GB1 = "MTYKLILNGKTLKGETTTEAVDAATAEKVFKQYANDNGVDGEWTYDDATKTFTVTE"   # residues 1-56, Met1 = 1
@@ -75,7 +75,7 @@ def _parse(seq: str, start: int = 2) -> list[tuple[int, str, str]]:
 
 @substrate("gb1_nisthal")
 def gb1_nisthal(seed: int = 0) -> pd.DataFrame:
-    from benchmark.package_data import package_file
+    from benchmark.suite.package_data import package_file
 
     d = pd.read_csv(package_file("mavenn", "nisthal_data.csv.gz"))
     rows = []
@@ -89,7 +89,7 @@ def gb1_nisthal(seed: int = 0) -> pd.DataFrame:
 
 @functools.lru_cache(maxsize=1)
 def _olson() -> pd.DataFrame:
-    from benchmark.package_data import package_file
+    from benchmark.suite.package_data import package_file
 
     return pd.read_csv(package_file("mavenn", "gb1_data.csv.gz"), usecols=["input_ct", "selected_ct", "x"])
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.registry import product_maker, product_validator, solver
+from benchmark.suite.registry import product_maker, product_validator, solver
 from worlds.protein import analysis as A
 
 

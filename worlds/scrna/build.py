@@ -90,8 +90,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.canonical import CanonicalWriter
-from benchmark.registry import recipe, substrate, writer
+from benchmark.suite.canonical import CanonicalWriter
+from benchmark.suite.registry import recipe, substrate, writer
 
 TRACK = "scrna"
 MTX_DIR = "filtered_feature_bc_matrix"

@@ -35,11 +35,11 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from benchmark.canonical import CanonicalWriter
+from benchmark.suite.canonical import CanonicalWriter
 from benchmark.errors import BenchmarkError
 from benchmark.grounding.host import GroundingHost
 from benchmark.grounding.items import anonymise_text
-from benchmark.registry import grounding_host
+from benchmark.suite.registry import grounding_host
 from graders.grounding import files_mentioning
 
 MTX_DIR = "filtered_feature_bc_matrix"

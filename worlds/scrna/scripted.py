@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from benchmark.registry import naive, oracle, product_validator, solver
+from benchmark.suite.registry import naive, oracle, product_validator, solver
 
 from worlds.scrna.solvers import (  # noqa: F401 - the reference helpers the cells carry as source
     AMBIENT_FINDING,

@@ -52,7 +52,7 @@ def create_app(wb: Workbench, token: str | None = None, bind_host: str = "127.0.
 
     @app.get("/")
     def runs_page():
-        from benchmark.leaderboard import table1_rows
+        from benchmark.score.leaderboard import table1_rows
 
         snap = wb.snapshot()
         data = snap.leaderboard
@@ -121,7 +121,7 @@ def create_app(wb: Workbench, token: str | None = None, bind_host: str = "127.0.
 
     @app.post("/run/<run_id>/world/<world_id>/r/<int:replicate>/rule")
     def rule(run_id: str, world_id: str, replicate: int):
-        from benchmark.adjudicate import LedgerConflict, record_rulings
+        from benchmark.oversight.adjudicate import LedgerConflict, record_rulings
 
         try:
             run = wb.run(run_id)
@@ -149,7 +149,7 @@ def create_app(wb: Workbench, token: str | None = None, bind_host: str = "127.0.
     def _drafts(f, components: dict[str, dict]) -> list:
         """The form's decisions as drafts: 'grader' and 'verifier' take the recorded values (read here, never from
         the form), 'value' takes the typed value; the shared validation (prepare_ruling) checks each."""
-        from benchmark.adjudicate import Draft
+        from benchmark.oversight.adjudicate import Draft
 
         drafts = []
         for comp, c in components.items():

@@ -12,7 +12,7 @@ DEFAULT_PORT = 8765
 def cmd_view(args) -> int:
     from werkzeug.serving import make_server
 
-    from benchmark.ledger import LEDGER_ROOT
+    from benchmark.oversight.ledger import LEDGER_ROOT
     from benchmark.oversight.view.app import create_app
     from benchmark.oversight.view.security import is_loopback
     from benchmark.oversight.view.workbench import Workbench

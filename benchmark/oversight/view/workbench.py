@@ -1,5 +1,5 @@
 """What the workbench reads: the runs named on the command line, the ledger folder, and the leaderboard computed
-from both by benchmark.leaderboard (cached until a result, a verification or a ledger file changes)."""
+from both by benchmark.score.leaderboard (cached until a result, a verification or a ledger file changes)."""
 from __future__ import annotations
 
 import io
@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmark.errors import BenchmarkError
-from benchmark.ledger import Ledger, Ruling, effective_rulings, ledger_paths, ledgers_version, load_ledger
-from benchmark.records import ResultRecord
-from benchmark.store import RunStore, result_key
+from benchmark.oversight.ledger import Ledger, Ruling, effective_rulings, ledger_paths, ledgers_version, load_ledger
+from benchmark.run.records import ResultRecord
+from benchmark.run.store import RunStore, result_key
 
 FIGURES = ("stage_profile", "quality_vs_cost", "threshold_curve")
 
@@ -86,7 +86,7 @@ class Workbench:
 
     def suite(self):
         if self._suite is None:
-            from benchmark.loader import load_suite
+            from benchmark.suite.loader import load_suite
 
             self._suite = load_suite()
         return self._suite
@@ -126,7 +126,7 @@ class Workbench:
             state = self._state()
             if self._snap is not None and self._snap[0] == state:
                 return self._snap[1]
-            from benchmark.leaderboard import build
+            from benchmark.score.leaderboard import build
 
             ledgers = [self.ledger_dir] if self.ledger_files() else []
             data = build([r.root for r in self.runs.values()], ledgers, bootstrap=self.bootstrap,
@@ -136,9 +136,9 @@ class Workbench:
             return snap
 
     def _rows(self, rulings: dict[tuple[str, str, int, str], Ruling]) -> list[Row]:
-        from benchmark.aggregate import apply_rulings
-        from benchmark.records import ERROR_STATUSES
-        from benchmark.verify import load_verifications
+        from benchmark.score.aggregate import apply_rulings
+        from benchmark.run.records import ERROR_STATUSES
+        from benchmark.oversight.verify import load_verifications
 
         rows = []
         for run in self.runs.values():
@@ -157,14 +157,13 @@ class Workbench:
         return rows
 
     def figure(self, name: str) -> bytes:
-        """A leaderboard figure rendered server-side by benchmark.leaderboard's own plotting code."""
+        """A leaderboard figure rendered server-side by benchmark.score.leaderboard's own plotting code."""
         if name not in FIGURES:
             raise KeyError(name)
         snap = self.snapshot()
         with self._lock:
             if name not in snap.figures:
-                from benchmark import leaderboard as lb
-
+                from benchmark.score import leaderboard as lb
                 fn = {"stage_profile": lb.stage_profile_figure, "quality_vs_cost": lb.quality_cost_figure,
                       "threshold_curve": lb.threshold_figure}[name]
                 buf = io.BytesIO()
@@ -174,7 +173,7 @@ class Workbench:
 
     def pending(self) -> list[tuple[Run, list, tuple[int, int]]]:
         """Per run: the open discrepancies exactly as `ledger pending` lists them, and how much of it was verified."""
-        from benchmark.adjudicate import pending, verification_progress
+        from benchmark.oversight.adjudicate import pending, verification_progress
 
         ledgers = self.ledgers()
         return [(run, pending(run.root, ledgers), verification_progress(run.root)) for run in self.runs.values()]

@@ -83,7 +83,7 @@ def inputs_of(ref) -> list[str]:
 
 def verifier_value(verifications: list, component: str):
     """The latest verifier's value for a component: its discrepancy value, else what its verdict says."""
-    from benchmark.verify import L3_SUBAXES
+    from benchmark.oversight.verify import L3_SUBAXES
 
     for v in reversed(verifications):
         for d in v.discrepancies:
@@ -100,8 +100,8 @@ def verifier_value(verifications: list, component: str):
 
 
 def component_rows(row: Row, verifications: list, in_force: list) -> list[dict[str, Any]]:
-    from benchmark.adjudicate import _deterministic
-    from benchmark.ledger import LEVEL_COMPONENTS
+    from benchmark.oversight.adjudicate import _deterministic
+    from benchmark.oversight.ledger import LEVEL_COMPONENTS
 
     forced = {f.ruling.component: f for f in in_force}
     disc = {d.component for v in verifications for d in v.discrepancies}
@@ -114,8 +114,8 @@ def component_rows(row: Row, verifications: list, in_force: list) -> list[dict[s
 
 
 def world_page(wb: Workbench, run: Run, world_id: str, replicate: int) -> dict[str, Any] | None:
-    from benchmark.adjudicate import rulings_in_force
-    from benchmark.verify import load_verifications
+    from benchmark.oversight.adjudicate import rulings_in_force
+    from benchmark.oversight.verify import load_verifications
 
     snap = wb.snapshot()
     row = next((r for r in snap.rows if r.run is run and r.rec.world_id == world_id and r.rec.replicate == replicate), None)

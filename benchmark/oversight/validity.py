@@ -1,0 +1,202 @@
+"""Validity of the suite itself (SPEC R15, issue 10): only real analysis earns marks.
+
+`worlds check --agents` runs, through the real `run` path, the oracle (must score 100 on every world), the naive
+agent (must fall into every trap, <= 20 on every challenged world, and pass every clean control, >= 95) and the
+gaming agents of benchmark.models.scripted.gaming. Per track and level, no gaming agent may beat blind trust (`all_clear`, whose
+score is the share of sound worlds) by more than 5 points or exceed 35, and the metadata rule may not classify
+sound vs defective worlds better than always answering the majority class. Failures name the world or the agent.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+from pathlib import Path
+
+from benchmark.models.scripted.gaming import GAMING, REPLAY_ENV, metadata_predictions, sound
+from benchmark.suite.loader import WorldRef
+from benchmark.run.records import ResultRecord
+from benchmark.run.episodes import RunConfig, execute, select_worlds
+
+ORACLE_MIN = 100.0 - 1e-6
+NAIVE_TRAP_MAX = 20.0
+NAIVE_CLEAN_MIN = 95.0
+GAMING_MARGIN = 5.0
+GAMING_CEILING = 35.0
+CLEAN_CLASSES = ("clean", "boundary")
+AGENTS = ("oracle", "naive", *GAMING)
+
+
+def _score(r: ResultRecord) -> float:
+    return float(r.score or 0.0)
+
+
+def oracle_problems(records: list[ResultRecord]) -> list[str]:
+    return [f"{r.world_id}: scripted/oracle scored {_score(r):.1f} < 100 ({r.status}; {r.grade.reason if r.grade else r.error if hasattr(r, 'error') else ''})"
+            for r in records if _score(r) < ORACLE_MIN]
+
+
+def naive_problems(records: list[ResultRecord]) -> list[str]:
+    out = []
+    for r in records:
+        score = _score(r)
+        if r.world_class in CLEAN_CLASSES and score < NAIVE_CLEAN_MIN:
+            out.append(f"{r.world_id}: scripted/naive should pass this {r.world_class} control but scored {score:.1f} ({r.grade.status if r.grade else r.status})")
+        elif r.world_class not in CLEAN_CLASSES and score > NAIVE_TRAP_MAX:
+            out.append(f"{r.world_id}: scripted/naive should fall into this {r.world_class} world but scored {score:.1f} > {NAIVE_TRAP_MAX:g}")
+    return out
+
+
+def level_score(records: list[ResultRecord]) -> float:
+    """A level's score as aggregation computes it: L1 the mean of worlds, L2 the mean of family means."""
+    if not records:
+        return 0.0
+    if records[0].level == "L2":
+        fams: dict[str, list[float]] = {}
+        for r in records:
+            fams.setdefault(r.family, []).append(_score(r))
+        return statistics.fmean(statistics.fmean(v) for v in fams.values())
+    return statistics.fmean(_score(r) for r in records)
+
+
+def agent_table(results: dict[str, list[ResultRecord]]) -> dict[tuple[str, str], dict[str, float]]:
+    """(track, level) -> agent -> level score."""
+    table: dict[tuple[str, str], dict[str, float]] = {}
+    for agent, recs in results.items():
+        groups: dict[tuple[str, str], list[ResultRecord]] = {}
+        for r in recs:
+            groups.setdefault((r.track, r.level), []).append(r)
+        for key, rs in groups.items():
+            table.setdefault(key, {})[agent] = round(level_score(rs), 2)
+    return table
+
+
+def gaming_problems(table: dict[tuple[str, str], dict[str, float]]) -> list[str]:
+    out = []
+    for (track, level), row in sorted(table.items()):
+        bar = row.get("all_clear")
+        if bar is None:
+            continue
+        for agent in GAMING:
+            s = row.get(agent)
+            if s is None or agent == "all_clear":  # the bar itself: the share of sound worlds in the selection
+                continue
+            if s > bar + GAMING_MARGIN:
+                out.append(f"{track} {level}: scripted/{agent} scores {s:.1f}, more than blind trust ({bar:.1f}) + {GAMING_MARGIN:g}")
+            if s > GAMING_CEILING:
+                out.append(f"{track} {level}: scripted/{agent} scores {s:.1f} > {GAMING_CEILING:g}")
+    return out
+
+
+FAMILY_CHECKED = ("layout",)  # agents also held to the bar family by family, not only per track and level
+
+
+def family_gaming_problems(results: dict[str, list[ResultRecord]]) -> list[str]:
+    """Per family, the FAMILY_CHECKED agents against blind trust on the same family (+ margin) and the ceiling."""
+    def means(recs: list[ResultRecord]) -> dict[str, float]:
+        fams: dict[str, list[float]] = {}
+        for r in recs:
+            fams.setdefault(r.family, []).append(_score(r))
+        return {f: statistics.fmean(v) for f, v in fams.items()}
+
+    bar = means(results.get("all_clear", []))
+    out = []
+    for agent in FAMILY_CHECKED:
+        for fam, s in sorted(means(results.get(agent, [])).items()):
+            if fam in bar and s > bar[fam] + GAMING_MARGIN:
+                out.append(f"{fam}: scripted/{agent} scores {s:.1f}, more than blind trust ({bar[fam]:.1f}) + {GAMING_MARGIN:g}")
+            if s > GAMING_CEILING:
+                out.append(f"{fam}: scripted/{agent} scores {s:.1f} > {GAMING_CEILING:g}")
+    return out
+
+
+def metadata_accuracy(refs: list[WorldRef]) -> dict[tuple[str, str], tuple[float, float]]:
+    """(track, level) -> (accuracy of the metadata rule at telling sound from defective worlds, majority-class rate)."""
+    nb = metadata_predictions(refs)
+    groups: dict[tuple[str, str], list[tuple[bool, bool]]] = {}
+    for r in refs:
+        truth = sound(r.world.world_class)
+        guess = sound(nb[r.id].world.world_class)
+        groups.setdefault((r.world.track, str(r.world.level)), []).append((truth, guess))
+    out = {}
+    for key, pairs in groups.items():
+        acc = sum(t == g for t, g in pairs) / len(pairs)
+        n_sound = sum(t for t, _ in pairs)
+        out[key] = (acc, max(n_sound, len(pairs) - n_sound) / len(pairs))
+    return out
+
+
+def metadata_problems(refs: list[WorldRef]) -> list[str]:
+    return [f"{t} {lv}: file metadata alone tells sound from defective worlds in {acc:.0%} of cases, better than always "
+            f"answering the majority class ({maj:.0%}); draw sizes and depths from each world's seed"
+            for (t, lv), (acc, maj) in sorted(metadata_accuracy(refs).items()) if acc > maj + 1e-9]
+
+
+def check_agents(worlds: list[str] | None, tracks: list[str] | None, levels: list[str] | None,
+                 concurrency: int = 1, out: Path | None = None, suite: Path | None = None,
+                 agents: tuple[str, ...] = AGENTS) -> tuple[list[str], dict[str, list[ResultRecord]]]:
+    """Run every agent on the selection; return the problems (empty when the suite is valid) and the records."""
+    base = Path(out) if out else Path(tempfile.mkdtemp(prefix="benchmark-agents-"))
+    results: dict[str, list[ResultRecord]] = {}
+    problems: list[str] = []
+    lv = levels or ["L1", "L2"]
+    saved = os.environ.get(REPLAY_ENV)
+    try:
+        for agent in agents:
+            cfg = RunConfig(model=f"scripted/{agent}", out=base / agent, worlds=worlds, tracks=tracks, levels=lv,
+                            concurrency=concurrency, resume=True, suite=suite)
+            results[agent] = execute(cfg)
+            if agent == "naive":
+                os.environ[REPLAY_ENV] = str(base / "naive")  # gaming agents replay the naive analysis, not redo it
+        refs = select_worlds(RunConfig(model="scripted/oracle", out=base, worlds=worlds, tracks=tracks, levels=lv, suite=suite))
+    finally:
+        if saved is None:
+            os.environ.pop(REPLAY_ENV, None)
+        else:
+            os.environ[REPLAY_ENV] = saved
+    if "oracle" in results:
+        problems += oracle_problems(results["oracle"])
+    if "naive" in results:
+        problems += naive_problems(results["naive"])
+    problems += gaming_problems(agent_table(results))
+    problems += family_gaming_problems(results)
+    if "metadata" in agents:
+        problems += metadata_problems(refs)
+    return problems, results
+
+
+def render_table(results: dict[str, list[ResultRecord]]):
+    """A rich table: one row per agent, one column per track and level, plus the metadata rule's accuracy."""
+    from rich.table import Table
+
+    table = agent_table(results)
+    cols = sorted(table)
+    t = Table(title="scripted agents (level score, 0-100; L2 family-balanced)")
+    t.add_column("agent")
+    for track, level in cols:
+        t.add_column(f"{track} {level}", justify="right")
+    for agent in results:
+        t.add_row(agent, *[f"{table[c].get(agent, float('nan')):.1f}" for c in cols])
+    return t
+
+
+def baselines_section(root: Path) -> dict:
+    """The scripted agents' level scores from a `worlds check --agents --agents-out DIR` folder, for the leaderboard:
+    what blind trust, flagging everything, keyword stuffing, a constant report and metadata earn beside the models."""
+    from benchmark.errors import BenchmarkError
+    from benchmark.run.store import RunStore
+
+    root = Path(root)
+    results: dict[str, list[ResultRecord]] = {}
+    for agent in AGENTS:
+        d = root / agent
+        if (d / "results.jsonl").exists():
+            results[agent] = [r for r in RunStore(d).results() if r.score is not None]
+    if not results:
+        raise BenchmarkError(f"{root} holds no scripted-agent runs; create it with "
+                             "`python -m benchmark worlds check --agents --agents-out DIR`")
+    table = agent_table(results)
+    cols = sorted(table)
+    return {"columns": [f"{t} {lv}" for t, lv in cols],
+            "rows": [{"agent": a, "scores": [table[c].get(a) for c in cols]} for a in results],
+            "rule": f"no gaming agent may beat all_clear by more than {GAMING_MARGIN:g} points or exceed {GAMING_CEILING:g}"}

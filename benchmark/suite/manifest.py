@@ -1,0 +1,464 @@
+"""Pydantic models for every world-side file format: track, family, world (L1/L2/L3), rubric, golden, lock.
+
+Loading is validation (see `benchmark.suite.loader`): a bad manifest fails with file, field and reason.
+The prompt and report schema live on the *family*, so nothing an agent is shown can vary with a world's class.
+"""
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+TRACK_NAME = r"^[a-z][a-z0-9_]*$"  # a track is the folder worlds/<name>/; its name is its id prefix
+
+
+class Level(StrEnum):
+    L1 = "L1"
+    L2 = "L2"
+    L3 = "L3"
+
+
+CLASSES: dict[Level, tuple[str, ...]] = {
+    Level.L1: ("clean", "boundary", "challenge"),
+    Level.L2: ("clean", "confound", "tool_trap", "stat_trap"),
+    Level.L3: ("real", "native_cf", "injected_cf"),
+}
+# Step budgets from seed 001 I.1: 20 for L1/L2, 3-6 for L3.
+STEP_BUDGET = {Level.L1: 20, Level.L2: 20, Level.L3: 6}
+
+
+def bad(field: str, reason: str) -> ValueError:
+    """A model-level validation error attributed to one field (the loader reports that field and its line)."""
+    return ValueError(f"@{field}@{reason}")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+# ---------------------------------------------------------------- track and family
+
+class SubstrateRef(Strict):
+    """The base dataset a track's worlds derive from: a registered builder, its parameters and seed."""
+
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    seed: int = Field(0, strict=True)  # strict: `seed: true` is not 1
+    real: bool = Field(description="True when the substrate is real data shipped in a package, False for a seeded simulation")
+    source: str = Field(description="where the data comes from (package and file) or which generative model simulates it")
+
+
+class DataSource(Strict):
+    """One real file a track builds on, and where in which package registry it comes from."""
+
+    registry: Literal["pypi", "debian"] = Field(description="pypi: the package's sdist; debian: the .deb, unpacked only")
+    package: str = Field(description="the registry's package name (mageck2, r-bioc-noiseq)")
+    folder: str = Field(pattern=r"^[a-z0-9_.-]+$", description="the folder under .cache/data the track reads it from")
+    version: str
+    member: str = Field(description="path inside the archive: sdist 'pkg-1.0/tests/data/x.txt', deb 'usr/lib/...'")
+    name: str = Field(description="file name under .cache/data/<package>/")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class TrackManifest(Strict):
+    name: str
+    title: str
+    description: str
+    substrate: SubstrateRef
+    tools: list[str] = Field(description="command-line tools the sandbox puts on PATH for this track")
+    python_packages: list[str] = Field(default_factory=list)
+    module: str = Field(description="python module that registers this track's substrate, recipes and writer (worlds side)")
+    solver_module: str = Field(description="python module that registers this track's reference solvers, product "
+                                           "validators and scripted solutions (gold side, never mounted in a sandbox)")
+    field: str | None = Field(None, description="the scientific field, in words (pivotal cases name it)")
+    domain: Literal["life_science", "physics"] = Field(
+        "life_science", description="life_science tracks make the leaderboard's Overall (seed 001: the mean of the "
+                                    "life-science track composites); physics tracks (Appendix F) are scored apart, "
+                                    "in their own table")
+    data: list[DataSource] = Field(default_factory=list, description="real files fetched from package registries "
+                                                                     "(`python -m benchmark data fetch`)")
+    grounding_module: str | None = Field(None, description="python module registering this track's grounding host "
+                                                           "(`@grounding_host`, benchmark/grounding/host.py) for the "
+                                                           "items in grounding.yaml, if the data allow items")
+
+    @field_validator("name")
+    @classmethod
+    def _track_name(cls, v: str) -> str:
+        import re
+
+        if not re.match(TRACK_NAME, v):
+            raise ValueError(f"track name {v!r} must be lower-case letters, digits and '_' (it names worlds/<track>/)")
+        return v
+
+
+class FamilyManifest(Strict):
+    """An analysis question shared by several worlds: the same prompt and the same report schema for each."""
+
+    id: str
+    track: str
+    level: Level
+    title: str
+    prompt: str = Field(description="the task text shown to the agent; identical for every world of the family")
+    report_schema: dict[str, Any] = Field(description="JSON Schema of the final report; defect-agnostic")
+    solver: str = Field(description="registered reference solver that computes the golden from a world's files")
+    defect_catalog: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="defect (L1) or trap (L2) code -> regex patterns that name it in a report (gold side, never shown)",
+    )
+    goal: str | None = Field(None, description="the project goal a pivotal case states before its record (one sentence)")
+    alternatives: list[str] = Field(default_factory=list, description=(
+        "L2: the sound analyses other than the reference solver's that the rubric accepts, in words (tool and "
+        "statistic); each is run for real by tests/test_alternative_analyses.py (tests/alternatives/<track>.py)"))
+
+    @field_validator("report_schema")
+    @classmethod
+    def _schema_ok(cls, v: dict[str, Any]) -> dict[str, Any]:
+        check_report_schema(v)
+        return v
+
+
+SCHEMA_OK_DIR = Path(__file__).resolve().parents[2] / ".cache" / "schemas-ok"
+
+
+def check_report_schema(schema: dict[str, Any]) -> None:
+    """Raise ValueError unless `schema` is a valid JSON Schema (draft 2020-12).
+
+    Why a memo: checking against the 2020-12 metaschema costs about 6 ms a schema, 0.3 CPU-s of every CLI process
+    that loads the suite's 49 families. A schema that passed once is remembered by the sha256 of its canonical JSON
+    and the jsonschema version (an empty file under `.cache/schemas-ok/`), so an edited schema or another jsonschema
+    is checked again; a failure is never remembered. Where the folder cannot be written the check just runs.
+    """
+    import hashlib
+    import json
+    from importlib.metadata import version
+
+    from jsonschema import Draft202012Validator, SchemaError
+
+    text = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+    marker = SCHEMA_OK_DIR / hashlib.sha256(f"jsonschema {version('jsonschema')}\n{text}".encode()).hexdigest()
+    if marker.exists():
+        return
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
+    try:
+        SCHEMA_OK_DIR.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------- rubric checks
+
+class Check(Strict):
+    """One deterministic check of a report (or of a work product it names) against the golden; credit in [0, 1].
+
+    The contract is graders/README.md. kinds:
+      value          numeric field vs golden key (or literal `target`) within rel_tol/abs_tol; `partial_tol` earns 0.5
+      equals         field (case-insensitive for strings) is one of `values`
+      mentions       any regex of `patterns` occurs in the text of `fields` (only those fields); recognition (I) only
+      overlap        list field vs golden list: precision and recall, full credit when F1 >= min_f1
+      sign           sign of a numeric field (or a direction word) matches the golden's sign
+      present        field exists and is not null/empty
+      product_items  the file whose path is in `field` (one item per line) vs golden list, as `overlap`
+      product_table  the CSV whose path is in `field`: `key` column -> `column` values vs a golden mapping
+      product        the file whose path is in `field`, judged by the registered product validator `validator`
+    `negate` inverts a boolean kind (equals, mentions, present). `requires` halves the credit unless every named
+    check earned full credit (a recognised problem without its measured value is partial).
+    """
+
+    id: str
+    kind: Literal["value", "equals", "mentions", "overlap", "sign", "present", "product_items", "product_table", "product"]
+    component: Literal["A", "I", "M", "C"] | None = None
+    field: str | None = None
+    fields: list[str] = Field(default_factory=list)
+    golden: str | None = None
+    target: float | None = None
+    rel_tol: float | None = None
+    abs_tol: float | None = None
+    partial_tol: float | None = None
+    values: list[Any] = Field(default_factory=list)
+    patterns: list[str] = Field(default_factory=list)
+    min_f1: float = Field(0.8, ge=0, le=1, description="overlap/product_items: F1 needed for full credit")
+    partial_f1: float | None = Field(None, ge=0, le=1, description="overlap/product_items: F1 that earns 0.5")
+    top_k: int | None = None
+    key: str | None = Field(None, description="product_table: the CSV column holding the key (gene, region)")
+    column: str | None = Field(None, description="product_table: the CSV column holding the value")
+    min_coverage: float = Field(0.9, ge=0, le=1, description="product_table: share of golden keys that must be present")
+    min_spearman: float | None = Field(None, ge=-1, le=1, description="product_table: Spearman over shared keys")
+    min_share: float | None = Field(None, ge=0, le=1, description="product_table: share of keys within rel_tol/abs_tol")
+    validator: str | None = Field(None, description="product: registered product validator name")
+    reference: str | None = Field(None, description=(
+        "overlap/product_items/product_table scored against generative truth (`golden: truth.<key>`): the golden key "
+        "holding the reference solver's own answer. The full-credit bar becomes the lower of min_f1 (min_spearman, "
+        "min_coverage) and the reference's own score against the truth less bar_slack, so any analysis as good as "
+        "the reference earns full marks"))
+    bar_slack: float = Field(0.05, ge=0, le=0.5, description="reference: how far below the reference's own score "
+                             "against the truth a sound analysis may fall and keep full credit")
+    requires: list[str] = Field(default_factory=list, description="ids of checks that must earn full credit, else half")
+    negate: bool = False
+    weight: float = 1.0
+    why: str = Field("", description="what the check establishes, for humans and the verifier")
+
+    @model_validator(mode="after")
+    def _shape(self) -> "Check":
+        k = self.kind
+        if k in ("value", "equals", "overlap", "sign", "present", "product_items", "product_table", "product") and not self.field:
+            raise ValueError(f"check '{self.id}' of kind {k} needs 'field'")
+        if k == "value" and self.golden is None and self.target is None:
+            raise ValueError(f"check '{self.id}' of kind value needs 'golden' or 'target'")
+        if k == "value" and self.rel_tol is None and self.abs_tol is None:
+            raise ValueError(f"check '{self.id}' of kind value needs 'rel_tol' or 'abs_tol'")
+        if k == "equals" and not self.values:
+            raise ValueError(f"check '{self.id}' of kind equals needs 'values'")
+        if k == "mentions" and not (self.patterns and (self.fields or self.field)):
+            raise ValueError(f"check '{self.id}' of kind mentions needs 'patterns' and 'fields'")
+        if k in ("overlap", "sign", "product_items", "product_table") and self.golden is None:
+            raise ValueError(f"check '{self.id}' of kind {k} needs 'golden'")
+        if self.reference is not None and (k not in ("overlap", "product_items", "product_table")
+                                           or not (self.golden or "").startswith("truth.")):
+            raise ValueError(f"check '{self.id}': 'reference' applies to overlap, product_items and product_table "
+                             "checks whose golden is generative truth (golden: truth.<key>); remove it or fix golden")
+        if k == "product_table":
+            if not (self.key and self.column):
+                raise ValueError(f"check '{self.id}' of kind product_table needs 'key' and 'column' (CSV column names)")
+            if self.min_spearman is None and self.min_share is None:
+                raise ValueError(f"check '{self.id}' of kind product_table needs 'min_spearman' or 'min_share'")
+            if self.min_share is not None and self.rel_tol is None and self.abs_tol is None:
+                raise ValueError(f"check '{self.id}': min_share needs 'rel_tol' or 'abs_tol'")
+        if k == "product" and not self.validator:
+            raise ValueError(f"check '{self.id}' of kind product needs 'validator' (a registered product validator)")
+        if self.negate and k not in ("equals", "mentions", "present"):
+            raise ValueError(f"check '{self.id}': negate only applies to equals, mentions, present")
+        return self
+
+    @property
+    def reads_words(self) -> bool:
+        """True for checks that credit words (free text), which may only feed recognition (I). `equals` reads a
+        categorical answer (a direction, a population, a file) and counts as a value."""
+        return self.kind in ("mentions", "present")
+
+
+class L1Rubric(Strict):
+    """Drives the L1 state machine (seed 001 J.1).
+
+    expect: accept (clean/boundary), detect (a detectable defect), abstain (evidence cannot settle it).
+    diagnosis patterns default to the family's defect catalog entry for the world's defect.
+    """
+
+    expect: Literal["accept", "detect", "abstain"]
+    diagnosis: list[str] = Field(default_factory=list, description="extra regexes that name the defect")
+    partial_diagnosis: list[str] = Field(default_factory=list, description="regexes naming only part of the defect")
+    measure: list[Check] = Field(default_factory=list,
+                                 description="alternative value checks on the diagnosing issue's `value`; one passing "
+                                             "makes the diagnosis complete, none makes it partial")
+    actions: list[Check] = Field(default_factory=list,
+                                 description="checks on the diagnosing issue (its `output` product) or the report: "
+                                             "all pass: DIAGNOSE-AND-ACT; some: -PARTIAL")
+    acceptable_assessments: list[str] = Field(default_factory=list)
+    limit: list[str] = Field(default_factory=list, description="abstain worlds: regexes naming the specific limit")
+
+
+class L2Rubric(Strict):
+    """Components A/I/M/C from checks; caps from seed 001 I.3 and section 3."""
+
+    checks: list[Check]
+    solvable: bool = True
+    usable_field: str = "analysis_usable"
+    unusable_cap: float = Field(1 / 3, description="declaring a solvable world unusable caps the score (1 of 3)")
+    accuracy_cap: float = Field(0.5, description="with A = 0 the world score cannot exceed this")
+    zero_if: list[Check] = Field(default_factory=list, description="all pass: the trap was followed unqualified, score 0")
+
+    @model_validator(mode="after")
+    def _components(self) -> "L2Rubric":
+        missing = {"A", "I", "M", "C"} - {c.component for c in self.checks}
+        if missing:
+            raise ValueError(f"every component needs at least one check; none for {', '.join(sorted(missing))}")
+        return self
+
+
+class L3Axis(Strict):
+    """Rubric text the judge applies for one axis, with anchors for 0 and 3."""
+
+    name: str
+    anchor_0: str
+    anchor_3: str
+
+
+class L3Rubric(Strict):
+    evidence_fidelity: str = Field(description="what D requires for this dossier")
+    novelty: str = Field(description="what a substantive N contribution looks like here")
+    abstention: str = Field(description="when an abstention is justified for this dossier")
+    key_claims: list[str] = Field(default_factory=list, description="claims the evidence supports")
+    unsupported_claims: list[str] = Field(default_factory=list, description="claims the evidence does not support")
+
+
+# ---------------------------------------------------------------- worlds
+
+class RecipeStep(Strict):
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Grounding(Strict):
+    citation: str = Field(description="literature or documented phenomenon that makes the perturbation plausible")
+    rationale: str = Field(description="why this happens in real data")
+
+
+class PivotalBlock(Strict):
+    """A world's pivotal-choice case (SciPivot): the project up to the pivotal output, and two plans.
+
+    Text fields (record, original_plan, corrected_plan, each evidence item) are `str.format` templates over `g`
+    (the golden's values) and `w` (this manifest), e.g. "Spearman {g[naive_raw_chip_spearman]:+.2f}" or
+    "{g[gain_regions][0][chrom]}"; `python -m benchmark pivotal cases build` fills them in
+    (benchmark/pivotal/template.py), prefixes the record with the family's `goal` and takes the case's field from
+    the track's `field`. A format spec is a `|` pipeline of operations, then optionally an ordinary format spec:
+      fc          signed log2FC, two decimals, never '-0.00'      pct        fraction as a whole percentage (0.25 -> 25%)
+      kb, kb(N)   bp / 1000 with one (N) decimals                 span       a region's end - start
+      div(N)      integer division                                head(N)    first N items of a list
+      minus(KEY)  items not in the golden list g[KEY]             only(A,B)  items that are one of A, B, ...
+      pairs(OP)   mapping -> 'key value' items, values via OP     argmax/max key / value of a mapping's largest value
+      join        list -> 'a, b, c' (join(SEP))                   or(TEXT)   TEXT when the value is empty
+    e.g. "{g[naive_cell_level_top]:head(5)|join}", "{g[target_fraction_by_lane]:max|pct}". A key the golden lacks is
+    an error naming this file, the field (`pivotal.record`) and the key; `worlds validate` renders every block.
+    A challenged world's original plan proceeds on the pivotal output and its corrected plan is the check
+    `careful_scientist` orders; a clean control reverses the roles (the original plan is an unneeded detour).
+    """
+
+    stage: str | None = Field(None, pattern=r"^[a-z0-9_]+$",
+                              description="names a second (third, ...) decision of the same world: its case id is "
+                                          "pivot.<world id>.<stage>; the world's first block has none (pivot.<world id>)")
+    categories: list[str] = Field(min_length=1, description="what kind of judgment the choice tests")
+    record: str = Field(description="what was done and seen up to the pivotal output (numbers from the golden)")
+    original_plan: str
+    corrected_plan: str
+    evidence: list[str] = Field(default_factory=list, description="what the reference analysis shows (from the golden)")
+
+
+class WorldBase(Strict):
+    id: str
+    track: str
+    level: Level
+    family: str
+    world_class: str = Field(alias="class")
+    title: str
+    seed: int = Field(strict=True)  # strict: `seed: true` or "7" is refused, not coerced
+    recipe: list[RecipeStep] = Field(default_factory=list)
+    public_files: list[str]
+    expected_response: str = Field(description="what the agent should report and do")
+    careful_scientist: str = Field(description="what a careful scientist would check, in order")
+    grounding: Grounding
+    pivotal: PivotalBlock | list[PivotalBlock] | None = Field(
+        None, description="this world's pivotal-choice case, or its cases in project order (SciPivot's projects hold "
+                          "several decisions: a later one carries a `stage`)")
+
+    @model_validator(mode="after")
+    def _class_for_level(self) -> "WorldBase":
+        allowed = CLASSES[self.level]
+        if self.world_class not in allowed:
+            raise bad("class", f"class {self.world_class!r} is not a {self.level} class; use one of {', '.join(allowed)}")
+        if not self.id.startswith(f"{self.track}."):
+            raise bad("id", f"id {self.id!r} must start with the track name '{self.track}.'")
+        for f in self.public_files:
+            if f.startswith("/") or ".." in f.split("/"):
+                raise bad("public_files", f"public file {f!r} must be a relative path inside the world")
+        stages = [b.stage for b in self.pivotal_blocks]
+        if stages and (stages[0] is not None or None in stages[1:] or len(set(stages)) != len(stages)):
+            raise bad("pivotal", "the first pivotal block has no `stage` (its case is pivot.<world id>); every later "
+                                 f"block names a distinct one; got {stages}")
+        return self
+
+    @property
+    def pivotal_blocks(self) -> list[PivotalBlock]:
+        """The world's pivotal blocks in project order ([] when it has none)."""
+        p = self.pivotal
+        return [] if p is None else [p] if isinstance(p, PivotalBlock) else list(p)
+
+    @property
+    def name(self) -> str:
+        return self.id.rsplit(".", 1)[-1]
+
+
+class L1World(WorldBase):
+    level: Literal[Level.L1]
+    defect: str | None = Field(None, description="defect code from the family's catalog; null for clean/boundary")
+    rubric: L1Rubric
+
+    @model_validator(mode="after")
+    def _defect(self) -> "L1World":
+        if self.world_class == "challenge" and not self.defect:
+            raise bad("defect", "a challenge world needs 'defect'")
+        if self.world_class != "challenge" and self.defect:
+            raise bad("defect", f"a {self.world_class} world carries no defect; remove 'defect'")
+        if self.world_class != "challenge" and self.rubric.expect != "accept":
+            raise bad("rubric", f"a {self.world_class} world must have rubric.expect = accept")
+        return self
+
+
+class L2World(WorldBase):
+    level: Literal[Level.L2]
+    trap: str | None = Field(None, description="the confound or trap, in words; null for the clean control")
+    defect: str | None = Field(None, description="the trap's code in the family's defect_catalog; null for the clean control")
+    also_present: list[str] = Field(default_factory=list,
+                                    description="other catalogued traps genuinely present in this world (naming them is "
+                                                "not an invention), e.g. the narrow-default pitfall of every broad mark")
+    rubric: L2Rubric
+
+    @model_validator(mode="after")
+    def _trap(self) -> "L2World":
+        if (self.world_class == "clean") == bool(self.trap):
+            raise bad("trap", "a clean world has no 'trap'; every other L2 class names its trap")
+        if self.world_class == "clean" and self.defect:
+            raise bad("defect", "a clean control carries no 'defect'; remove it")
+        return self
+
+
+class Prior(Strict):
+    question: str = Field(description="asked before the dossier is shown")
+    expected: str = Field(description="the textbook expectation the evidence is meant to test")
+    conflicts_if: str = Field(description="how to decide, by reason, that a stated prior conflicts with the evidence")
+
+
+class L3World(WorldBase):
+    level: Literal[Level.L3]
+    route: Literal["real", "native", "injected"]
+    prior: Prior
+    evidence: str = Field(description="what the dossier shows, in one paragraph")
+    expected_act: str
+    rubric: L3Rubric
+
+    @model_validator(mode="after")
+    def _route(self) -> "L3World":
+        want = {"real": "real", "native_cf": "native", "injected_cf": "injected"}[self.world_class]
+        if self.route != want:
+            raise bad("route", f"class {self.world_class} needs route {want!r}, not {self.route!r}")
+        return self
+
+
+World = Annotated[Union[L1World, L2World, L3World], Field(discriminator="level")]
+
+
+# ---------------------------------------------------------------- freeze outputs
+
+class Golden(Strict):
+    """The reference solver's answer, stored with the world at freeze time."""
+
+    world_id: str
+    solver: str
+    solver_version: str
+    values: dict[str, Any]
+
+
+class Lock(Strict):
+    """sha256 of every public file, the golden and the manifest, plus the versions that produced them."""
+
+    world_id: str
+    manifest_sha256: str
+    files: dict[str, str]
+    golden_sha256: str
+    solver: str
+    solver_version: str
+    tool_versions: dict[str, str]
