@@ -98,3 +98,17 @@ def test_private_campaign_changes_every_file_and_drawn_value_and_stays_solvable(
                                      suite=tmp_path / "camp", agents=("oracle",))
     assert problems == [], problems
     assert len(results["oracle"]) == len(picks)
+
+
+def test_two_freezes_of_one_world_at_once_leave_one_whole_build(tmp_path):
+    """Two processes freezing the same world into one folder (two maintainers' terminals, a campaign frozen twice)
+    both finish and leave one build that matches its lock, and no half-built folder: each builds under its own name
+    and the install renames (it crashed with FileNotFoundError when both built into `.<id>.building`)."""
+    from benchmark.suite.freeze import compare, world_cache
+
+    ref = load_suite().worlds["scrna.L1.integrity.clean"]
+    bound = start_campaign(tmp_path / "camp", 7, [ref])
+    freeze_worlds([bound[0], bound[0], bound[0]], jobs=3)
+    w = campaign_suite(load_suite(), tmp_path / "camp").worlds[ref.id]
+    assert compare(w, read_lock(w), world_cache(w)) == []
+    assert [p.name for p in world_cache(w).parent.iterdir() if p.name.startswith(".")] == []

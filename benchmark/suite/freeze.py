@@ -319,20 +319,42 @@ def world_cache(ref: WorldRef, cache_root: Path | None = None) -> Path:
 def freeze_world(ref: WorldRef, cache_root: Path | None = None) -> Lock:
     """Build into the cache, solve, and write golden + lock beside the manifest (or in the campaign), atomically."""
     out = world_cache(ref, cache_root)
-    tmp = out.with_name(f".{ref.id}.building")
+    tmp = out.with_name(f".{ref.id}.{os.getpid()}.{secrets.token_hex(4)}.building")  # two freezes may race here
     tmp.parent.mkdir(parents=True, exist_ok=True)
     truth: dict[str, Any] = {}
-    files = build_files(ref, tmp, truth)
-    g = solve(ref, tmp, truth)
-    if out.exists():
-        shutil.rmtree(out)
-    os.replace(tmp, out)
-    lock = make_lock(ref, out, files, g)
+    try:
+        files = build_files(ref, tmp, truth)
+        g = solve(ref, tmp, truth)
+        lock = make_lock(ref, tmp, files, g)  # hashed before it is installed: another freeze may replace `out`
+        _install(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     ref.golden_path.parent.mkdir(parents=True, exist_ok=True)
     ref.lock_path.parent.mkdir(parents=True, exist_ok=True)
     _atomic_write(ref.golden_path, golden_bytes(g))
     _atomic_write(ref.lock_path, lock_bytes(lock))
     return lock
+
+
+def _install(tmp: Path, out: Path, attempts: int = 5) -> None:
+    """Put a finished build in place of `out`. A directory cannot replace a non-empty one in one rename, so an old
+    build is first renamed aside under a name of this process, then removed; when another freeze installs its own
+    build in between (the same bytes: builds are deterministic), ours replaces it on the next attempt."""
+    for _ in range(attempts):
+        try:
+            os.rename(tmp, out)
+            return
+        except OSError:
+            if not out.exists():
+                raise
+        aside = out.with_name(f".{out.name}.{os.getpid()}.{secrets.token_hex(4)}.old")
+        try:
+            os.rename(out, aside)
+        except FileNotFoundError:
+            continue
+        shutil.rmtree(aside, ignore_errors=True)
+    raise BenchmarkError(f"could not put the new build of {out.name} in place of {out} after {attempts} attempts "
+                         "(other freezes of the same world kept replacing it); run the freeze again")
 
 
 def read_lock(ref: WorldRef) -> Lock:
