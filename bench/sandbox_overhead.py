@@ -22,6 +22,7 @@ preload imports scanpy, so the cell's time is the kernels: compiled or loaded fr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
@@ -47,9 +48,10 @@ sc.tl.rank_genes_groups(a, 'group', method='wilcoxon')
 """
 
 
-def seed_cell(world: Path, seeded: bool) -> float:
-    """Wall of start + the first rank_genes_groups cell in a cold sandbox, with this environment's numba seed or
-    with none (the seed is looked up under DISCERN_SANDBOX_CACHE, pointed at an empty folder)."""
+@contextlib.contextmanager
+def seed_env(seeded: bool):
+    """This environment's numba seed (built first), or none: the seed is looked up under DISCERN_SANDBOX_CACHE,
+    pointed at an empty folder while the block runs."""
     from sandbox.numba_seed import build
 
     build(say=lambda m: None)
@@ -58,11 +60,7 @@ def seed_cell(world: Path, seeded: bool) -> float:
     try:
         if not seeded:
             os.environ["DISCERN_SANDBOX_CACHE"] = empty
-        t0 = time.perf_counter()
-        with Sandbox(world, pool=False) as sb:
-            r = sb.run_python(RANK_CELL)
-        assert r.error is None, r.as_text()
-        return time.perf_counter() - t0
+        yield
     finally:
         if saved is None:
             os.environ.pop("DISCERN_SANDBOX_CACHE", None)
@@ -71,20 +69,25 @@ def seed_cell(world: Path, seeded: bool) -> float:
         shutil.rmtree(empty, ignore_errors=True)
 
 
+def seed_cell(world: Path, seeded: bool) -> float:
+    """Wall of start + the first rank_genes_groups cell in a cold sandbox, with this environment's numba seed or
+    with none."""
+    with seed_env(seeded):
+        t0 = time.perf_counter()
+        with Sandbox(world, pool=False) as sb:
+            r = sb.run_python(RANK_CELL)
+        assert r.error is None, r.as_text()
+        return time.perf_counter() - t0
+
+
 def warm_seed_cell(world: Path, seeded: bool) -> float:
     """Wall of the first rank_genes_groups cell in a warm sandbox of the scrna track (scanpy preloaded), started with
     this environment's numba seed or with none; the blank is built untimed first, as the pool builds it while the
     previous world runs."""
     from sandbox.bwrap import Limits
-    from sandbox.numba_seed import build
 
-    build(say=lambda m: None)
-    saved = os.environ.get("DISCERN_SANDBOX_CACHE")
-    empty = tempfile.mkdtemp(prefix="no-seed-")
     label = "scrna.bench.seed"
-    try:
-        if not seeded:
-            os.environ["DISCERN_SANDBOX_CACHE"] = empty
+    with seed_env(seeded):
         if not POOL.wait_for(Limits(), world, label, timeout=300):
             raise SystemExit(f"the warm pool did not get a scrna sandbox ready: {POOL.last_error}")
         sb = Sandbox(world, label=label)
@@ -97,12 +100,6 @@ def warm_seed_cell(world: Path, seeded: bool) -> float:
         finally:
             sb.close()
         return dt
-    finally:
-        if saved is None:
-            os.environ.pop("DISCERN_SANDBOX_CACHE", None)
-        else:
-            os.environ["DISCERN_SANDBOX_CACHE"] = saved
-        shutil.rmtree(empty, ignore_errors=True)
 
 
 def timed(fn, n: int, before=None, minus=None) -> float:
