@@ -316,10 +316,16 @@ def world_cache(ref: WorldRef, cache_root: Path | None = None) -> Path:
     return Path(cache_root) / ref.id
 
 
+def _building_dir(out: Path) -> Path:
+    """Where this process builds `out` before renaming it in place: a name of its own, so builds that race (two
+    `run`s of a fresh clone, two freezes of one world) never write into each other's folder."""
+    return out.with_name(f".{out.name}.{os.getpid()}.{secrets.token_hex(4)}.building")
+
+
 def freeze_world(ref: WorldRef, cache_root: Path | None = None) -> Lock:
     """Build into the cache, solve, and write golden + lock beside the manifest (or in the campaign), atomically."""
     out = world_cache(ref, cache_root)
-    tmp = out.with_name(f".{ref.id}.{os.getpid()}.{secrets.token_hex(4)}.building")  # two freezes may race here
+    tmp = _building_dir(out)  # two freezes may race here
     tmp.parent.mkdir(parents=True, exist_ok=True)
     truth: dict[str, Any] = {}
     try:
@@ -413,7 +419,7 @@ def ensure_built(ref: WorldRef, cache_root: Path | None = None) -> Path:
     lock = read_lock(ref)
     d = world_cache(ref, cache_root)
     if not d.exists():  # built aside under a name of this process, then renamed: two processes may race here
-        tmp = d.with_name(f".{ref.id}.{os.getpid()}.{secrets.token_hex(4)}.building")
+        tmp = _building_dir(d)
         tmp.parent.mkdir(parents=True, exist_ok=True)
         try:
             build_files(ref, tmp)
