@@ -158,3 +158,44 @@ def test_a_killed_harness_takes_its_grading_worker_with_it(tmp_path):
                 os.kill(k, signal.SIGKILL)
             except OSError:
                 pass
+
+
+def test_a_warm_up_imports_the_validators_beside_the_episode_and_the_next_check_still_answers(tmp_path, monkeypatch):
+    """`prestart(modules)` has the worker import a world's validator modules before its first check (an episode
+    runs meanwhile); the warm-up gets no answer, so the check after it reads its own result, not a stale one."""
+    import sys
+    import threading
+    import time
+
+    import tests.hostile_validators  # noqa: F401
+
+    marker = tmp_path / "imported"
+    (tmp_path / "warm_probe_mod.py").write_text(f"open({str(marker)!r}, 'w').write('yes')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # the spawned worker inherits sys.path
+    (tmp_path / "out.txt").write_text("x\n")
+    got = {}
+
+    def episode():  # a thread of its own: a fresh worker, as each harness thread has
+        capped.prestart(["warm_probe_mod", "no_such_module_here"])  # a module that fails is skipped, not fatal
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        got["warm"] = marker.exists()
+        got["check"] = run_check(_check("test.ok"), {"output": "out.txt"}, {}, tmp_path)
+        capped.close()
+
+    t = threading.Thread(target=episode)
+    t.start()
+    t.join(120)
+    assert got["warm"], "the worker did not import the warm-up module before any check"
+    assert got["check"].credit == 1.0 and "read 2 bytes" in got["check"].detail, got["check"].detail
+    assert "warm_probe_mod" not in sys.modules  # imported in the worker, not in the harness
+
+
+def test_validator_modules_names_the_track_module_only_for_worlds_with_product_checks():
+    from benchmark.suite.loader import load_suite
+
+    suite = load_suite()
+    with_products = suite.worlds["histone.L2.differential.clean"]
+    assert capped.validator_modules(with_products) == ["worlds.histone.solvers"]
+    assert capped.validator_modules(suite.worlds["scrna.L1.integrity.clean"]) == []

@@ -285,6 +285,20 @@ def test_preload_follows_the_track_and_the_cpu_budget():
     assert a != pool_mod.pool_key(Limits(memory_bytes=1 << 30), ("numpy",))
 
 
+def test_every_module_a_blank_preloads_imports_and_the_usual_submodules_come_with_their_package():
+    """A preload that cannot import is skipped in silence inside the blank, so a wrong name (histone's `macs3`, a
+    module called MACS3) costs every world of the track the import it was meant to save: every track's list must
+    import here, and scipy brings scipy.stats, which most tracks' analyses import (0.7 CPU-s)."""
+    import importlib.util
+
+    tracks = sorted(p.parent.name for p in (pool_mod.REPO_ROOT / "worlds").glob("*/track.yaml"))
+    assert len(tracks) >= 5
+    missing = {t: m for t in tracks for m in pool_mod.track_packages(t) if importlib.util.find_spec(m) is None}
+    assert missing == {}
+    assert "MACS3" in pool_mod.track_packages("histone") and "scipy.stats" in pool_mod.track_packages("histone")
+    assert {"pydeseq2.dds", "pydeseq2.ds"} <= set(pool_mod.track_packages("bulkrna"))
+
+
 def test_a_blank_started_before_the_numba_seed_existed_is_not_handed_out_after(tmp_path, monkeypatch):
     """A blank copies the seed when it starts: once a seed is built (or replaced), blanks made without it have
     another key, so the next world does not compile what the seed holds."""

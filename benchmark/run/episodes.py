@@ -101,7 +101,8 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
         return run_one_l3(ref, replicate, cfg, store, slot)
     from graders import capped
 
-    capped.prestart()  # this thread's grading worker starts beside the episode, not after it
+    capped.prestart(capped.validator_modules(ref))  # this thread's grading worker starts (and imports its
+    # validators) beside the episode, not after it
     seed = cfg.seed + replicate
     budget = _budget(Level(ref.world.level), cfg)
     key = result_key(ref.id, replicate)

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 from benchmark.suite.registry import naive, oracle, product_validator, solver
 
 from worlds.histone.solvers import (  # noqa: F401 - the reference helpers the cells carry as source

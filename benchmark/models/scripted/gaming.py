@@ -117,7 +117,7 @@ def naive_replay(world_id: str) -> tuple[dict | None, dict[str, str]] | None:
     if not root:
         return None
     store = RunStore(Path(root))
-    rec = next((r for r in store.results() if r.world_id == world_id and r.replicate == 0 and r.score is not None), None)
+    rec = _replayable(store).get(world_id)
     if rec is None:
         return None
     traj = store.load_trajectory(rec.trajectory)
@@ -136,6 +136,24 @@ def naive_replay(world_id: str) -> tuple[dict | None, dict[str, str]] | None:
     except ValueError:
         report_ = None
     return (report_ if isinstance(report_, dict) else None), files
+
+
+_REPLAY_INDEX: dict[str, tuple[tuple[int, int], dict]] = {}
+
+
+def _replayable(store) -> dict:
+    """world id -> the naive run's scored replicate-0 record. Read once per version of results.jsonl (its mtime and
+    size), not once per call: six gaming agents x 220 worlds re-read and re-validated all 220 lines each time."""
+    try:
+        st = store.results_path.stat()
+    except FileNotFoundError:
+        return {}
+    key, stamp = str(store.results_path.resolve()), (st.st_mtime_ns, st.st_size)
+    hit = _REPLAY_INDEX.get(key)
+    if hit is None or hit[0] != stamp:
+        index = {r.world_id: r for r in store.results() if r.replicate == 0 and r.score is not None}
+        hit = _REPLAY_INDEX[key] = (stamp, index)
+    return hit[1]
 
 
 def cells(name: str, ref: WorldRef, naive_cells: list[str]) -> list[str]:
