@@ -7,8 +7,9 @@ numba reuses compiled code that its cache folder already holds.
 
 The seed is that folder, compiled once per environment by OUR warm-up code (`WARMUP`) in a fresh sealed sandbox in
 which no agent code runs, and kept under `.cache/sandbox/numba-<key>/` (atomically: built aside, then renamed). Its
-key is the seal walk's fingerprint (interpreter, every installed package, Debian's package list) plus the uid mode
-and this module's code, so a `pip install` makes a new seed rather than a stale one.
+key is the interpreter, the installed distributions with their versions, the uid mode and this module's code
+(`seed_key`), so a `pip install` makes a new seed rather than a stale one; a run builds it when it is missing
+(`ensure_for`).
 
 Every sandbox gets its OWN copy: bwrap writes the seed's files into the sandbox's private /tmp/numba as it starts
 (`--file FD`, like a world's files), owned by the sandbox's uid. A world may change its copy; it can change neither
@@ -94,17 +95,25 @@ print('not available:', '; '.join(failed) or 'none')
 
 
 def seed_key() -> str:
-    from sandbox.seal import _walk_roots
+    """The environment's key: the interpreter, the installed distributions and their versions (the `*.dist-info`
+    names of every site-packages folder), the uid mode and this module's code. Nothing else: a tool installed into
+    /usr/local/bin, an apt upgrade or a .pyc written beside a package changed the old key (a stat walk) and left
+    every sandbox compiling scanpy's kernels again (13 CPU-s a world) until someone re-ran `sandbox seed`, while
+    numba checks each cached entry against its own source and CPU anyway."""
+    from sandbox.seal import _site_dirs
 
-    return _seed_key(tuple(_walk_roots()), os.geteuid() == 0)
+    return _seed_key(tuple(_site_dirs()), os.geteuid() == 0)
 
 
 @functools.lru_cache(maxsize=8)
 def _seed_key(roots: tuple[Path, ...], as_root: bool) -> str:
-    from sandbox.seal import walk_fingerprint
+    import sys
 
+    dists = sorted(f"{r}/{e.name}" for r in roots for e in os.scandir(r)
+                   if e.name.endswith((".dist-info", ".egg-info")))
     h = hashlib.sha256()
-    h.update(f"{SEED_VERSION}\0{as_root}\0{walk_fingerprint(list(roots))}\0".encode())
+    h.update(f"{SEED_VERSION}\0{as_root}\0{sys.version}\0{sys.executable}\0".encode())
+    h.update("\n".join(dists).encode(errors="surrogateescape"))
     h.update(Path(__file__).read_bytes())
     return h.hexdigest()[:16]
 
@@ -183,6 +192,26 @@ def build(say=print) -> Path:
     finally:
         os.close(fd)
     return root
+
+
+NEEDS_SEED = ("scanpy",)  # packages whose numba kernels the seed holds
+
+
+def ensure_for(tracks: set[str], say=print) -> Path | None:
+    """Build the seed before a run whose worlds' tracks preload scanpy, when this environment has none (a fresh
+    clone that skipped setup.sh, or a `pip install` since): about a minute once, against ~13 CPU-s in every scanpy
+    world without it. A build that fails is said and the run goes on unseeded (slower, never different)."""
+    from benchmark.errors import BenchmarkError
+    from sandbox.pool import track_packages
+
+    if seed_dir().is_dir() or not any(p in track_packages(t) for t in tracks for p in NEEDS_SEED):
+        return None
+    say("compiling numba's kernels once for every sandbox of this environment (about a minute, the first time only)")
+    try:
+        return build(say=lambda m: None)
+    except BenchmarkError as exc:
+        say(f"warning: no numba seed ({exc}); scanpy's kernels compile in each sandbox instead")
+        return None
 
 
 def prune_stale(keep: Path) -> list[Path]:

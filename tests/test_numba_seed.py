@@ -116,3 +116,36 @@ def test_a_new_seed_removes_the_seeds_of_earlier_environments(tmp_path):
     assert prune_stale(keep) == [tmp_path / "numba-0123456789abcdef"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["numba-4e5aee4487eae059", "numba-build-x1y2",
                                                           "numba-seed.lock", "other"]
+
+
+def test_the_seed_key_follows_installed_distributions_not_other_files(tmp_path, monkeypatch):
+    """A file added beside the packages (a tool in /usr/local/bin, a .pyc) keeps the key, so the seed is not lost;
+    a distribution installed or upgraded (a new `*.dist-info`) makes a new one."""
+    from sandbox import numba_seed, seal
+
+    site = tmp_path / "site-packages"
+    (site / "pkg").mkdir(parents=True)
+    (site / "pkg-1.0.dist-info").mkdir()
+    monkeypatch.setattr(seal, "_site_dirs", lambda: [site])
+    numba_seed._seed_key.cache_clear()
+    first = numba_seed.seed_key()
+    (site / "pkg" / "__pycache__").mkdir()
+    (site / "tool.py").write_text("")
+    numba_seed._seed_key.cache_clear()
+    assert numba_seed.seed_key() == first
+    (site / "pkg-1.0.dist-info").rename(site / "pkg-1.1.dist-info")
+    numba_seed._seed_key.cache_clear()
+    assert numba_seed.seed_key() != first
+    numba_seed._seed_key.cache_clear()
+
+
+def test_a_run_builds_the_seed_only_for_tracks_that_use_scanpy(tmp_path, monkeypatch):
+    from sandbox import numba_seed
+
+    monkeypatch.setenv("DISCERN_SANDBOX_CACHE", str(tmp_path / "no-seed"))
+    built = []
+    monkeypatch.setattr(numba_seed, "build", lambda say=print: built.append(1) or tmp_path)
+    said = []
+    assert numba_seed.ensure_for({"clinvar", "bulkrna"}, say=said.append) is None and built == []
+    assert numba_seed.ensure_for({"clinvar", "scrna"}, say=said.append) == tmp_path and built == [1]
+    assert said and "numba" in said[0]

@@ -237,6 +237,11 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
 
         importing = threading.Thread(target=_import_litellm, name="import-litellm", daemon=True)
         importing.start()
+    if cfg.executor == "local":
+        from sandbox.numba_seed import ensure_for
+
+        ensure_for({r.world.track for r in refs if r.world.level != Level.L3},
+                   say=lambda m: print(m, file=sys.stderr, flush=True))
     build_missing(refs)
     with progress("verifying locks", len(refs)) as step:
         for ref in refs:
