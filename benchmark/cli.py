@@ -24,9 +24,11 @@ def _console():
 
 
 def _suite(args):
-    from benchmark.suite.loader import Suite
+    """The suite as it is on disk now (a command run twice in one process sees an edit in between), from the
+    loaded-suite cache when its bytes are unchanged (benchmark.suite.loader.cached_suite)."""
+    from benchmark.suite.loader import WORLDS_ROOT, cached_suite
 
-    return Suite(Path(args.root)) if getattr(args, "root", None) else Suite()
+    return cached_suite(Path(args.root) if getattr(args, "root", None) else WORLDS_ROOT)
 
 
 def _world_ref(args, world_id: str):

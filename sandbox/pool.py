@@ -379,6 +379,9 @@ class WarmPool:
                 blank = Sandbox(None, limits, label="warm pool", pool=False)
                 blank._nice = 10 if os.geteuid() == 0 else 0
                 with self._cv:
+                    if self._to_come == 0 and not self._waiters:  # the last sandbox to come started while
+                        self._building = None  # _may_build sampled the cores: `started` found no blank to kill
+                        continue
                     self._building_sb = blank
                 ok = False
                 try:

@@ -151,3 +151,33 @@ def test_a_bad_data_entry_names_the_file_and_field(tmp_path):
     (tmp_path / "t" / "track.yaml").write_text("data:\n- registry: conda\n  package: x\n")
     with pytest.raises(BenchmarkError, match=r"track.yaml: field 'data.0'"):
         declared_sources(tmp_path)
+
+
+def test_a_loaded_suite_is_reused_from_its_bytes_and_an_edit_or_a_broken_file_is_never_served_stale(tmp_path, monkeypatch):
+    """cached_suite keeps a suite that loaded (pickled under .cache/suites/) and serves it again only for the same
+    bytes: an edited world is read afresh, a broken one raises every time, a torn cache file is loaded afresh."""
+    from benchmark.suite import loader
+
+    monkeypatch.setattr(loader, "SUITE_CACHE_DIR", tmp_path / "cache")
+    root = make_root(tmp_path / "suite")
+    first = loader.cached_suite(root)
+    kept = list((tmp_path / "cache").glob("*.pickle"))
+    assert len(kept) == 1
+    monkeypatch.setattr(loader.Suite, "_load", lambda self: pytest.fail("parsed again for unchanged bytes"))
+    again = loader.cached_suite(root)
+    assert again is not first and again.worlds.keys() == first.worlds.keys()
+    assert again.worlds["histone.L2.quantify.clean"].world == first.worlds["histone.L2.quantify.clean"].world
+    monkeypatch.undo()
+    monkeypatch.setattr(loader, "SUITE_CACHE_DIR", tmp_path / "cache")
+
+    world = root / "histone" / "L2" / "quantify" / "clean.yaml"
+    world.write_text(WORLD.replace("title: clean control", "title: edited control"))
+    assert loader.cached_suite(root).worlds["histone.L2.quantify.clean"].world.title == "edited control"
+    world.write_text(WORLD.replace("seed: 3", "seed: three"))
+    for _ in range(2):
+        with pytest.raises(ManifestError, match="seed"):
+            loader.cached_suite(root)
+    world.write_text(WORLD)
+    for p in (tmp_path / "cache").glob("*.pickle"):
+        p.write_bytes(b"torn")
+    assert loader.cached_suite(root).worlds["histone.L2.quantify.clean"].world.title == "clean control"

@@ -439,3 +439,29 @@ def test_no_blank_is_built_beyond_the_sandboxes_still_to_come(tmp_path):
         assert p.wait_ready(key, 90), p.last_error
     finally:
         p.shutdown()
+
+
+def test_the_last_sandbox_starting_while_the_builder_samples_the_cores_stops_the_build(tmp_path):
+    """The builder picks a key, then samples the cores (`_may_build`, a quarter second) before it makes the blank.
+    The run's last sandbox starting in that window found no blank to kill, and the builder went on to build one for
+    nobody (a flaky failure of the test above under load); the builder now looks again as it starts the build."""
+    p = WarmPool()
+    key = pool_mod.pool_key(Limits(), pool_mod.preload_for(tmp_path / "world", "task", Limits()))
+    sampled = []
+
+    def may_build():  # the run's only world starts while the cores are being sampled
+        p.started(key, Limits())
+        sampled.append(1)
+        return True
+
+    p._may_build = may_build
+    try:
+        p.expect(1)
+        assert p.prewarm(Limits(), tmp_path / "world", "task") == key
+        deadline = time.monotonic() + 60
+        while (not sampled or p._building is not None) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sampled and p._building is None
+        assert not p.ready(key) and p.stats["built"] == 0, "a blank was built for no world"
+    finally:
+        p.shutdown()

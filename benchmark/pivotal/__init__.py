@@ -14,9 +14,17 @@ A self-contained side protocol, not split over the stage packages (cases.py and 
 its protocol, score.py its scores): its stages are small and tied to its own case file. Model providers may read
 its cases (the scripted agents' choices, benchmark.models.scripted.plans), never run.py.
 """
-from benchmark.pivotal.cases import DEFAULT_CASES, PivotalCase, load_cases
-
 __all__ = ["DEFAULT_CASES", "PivotalCase", "load_cases"]
+
+
+def __getattr__(name: str):
+    """The case API on first use: every CLI process builds the `pivotal` parser, which needs only the axes below,
+    and importing cases.py (its pydantic models) cost each of them ~0.1 s."""
+    if name in __all__:
+        from benchmark.pivotal import cases
+
+        return getattr(cases, name)
+    raise AttributeError(f"module 'benchmark.pivotal' has no attribute {name!r}")
 
 # The protocol's fixed axes (seed 002), here so that building the CLI parser imports nothing heavy.
 CONDITIONS = ("project", "options-only")
