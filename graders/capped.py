@@ -137,9 +137,9 @@ def prestart(modules: list[str] | None = None) -> None:
 def validator_modules(ref: Any) -> list[str]:
     """What the worker imports to hold a world's product validators: its track's solver module (which registers
     them), or nothing for a world whose rubric has no product check."""
-    rub = getattr(ref.world, "rubric", None)
-    checks = [c for part in ("checks", "zero_if", "measure", "actions") for c in (getattr(rub, part, None) or [])]
-    return [ref.track.solver_module] if any(getattr(c, "kind", "").startswith("product") for c in checks) else []
+    from benchmark.suite.manifest import rubric_checks
+
+    return [ref.track.solver_module] if any(c.kind.startswith("product") for c in rubric_checks(ref.world)) else []
 
 
 def run_product_check(modules: list[str], args: tuple, wall: float | None = None) -> tuple[float, str]:

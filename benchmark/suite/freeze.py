@@ -30,7 +30,7 @@ import numpy as np
 from benchmark.suite.canonical import CanonicalWriter, _atomic_write
 from benchmark.errors import BenchmarkError, LockMismatch
 from benchmark.suite.loader import REPO_ROOT, WorldRef
-from benchmark.suite.manifest import Golden, Lock
+from benchmark.suite.manifest import Golden, Lock, rubric_checks
 from benchmark.suite.registry import RECIPES, SOLVERS, SUBSTRATES, WRITERS, load_track_module
 from graders.numerics import numerics_pinned, pinned_environment
 
@@ -199,11 +199,8 @@ def golden_tolerances(ref: WorldRef) -> dict[str, tuple[float, float]]:
     """Golden key (dotted) -> (rel, abs) float tolerance for the check against the committed golden: a tenth of
     the tolerance of the tightest rubric check that reads the key (SPEARMAN_VALUE_TOL for a key only ranked);
     keys no check reads keep GOLDEN_REL_TOL / GOLDEN_ABS_TOL."""
-    rub = ref.world.rubric
-    checks = [*getattr(rub, "checks", []), *getattr(rub, "zero_if", []), *getattr(rub, "measure", []),
-              *getattr(rub, "actions", [])]
     out: dict[str, tuple[float, float]] = {}
-    for c in checks:
+    for c in rubric_checks(ref.world):
         if not c.golden:
             continue
         if c.rel_tol is not None or c.abs_tol is not None:

@@ -441,6 +441,13 @@ class L3World(WorldBase):
 World = Annotated[Union[L1World, L2World, L3World], Field(discriminator="level")]
 
 
+def rubric_checks(world: L1World | L2World | L3World) -> list[Check]:
+    """Every deterministic check a world's rubric holds: L2's checks and zero_if, L1's measure and actions (an L3
+    rubric holds none)."""
+    rub = world.rubric
+    return [c for part in ("checks", "zero_if", "measure", "actions") for c in (getattr(rub, part, None) or [])]
+
+
 # ---------------------------------------------------------------- freeze outputs
 
 class Golden(Strict):
