@@ -214,6 +214,20 @@ def _valid_report() -> dict:
     return first_option_value(load_suite().worlds[FAKE_WORLDS[0]].family.report_schema)
 
 
+def _leave_ray(when: str) -> None:
+    """This pytest process must not stay a Ray driver: Ray's GCS client ends its process (std::_Exit, no
+    traceback) a minute after the cluster goes, which took an xdist worker down in the middle of a later test."""
+    if ray.is_initialized():
+        ray.shutdown()
+        pytest.fail(f"{when} left this process joined to a Ray cluster (RayExecutor.close was not reached)")
+
+
+@pytest.fixture(autouse=True)
+def no_driver_left_behind(request):
+    yield
+    _leave_ray(request.node.name)
+
+
 @pytest.fixture(scope="module")
 def cluster(fake):
     """A head and a second node; the model endpoint and key are exported before `ray start`, as on real nodes."""
@@ -223,7 +237,10 @@ def cluster(fake):
         c.add_node()
         yield c
     finally:
-        c.stop()
+        try:
+            _leave_ray("the cluster's tests")
+        finally:
+            c.stop()
         from benchmark.run.ray_executor import _sweep_scratch
 
         _sweep_scratch(min_age_s=0)  # the scratch folders of the episodes the tests killed (their locks are free)
@@ -336,6 +353,24 @@ def test_a_worker_answer_cannot_write_outside_its_pair(tmp_path):
     finally:
         store.close()
     assert not (tmp_path / "escape.txt").exists()
+
+
+@pytest.mark.slow
+def test_a_join_that_fails_part_way_leaves_no_driver_behind(cluster, tmp_path, monkeypatch):
+    """ray.init connects, then fails (a GCS lost mid-join, a timeout): the run says it cannot join, writes nothing,
+    and this process is no Ray driver any more, so nothing ends it when the cluster goes away."""
+    real = ray.init
+
+    def joins_then_fails(*args, **kwargs):
+        real(*args, **kwargs)
+        raise RuntimeError("lost the GCS while joining")
+
+    monkeypatch.setattr(ray, "init", joins_then_fails)
+    out = tmp_path / "run"
+    with pytest.raises(BenchmarkError, match=r"cannot join the Ray cluster at .* \(lost the GCS while joining\)"):
+        execute(RunConfig(model="scripted/oracle", out=out, worlds=["scrna.L1.integrity.clean"], levels=["L1"],
+                          executor="ray", address=cluster.address))
+    assert not ray.is_initialized() and not out.exists()
 
 
 def test_address_needs_the_ray_executor_and_a_dead_address_writes_nothing(tmp_path):

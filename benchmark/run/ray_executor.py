@@ -326,13 +326,22 @@ class RayExecutor:
                 ray.init(include_dashboard=False, **kwargs)
             else:
                 ray.init(address=address, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError ... one sentence
+        except BaseException as exc:
+            # A join that failed part way may have left this process a driver whose GCS client ends the whole
+            # process (std::_Exit) a minute after the cluster goes away: leave it now, then say why.
+            ray.shutdown()
+            if not isinstance(exc, Exception):
+                raise
             msg = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
             raise BenchmarkError(f"cannot join the Ray cluster at {address} ({msg}); start one with `ray start --head` "
                                  "and pass its address with --address (EVALUATE_MODEL.md, 'Campaigns on a Ray "
                                  "cluster')") from None
         self._ray = ray
-        cpus = ray.cluster_resources().get("CPU", 0)
+        try:
+            cpus = ray.cluster_resources().get("CPU", 0)
+        except BaseException:
+            self.close()
+            raise
         if cpus < self.cpus:
             self.close()
             raise BenchmarkError(f"the Ray cluster at {address} has {cpus:g} CPU(s); an episode needs {self.cpus} "
