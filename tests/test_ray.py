@@ -300,6 +300,24 @@ def test_a_worker_episode_recorded_on_the_head_equals_the_local_one(tmp_path):
     assert {r.run_id for r in RunStore(remote).results()} == {"remote"}, "the head's run id, not the scratch folder's"
 
 
+def test_a_worker_node_without_a_numba_seed_builds_it_for_a_scanpy_world(tmp_path, monkeypatch):
+    """Each node builds its own seed, as `run` does on one machine; a world of a track without scanpy, or an L3
+    dossier, builds none."""
+    from benchmark.run.ray_executor import _seed_numba
+    from sandbox import numba_seed
+
+    monkeypatch.setenv("DISCERN_SANDBOX_CACHE", str(tmp_path / "node-cache"))
+    built = []
+    monkeypatch.setattr(numba_seed, "build", lambda say=print: built.append(1) or tmp_path)
+    suite = load_suite()
+    _seed_numba(suite.worlds["clinvar.L1.integrity.clean"])
+    _seed_numba(next(r for r in suite.worlds.values() if r.world.level == "L3" and r.world.track == "scrna"))
+    assert built == []
+    ref = suite.worlds["scrna.L1.integrity.clean"]
+    result = run_remote_episode(_task(ref, 0, RunConfig(model="scripted/oracle", out=tmp_path / "head")))
+    assert built == [1] and json.loads(result.record)["status"] == "graded"
+
+
 def test_a_worker_whose_checkout_differs_refuses_the_episode(tmp_path):
     ref = load_suite().worlds["scrna.L1.integrity.clean"]
     cfg = RunConfig(model="scripted/oracle", out=tmp_path)

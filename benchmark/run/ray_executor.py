@@ -35,6 +35,7 @@ import hashlib
 import os
 import shutil
 import socket
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -180,6 +181,16 @@ def _read_tree(root: Path) -> tuple[list[tuple[str, bytes]], list[str]]:
     return files, dirs
 
 
+def _seed_numba(ref) -> None:
+    """This node's numba seed, built once (under its lock) by the first scanpy-track episode that finds none, as
+    `run` does on one machine: without it every scanpy sandbox on the node compiles the kernels again (~13 CPU-s)."""
+    from benchmark.suite.manifest import Level
+    from sandbox.numba_seed import ensure_for
+
+    if ref.world.level != Level.L3:
+        ensure_for({ref.world.track}, say=lambda m: print(f"{socket.gethostname()}: {m}", file=sys.stderr, flush=True))
+
+
 def run_remote_episode(task: EpisodeTask) -> EpisodeResult:
     """One episode on this node, exactly as run_guarded runs it on the head's machine, into a scratch folder."""
     from benchmark.run.episodes import run_guarded
@@ -188,6 +199,7 @@ def run_remote_episode(task: EpisodeTask) -> EpisodeResult:
     t0 = time.monotonic()
     ref = _worker_ref(task)
     _prebuild(ref)
+    _seed_numba(ref)
     SCRATCH_ROOT.mkdir(parents=True, exist_ok=True)
     _sweep_scratch()
     scratch = Path(tempfile.mkdtemp(dir=SCRATCH_ROOT))
