@@ -1,9 +1,9 @@
 """The test command itself (`.ci/run`, README): a test worker that dies must fail the run at once, never hang it.
 
 pytest-xdist 3.8's loadscope scheduler can deadlock after it replaces a crashed worker (pytest-xdist#1313, #1363):
-the controller waits for a worker that waits for work. This happened here when a Ray driver left in a test process
-was ended by Ray a minute after its cluster stopped. The suite runs with the addopts of pyproject.toml; this test
-runs a crashing module under exactly those addopts.
+the controller waits for a worker that waits for work. A full run hung so after a worker died (most likely a Ray driver
+left in that test process, which Ray ends a minute after its cluster stops: see tests/test_ray.py). The suite runs
+with the addopts of pyproject.toml; this test runs a crashing module under exactly those addopts.
 """
 import subprocess
 import sys

@@ -216,7 +216,7 @@ def _valid_report() -> dict:
 
 def _leave_ray(when: str) -> None:
     """This pytest process must not stay a Ray driver: Ray's GCS client ends its process (std::_Exit, no
-    traceback) a minute after the cluster goes, which took an xdist worker down in the middle of a later test."""
+    traceback) a minute after the cluster goes: an xdist worker would die in the middle of a later test."""
     if ray.is_initialized():
         ray.shutdown()
         pytest.fail(f"{when} left this process joined to a Ray cluster (RayExecutor.close was not reached)")
