@@ -130,7 +130,7 @@ def prestart(modules: list[str] | None = None) -> None:
     if modules:
         try:
             w.conn.send((list(modules), None))
-        except (OSError, BrokenPipeError):  # a dead worker is replaced at the first check
+        except OSError:  # a dead worker is replaced at the first check
             pass
 
 
@@ -138,8 +138,9 @@ def validator_modules(ref: Any) -> list[str]:
     """What the worker imports to hold a world's product validators: its track's solver module (which registers
     them), or nothing for a world whose rubric has no product check."""
     from benchmark.suite.manifest import rubric_checks
+    from graders.checks import PRODUCT_KINDS
 
-    return [ref.track.solver_module] if any(c.kind.startswith("product") for c in rubric_checks(ref.world)) else []
+    return [ref.track.solver_module] if any(c.kind in PRODUCT_KINDS for c in rubric_checks(ref.world)) else []
 
 
 def run_product_check(modules: list[str], args: tuple, wall: float | None = None) -> tuple[float, str]:
@@ -153,7 +154,7 @@ def run_product_check(modules: list[str], args: tuple, wall: float | None = None
             _local.worker = None
             return 0.0, f"reading the product took longer than {wall:g} s: refused"
         return w.conn.recv()
-    except (EOFError, OSError, BrokenPipeError):
+    except (EOFError, OSError):
         code = w.proc.exitcode
         w.kill()
         _local.worker = None

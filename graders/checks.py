@@ -18,6 +18,7 @@ from benchmark.suite.manifest import Check
 
 MAX_PRODUCT_BYTES = 64 << 20  # the harness collects at most this much; a larger file is not read
 MAX_PRODUCT_ROWS = 1_000_000
+PRODUCT_KINDS = ("product_items", "product_table", "product")  # checks that read a work product (capped)
 
 _MISSING = object()
 
@@ -286,7 +287,7 @@ def _evaluate(c: Check, report: Any, golden: dict[str, Any], products: Path | No
         reported = [str(x) for x in got][: c.top_k] if c.top_k else [str(x) for x in got]
         return _f1_credit(c, reported, [str(x) for x in want], golden)
 
-    if c.kind in ("product_items", "product_table", "product"):
+    if c.kind in PRODUCT_KINDS:
         from graders.capped import product_check
 
         return product_check(c, got, want, golden, products)

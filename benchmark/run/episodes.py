@@ -238,11 +238,8 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
 
         importing = threading.Thread(target=_import_litellm, name="import-litellm", daemon=True)
         importing.start()
-    if cfg.executor == "local":
-        from sandbox.numba_seed import ensure_for
-
-        ensure_for({r.world.track for r in refs if r.world.level != Level.L3},
-                   say=lambda m: print(m, file=sys.stderr, flush=True))
+    if cfg.executor == "local":  # a Ray worker seeds its own node (ray_executor.run_remote_episode)
+        seed_numba(refs)
     build_missing(refs)
     with progress("verifying locks", len(refs)) as step:
         for ref in refs:
@@ -312,6 +309,14 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
         store.close()
         if remote is not None:
             remote.close()
+
+
+def seed_numba(refs: list[WorldRef], say=lambda m: print(m, file=sys.stderr, flush=True)) -> None:
+    """Build this machine's numba seed first when it has none and an L1/L2 world's track uses scanpy (L3 dossiers
+    run no track package): sandbox.numba_seed.ensure_for."""
+    from sandbox.numba_seed import ensure_for
+
+    ensure_for({r.world.track for r in refs if r.world.level != Level.L3}, say=say)
 
 
 def build_missing(refs: list[WorldRef]) -> None:

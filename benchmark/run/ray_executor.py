@@ -184,11 +184,9 @@ def _read_tree(root: Path) -> tuple[list[tuple[str, bytes]], list[str]]:
 def _seed_numba(ref) -> None:
     """This node's numba seed, built once (under its lock) by the first scanpy-track episode that finds none, as
     `run` does on one machine: without it every scanpy sandbox on the node compiles the kernels again (~13 CPU-s)."""
-    from benchmark.suite.manifest import Level
-    from sandbox.numba_seed import ensure_for
+    from benchmark.run.episodes import seed_numba
 
-    if ref.world.level != Level.L3:
-        ensure_for({ref.world.track}, say=lambda m: print(f"{socket.gethostname()}: {m}", file=sys.stderr, flush=True))
+    seed_numba([ref], say=lambda m: print(f"{socket.gethostname()}: {m}", file=sys.stderr, flush=True))
 
 
 def run_remote_episode(task: EpisodeTask) -> EpisodeResult:
