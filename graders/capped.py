@@ -15,13 +15,14 @@ from typing import Any
 MEMORY_CAP = 3 << 30       # bytes of address space for one worker (imports take ~1 GiB of it)
 CPU_CAP_S = 600            # CPU seconds over one worker's life; it is replaced when spent
 WALL_CAP_S = 120.0         # one product check's wall-clock deadline
-IN_WORKER_ENV = "BENCHMARK_CAPPED_GRADER"
 
 _local = threading.local()
+_in_worker = False  # set by _serve in the worker process itself; never by the environment, which children inherit
 
 
 def in_worker() -> bool:
-    return os.environ.get(IN_WORKER_ENV) == "1"
+    """True in a capped worker: its product checks run right there (it is the cap)."""
+    return _in_worker
 
 
 def _die_with_parent(parent: int) -> None:
@@ -43,6 +44,8 @@ def _serve(conn, memory_cap: int, cpu_cap: int, parent: int | None = None) -> No
     import importlib
     import resource
 
+    global _in_worker
+    _in_worker = True
     if parent is not None:
         _die_with_parent(parent)
     resource.setrlimit(resource.RLIMIT_AS, (memory_cap, memory_cap))
@@ -86,16 +89,8 @@ class _Worker:
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_serve, args=(child, MEMORY_CAP, CPU_CAP_S, os.getpid()),
                                 daemon=True)
-        saved = os.environ.get(IN_WORKER_ENV)
         with pinned_environment():  # one BLAS thread: a small, predictable address space
-            os.environ[IN_WORKER_ENV] = "1"
-            try:
-                self.proc.start()
-            finally:
-                if saved is None:
-                    os.environ.pop(IN_WORKER_ENV, None)
-                else:
-                    os.environ[IN_WORKER_ENV] = saved
+            self.proc.start()
         child.close()
 
     def kill(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 
 # What a reference solver's numerics depend on, pinned for every solve: thread counts, the BLAS kernel (OpenBLAS
 # picks one per CPU at load time: SkylakeX, Haswell, Zen... give different last bits, and pydeseq2's optimisers
@@ -22,16 +23,23 @@ def numerics_pinned() -> bool:
     return all(os.environ.get(k) == v for k, v in PINNED_ENV.items())
 
 
+# os.environ is the process's, shared by every thread. Two harness threads that each saved it, pinned it and restored
+# their saved copy could leave the pinned copy in place (the later restore wins): one holder at a time.
+_ENVIRONMENT_LOCK = threading.RLock()
+
+
 @contextlib.contextmanager
 def pinned_environment():
-    """PINNED_ENV in os.environ while processes are spawned (they inherit it before importing numpy)."""
-    old = {k: os.environ.get(k) for k in PINNED_ENV}
-    os.environ.update(PINNED_ENV)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    """PINNED_ENV in os.environ while processes are spawned (they inherit it before importing numpy). Held by one
+    thread at a time; other threads that start a pinned process wait (a spawn takes well under a second)."""
+    with _ENVIRONMENT_LOCK:
+        old = {k: os.environ.get(k) for k in PINNED_ENV}
+        os.environ.update(PINNED_ENV)
+        try:
+            yield
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v

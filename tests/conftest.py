@@ -20,3 +20,28 @@ HEAVY_FIRST = ("test_validity.py", "test_campaign.py", "test_l3.py", "test_world
 def pytest_collection_modifyitems(session, config, items):
     rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
     items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))  # stable within a module
+
+
+import pytest  # noqa: E402
+
+from graders.numerics import PINNED_ENV  # noqa: E402
+
+_PINNED_KEYS = tuple(PINNED_ENV)
+
+
+@pytest.fixture(autouse=True)
+def _numerics_environment_left_as_found(request):
+    """A test that leaves this process's numerics environment changed (graders.numerics.pinned_environment not
+    undone) fails under its own name: otherwise a later test in this worker solves or grades unpinned-as-pinned, or
+    a product check runs in the harness, and fails far from the cause."""
+    before = {k: os.environ.get(k) for k in _PINNED_KEYS}
+    yield
+    after = {k: os.environ.get(k) for k in _PINNED_KEYS}
+    if after != before:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        changed = sorted(k for k in _PINNED_KEYS if after[k] != before[k])
+        pytest.fail(f"{request.node.nodeid} left the numerics environment changed ({', '.join(changed)})")

@@ -199,3 +199,41 @@ def test_validator_modules_names_the_track_module_only_for_worlds_with_product_c
     with_products = suite.worlds["histone.L2.differential.clean"]
     assert capped.validator_modules(with_products) == ["worlds.histone.solvers"]
     assert capped.validator_modules(suite.worlds["scrna.L1.integrity.clean"]) == []
+
+
+def test_harness_threads_starting_workers_at_once_leave_this_process_environment_as_it_was():
+    """Each harness thread starts its own capped worker (and a build its pinned solver pool) inside the pinned
+    environment. Threads doing so at once once left a thread's saved copy of that environment restored last: the
+    harness stayed "pinned" and "in the worker", so later product checks ran uncapped in the harness (a CI run
+    whose pytest worker a hostile validator then killed)."""
+    import os
+    import threading
+
+    from benchmark.suite.freeze import pinned_pool
+    from graders.numerics import PINNED_ENV, numerics_pinned
+
+    keys = list(PINNED_ENV)
+    before = {k: os.environ.get(k) for k in keys}
+    start = threading.Barrier(6)
+    errors = []
+
+    def harness_thread(i):
+        try:
+            start.wait(30)
+            if i % 3 == 2:
+                pinned_pool(1).shutdown()
+            else:
+                capped.prestart()
+                capped.close()
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    for _ in range(3):
+        threads = [threading.Thread(target=harness_thread, args=(i,)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not errors, errors
+        assert {k: os.environ.get(k) for k in keys} == before
+    assert not numerics_pinned() and not capped.in_worker()

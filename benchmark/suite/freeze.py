@@ -21,6 +21,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import threading
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -170,6 +171,7 @@ def pinned_pool(jobs: int):
 
 
 _SOLVER_POOL = None
+_SOLVER_POOL_LOCK = threading.Lock()  # harness threads that solve at once share one pool, not one each
 
 
 def solve(ref: WorldRef, world_dir: Path, truth: dict[str, Any] | None = None) -> Golden:
@@ -177,8 +179,9 @@ def solve(ref: WorldRef, world_dir: Path, truth: dict[str, Any] | None = None) -
     pinned); the writer's generative truth, when there is one, is kept under the golden's `truth` key."""
     global _SOLVER_POOL
     if not numerics_pinned():
-        if _SOLVER_POOL is None:
-            _SOLVER_POOL = pinned_pool(1)
+        with _SOLVER_POOL_LOCK:
+            if _SOLVER_POOL is None:
+                _SOLVER_POOL = pinned_pool(1)
         return _SOLVER_POOL.submit(solve, ref, Path(world_dir), truth).result()
     load_track_module(ref.track.solver_module)
     entry = SOLVERS.get(ref.family.solver)
