@@ -9,6 +9,10 @@ os.environ.setdefault("BENCHMARK_LOCAL_THREADS", "1")
 
 from pathlib import Path  # noqa: E402
 
+import pytest  # noqa: E402
+
+from graders.numerics import PINNED_ENV  # noqa: E402
+
 # Modules that run for minutes are collected first: with `--dist loadscope --no-loadscope-reorder` (pyproject.toml)
 # pytest-xdist hands modules to workers in collection order, so both workers start on the long ones and the short
 # modules fill in behind them. Otherwise a long module could start last and run alone while the other core idles.
@@ -22,18 +26,15 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))  # stable within a module
 
 
-import pytest  # noqa: E402
-
-from graders.numerics import PINNED_ENV  # noqa: E402
-
 _PINNED_KEYS = tuple(PINNED_ENV)
 
 
 @pytest.fixture(autouse=True)
 def _numerics_environment_left_as_found(request):
     """A test that leaves this process's numerics environment changed (graders.numerics.pinned_environment not
-    undone) fails under its own name: otherwise a later test in this worker solves or grades unpinned-as-pinned, or
-    a product check runs in the harness, and fails far from the cause."""
+    undone, as two harness threads once did) fails under its own name. Otherwise a later test in this worker takes
+    this process for a pinned one (`solve` then runs here, on whatever BLAS kernel it loaded) and fails far from
+    the cause."""
     before = {k: os.environ.get(k) for k in _PINNED_KEYS}
     yield
     after = {k: os.environ.get(k) for k in _PINNED_KEYS}

@@ -203,9 +203,9 @@ def test_validator_modules_names_the_track_module_only_for_worlds_with_product_c
 
 def test_harness_threads_starting_workers_at_once_leave_this_process_environment_as_it_was():
     """Each harness thread starts its own capped worker (and a build its pinned solver pool) inside the pinned
-    environment. Threads doing so at once once left a thread's saved copy of that environment restored last: the
-    harness stayed "pinned" and "in the worker", so later product checks ran uncapped in the harness (a CI run
-    whose pytest worker a hostile validator then killed)."""
+    environment. When threads did so at the same time, the one that restored last could put back a pinned copy it
+    had saved from another: the harness stayed "pinned" and, through an inherited variable, "in the worker", so
+    later product checks ran uncapped in the harness (in CI a hostile validator then killed a pytest worker)."""
     import os
     import threading
 
