@@ -33,13 +33,23 @@ def pinned_environment():
     """PINNED_ENV in os.environ while processes are spawned (they inherit it before importing numpy). Held by one
     thread at a time; other threads that start a pinned process wait (a spawn takes well under a second)."""
     with _ENVIRONMENT_LOCK:
-        old = {k: os.environ.get(k) for k in PINNED_ENV}
+        old = saved_environment()
         os.environ.update(PINNED_ENV)
         try:
             yield
         finally:
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+            restore_environment(old)
+
+
+def saved_environment() -> dict[str, str | None]:
+    """This process's values of the PINNED_ENV keys (None: unset), for restore_environment."""
+    return {k: os.environ.get(k) for k in PINNED_ENV}
+
+
+def restore_environment(saved: dict[str, str | None]) -> None:
+    """Put back what saved_environment returned: set keys as they were, unset keys unset."""
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v

@@ -11,7 +11,7 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-from graders.numerics import PINNED_ENV  # noqa: E402
+from graders.numerics import restore_environment, saved_environment  # noqa: E402
 
 # Modules that run for minutes are collected first: with `--dist loadscope --no-loadscope-reorder` (pyproject.toml)
 # pytest-xdist hands modules to workers in collection order, so both workers start on the long ones and the short
@@ -26,23 +26,16 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))  # stable within a module
 
 
-_PINNED_KEYS = tuple(PINNED_ENV)
-
-
 @pytest.fixture(autouse=True)
 def _numerics_environment_left_as_found(request):
     """A test that leaves this process's numerics environment changed (graders.numerics.pinned_environment not
     undone, as two harness threads once did) fails under its own name. Otherwise a later test in this worker takes
     this process for a pinned one (`solve` then runs here, on whatever BLAS kernel it loaded) and fails far from
     the cause."""
-    before = {k: os.environ.get(k) for k in _PINNED_KEYS}
+    before = saved_environment()
     yield
-    after = {k: os.environ.get(k) for k in _PINNED_KEYS}
+    after = saved_environment()
     if after != before:
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        changed = sorted(k for k in _PINNED_KEYS if after[k] != before[k])
+        restore_environment(before)
+        changed = sorted(k for k in before if after[k] != before[k])
         pytest.fail(f"{request.node.nodeid} left the numerics environment changed ({', '.join(changed)})")

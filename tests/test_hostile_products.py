@@ -206,14 +206,12 @@ def test_harness_threads_starting_workers_at_once_leave_this_process_environment
     environment. When threads did so at the same time, the one that restored last could put back a pinned copy it
     had saved from another: the harness stayed "pinned" and, through an inherited variable, "in the worker", so
     later product checks ran uncapped in the harness (in CI a hostile validator then killed a pytest worker)."""
-    import os
     import threading
 
     from benchmark.suite.freeze import pinned_pool
-    from graders.numerics import PINNED_ENV, numerics_pinned
+    from graders.numerics import numerics_pinned, saved_environment
 
-    keys = list(PINNED_ENV)
-    before = {k: os.environ.get(k) for k in keys}
+    before = saved_environment()
     start = threading.Barrier(6)
     errors = []
 
@@ -235,5 +233,5 @@ def test_harness_threads_starting_workers_at_once_leave_this_process_environment
         for t in threads:
             t.join(120)
         assert not errors, errors
-        assert {k: os.environ.get(k) for k in keys} == before
+        assert saved_environment() == before
     assert not numerics_pinned() and not capped.in_worker()
