@@ -71,29 +71,53 @@ def per_family_sample(refs) -> list:
     return sorted({r.id: r for r in [*best.values(), *clean]}.values(), key=lambda r: r.id)
 
 
+def test_a_campaign_reseeds_every_world_and_redraws_every_drawn_value(tmp_path):
+    """Every L1/L2 world bound to a campaign builds from other seeds (its recipe's and its substrate's) and, where its
+    recipe draws, resolves other values: the inputs every builder reads. Cheap (no build), so it covers every world;
+    the slow test below shows on a sample that the builders turn other seeds into other files and goldens."""
+    refs = load_suite().select(levels=["L1", "L2"])
+    bound = {r.id: r for r in start_campaign(tmp_path, 424242, refs)}
+    same_seed, same_draws = [], []
+    for ref in refs:
+        mine = bound[ref.id]
+        if mine.world_seed == ref.world_seed or mine.substrate_seed == ref.substrate_seed:
+            same_seed.append(ref.id)
+        if _drawn(ref) and _resolved(mine) == _resolved(ref):
+            same_draws.append(ref.id)
+    assert same_seed == [] and same_draws == []
+
+
+def _resolved(ref) -> list:
+    rng = np.random.default_rng(ref.world_seed)
+    return [resolve_params(s.params, rng, str(ref.path)) for s in ref.world.recipe]
+
+
 @pytest.mark.slow
 def test_private_campaign_changes_every_file_and_drawn_value_and_stays_solvable(tmp_path):
-    """A freeze with another seed changes every data file of every L1/L2 world and every golden that depends on the
-    draw; the oracle still scores 100 on every family's re-drawn clean control and on its world that draws the most. (The oracle on every
-    re-drawn world is `worlds check --agents --suite DIR`, which a maintainer runs on each private campaign; the same
-    oracle solves every published world in tests/test_validity.py.)"""
+    """A freeze with another seed, of every family's clean control and its world that draws the most (both levels),
+    changes every data file and every golden that depends on the draw, and the oracle still scores 100 on each: every
+    family's builder, solver and oracle meet a re-drawn world both where the trap is and where there is none. Every
+    world's seeds and draws change (the test above); the freeze and oracle of every re-drawn world is
+    `worlds freeze --seed S --out DIR` then `worlds check --agents --suite DIR`, which a maintainer runs on each private
+    campaign, and the same oracle solves every published world in tests/test_validity.py."""
     from benchmark.oversight.validity import check_agents
 
-    refs = [r for r in load_suite().select(levels=["L1", "L2"])]
-    bound = start_campaign(tmp_path / "camp", 424242, refs)
+    picks = per_family_sample(load_suite().select(levels=["L1", "L2"]))
+    fams = {r.family.id for r in load_suite().select(levels=["L1", "L2"])}
+    assert {r.family.id for r in picks if r.world.world_class == "clean"} == fams and len(picks) >= len(fams) + 2
+    assert any(_drawn(r) for r in picks)
+    bound = start_campaign(tmp_path / "camp", 424242, picks)
     freeze_worlds(bound, jobs=2)
     suite = campaign_suite(load_suite(), tmp_path / "camp")
+    assert sorted(suite.worlds) == [r.id for r in picks]
     same_files, same_goldens = [], []
-    for ref in refs:
+    for ref in picks:
         mine, pub = read_lock(suite.worlds[ref.id]), read_lock(ref)
         same_files += [f"{ref.id}:{f}" for f, h in mine.files.items()  # meta.json describes the layout (no data)
                        if pub.files.get(f) == h and not f.endswith("meta.json")]
         if _drawn(ref) and read_golden(suite.worlds[ref.id]).values == read_golden(ref).values:
             same_goldens.append(ref.id)
     assert same_files == [] and same_goldens == []
-    picks = per_family_sample(refs)
-    fams = {r.family.id for r in refs}
-    assert {r.family.id for r in picks if r.world.world_class == "clean"} == fams and len(picks) >= len(fams) + 2
     problems, results = check_agents([r.id for r in picks], None, ["L1", "L2"], concurrency=2, out=tmp_path / "agents",
                                      suite=tmp_path / "camp", agents=("oracle",))
     assert problems == [], problems
