@@ -88,6 +88,9 @@ def test_a_campaign_reseeds_every_world_and_redraws_every_drawn_value(tmp_path):
 
 
 def _resolved(ref) -> list:
+    """Each recipe step's params drawn straight from the world's seed. The build draws the same way but lets each
+    step's recipe use the generator in between, so only the first step's values are the build's own; like is still
+    compared with like."""
     rng = np.random.default_rng(ref.world_seed)
     return [resolve_params(s.params, rng, str(ref.path)) for s in ref.world.recipe]
 
