@@ -162,10 +162,10 @@ def test_prompt_identical_across_versions_and_nodata_gives_question_only():
 
 
 def per_statistic_sample(items: list[Item]) -> list[Item]:
-    """The first item of each track's each statistic kind (29 of the 99 items today), marker_b_cell among them: every reference
-    statistic's code runs in the sandbox on all five versions. That each item's statistic gives its version's answer
-    on the shipped files is `test_every_shipped_version_verifies_from_disk`, for every item, with the same code in
-    this process (`grounding run --model scripted/oracle` does it for every item through the sandbox)."""
+    """The first item of each track's each statistic kind (29 of the 99 items today), marker_b_cell among them:
+    every reference statistic's code runs in the sandbox on all five versions. That each item's statistic gives its
+    version's answer on the shipped files is `test_every_shipped_version_verifies_from_disk`, for every item, with the
+    same code in this process (`grounding run --model scripted/oracle` does it for every item through the sandbox)."""
     first: dict[tuple[str, str], Item] = {}
     for i in items:
         first.setdefault((i.track, str(i.statistic.get("kind"))), i)
