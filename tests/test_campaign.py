@@ -105,8 +105,9 @@ def test_private_campaign_changes_every_file_and_drawn_value_and_stays_solvable(
     campaign, and the same oracle solves every published world in tests/test_validity.py."""
     from benchmark.oversight.validity import check_agents
 
-    picks = per_family_sample(load_suite().select(levels=["L1", "L2"]))
-    fams = {r.family.id for r in load_suite().select(levels=["L1", "L2"])}
+    refs = load_suite().select(levels=["L1", "L2"])
+    picks = per_family_sample(refs)
+    fams = {r.family.id for r in refs}
     assert {r.family.id for r in picks if r.world.world_class == "clean"} == fams and len(picks) >= len(fams) + 2
     assert any(_drawn(r) for r in picks)
     bound = start_campaign(tmp_path / "camp", 424242, picks)

@@ -173,6 +173,7 @@ def per_statistic_sample(items: list[Item]) -> list[Item]:
 
 
 SAMPLE = per_statistic_sample(ITEMS)
+SAMPLE_IDS = [i.id for i in SAMPLE]
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +182,7 @@ def scripted_runs(tmp_path_factory, built):
     out = {}
     for model in ("scripted/oracle", "scripted/recall"):
         d = root / model.replace("/", "_")
-        execute(GroundingConfig(model=model, out=d, concurrency=2, items=[i.id for i in SAMPLE]))
+        execute(GroundingConfig(model=model, out=d, concurrency=2, items=SAMPLE_IDS))
         out[model] = d
     from benchmark.grounding.judge import judge_run
 
@@ -210,13 +211,13 @@ def test_oracle_reaches_full_ega_and_recall_full_accuracy_zero_ega(scripted_runs
 def test_run_records_are_complete_and_resumable(scripted_runs):
     d = scripted_runs["scripted/oracle"]
     recs = [GroundingRecord.model_validate_json(x) for x in (d / "grounding.jsonl").read_text().splitlines()]
-    assert "marker_b_cell" in {i.id for i in SAMPLE} and {i.track for i in SAMPLE} == {i.track for i in ITEMS}
+    assert "marker_b_cell" in SAMPLE_IDS and {i.track for i in SAMPLE} == {i.track for i in ITEMS}
     assert len(recs) == len(SAMPLE) * 5 and all(r.status == "graded" for r in recs)
     assert all(r.confidence is not None and r.data_support and r.evidence for r in recs)
     assert json.loads((d / "config.json").read_text())["model"] == "scripted/oracle"
     with pytest.raises(BenchmarkError, match="--resume"):
         execute(GroundingConfig(model="scripted/oracle", out=d))
-    again = execute(GroundingConfig(model="scripted/oracle", out=d, resume=True, items=[i.id for i in SAMPLE]))
+    again = execute(GroundingConfig(model="scripted/oracle", out=d, resume=True, items=SAMPLE_IDS))
     assert len(again) == len(recs) and len((d / "grounding.jsonl").read_text().splitlines()) == len(recs)
     first = {r.condition: r for r in recs if r.item == "marker_b_cell"}
     msgs = {c: json.loads((d / first[c].trajectory).read_text())["messages"][1]["content"] for c in first}
