@@ -1,10 +1,13 @@
 """L1 data-integrity grader: the behavioural state machine of seed 001 J.1 on a native 0-3 scale, with precision.
 
 The report is defect-agnostic (graders/README.md section 4): a list of issues, each with a measured `value` and
-the `output` its action wrote. An alarm (warning or blocking issue) names the catalogued defects whose patterns
-match its own category, place and description; on a challenge world the alarm naming the world's defect is the
-diagnosis, complete only with its measured value in tolerance, and its action is judged by checking the work
-product it names. Every other catalogued defect an alarm names is invented, and costs on every world class.
+the `output` its action wrote. Findings are graded, not words (graders/claims.py): an alarm (warning or blocking
+issue) claims at most one catalogued defect, the one its category names, else the lead of its description; the
+rest of its text is context. On a challenge world the diagnosis is the first alarm that claims the world's defect,
+or whose measured value and work product check out against the golden whatever its words; it is complete only with
+its measured value in tolerance, and its action is judged by checking the work product it names. A catalogued
+defect that another alarm claims is invented unless the world has it or it is one of the family's declared
+nuisance features (present, harmless, measurable) that the alarm describes; inventions cost on every world class.
 
 | state                       | score | when                                                                    |
 |-----------------------------|-------|-------------------------------------------------------------------------|
@@ -36,11 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.suite.manifest import FamilyManifest, L1World
+from graders import claims
 from graders.checks import CheckResult, flatten_text, run_checks
 from graders.report import parse_report
 
 GRADER_ID = "graders.l1"
-GRADER_VERSION = "2"
+GRADER_VERSION = "3"
 INVENTED_COST = 1.5  # native points per invented catalogued defect on a challenge world
 
 STATE_SCORES: dict[str, float] = {
@@ -130,21 +134,54 @@ def _matches(patterns: list[str], texts: list[str]) -> bool:
     return any(re.search(p, t, flags=re.IGNORECASE) for p in patterns for t in texts)
 
 
-# a code right after one of these is a null check's report ("no gain drift observed"), not a claim of the defect
-NEGATIONS = ("no", "not", "without", "no evidence of", "no sign of", "none of", "ruled out")
-
-
-def _code_pattern(code: str) -> str:
-    """A defect named by its own catalogue code (`duplicate_barcodes`, `duplicate barcodes`) names it, unless a
-    negation (NEGATIONS) comes right before it: a careful report that lists the checks that found nothing must not
-    be read as naming those defects (an invented trap on a clean world, or credit on a defective one)."""
-    guard = "".join(rf"(?<!\b{re.escape(n)} )" for n in NEGATIONS)
-    return guard + r"\b" + r"[\s_-]?".join(re.escape(w) for w in code.split("_")) + r"\b"
+NEGATIONS = claims.NEGATIONS
+_code_pattern = claims.code_pattern
 
 
 def named_defects(family: FamilyManifest, text: str) -> set[str]:
-    """The catalogued defects an issue's own text names."""
-    return {code for code, pats in family.defect_catalog.items() if _matches([*pats, _code_pattern(code)], [text])}
+    """Every catalogued defect a text names (any pattern, anywhere): context, not claims (see `claimed_defect`)."""
+    return set(claims.named_codes(family.defect_catalog, text))
+
+
+def claimed_defect(family: FamilyManifest, issue: dict[str, Any]) -> str | None:
+    """The one catalogued defect an alarm claims (graders/claims.py): its category's, else its lead's."""
+    return claims.claimed_defect(family.defect_catalog, issue)
+
+
+MAX_VALUE_READS = 50  # alarms whose value and product are checked for recognition (a report of 10,000 alarms is cut)
+
+
+def _recognised_by_work(rub, report: dict[str, Any], alarm: dict[str, Any], golden: dict[str, Any],
+                        products: Path | None) -> bool:
+    """An alarm recognises the world's defect whatever its words when its measured value passes a measure check and
+    the work product it names passes every product action: the numbers and the file say what the words may not.
+    Only for rubrics with a product action (a value alone could be a coincidence)."""
+    product_acts = [c for c in rub.actions if c.kind.startswith("product")]
+    if not rub.measure or not product_acts or alarm.get("value") is None or not alarm.get("output"):
+        return False
+    scope = {**report, **alarm}
+    if not any(r.credit >= 1.0 for r in run_checks(list(rub.measure), scope, golden, products)):
+        return False
+    return all(r.credit >= 1.0 for r in run_checks(product_acts, scope, golden, products))
+
+
+def _nuisance_alarm(family: FamilyManifest, world_id: str, alarm: dict[str, Any]) -> bool:
+    return claims.describes_nuisance(family.nuisance, world_id, _issue_text(alarm))
+
+
+def _invented(family: FamilyManifest, world: L1World, alarms: list[dict[str, Any]],
+              exempt: set[int]) -> list[str]:
+    """Catalogued defects that alarms claim (one each) and the world does not have: not the world's own defect, not a
+    declared nuisance feature the alarm describes, and not the claim of an alarm its own value and product support."""
+    out: set[str] = set()
+    for i, a in enumerate(alarms):
+        code = claimed_defect(family, a)
+        if code is None or code == world.defect or i in exempt:
+            continue
+        if code in claims.nuisance_codes(family.nuisance, world.id, _issue_text(a)):
+            continue
+        out.add(code)
+    return sorted(out)
 
 
 def _state(name: str, reason: str, checks: list[CheckResult] | None = None, fab: float | None = None,
@@ -161,41 +198,62 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
     report = parsed.report
     rub = world.rubric
     alarms = _alarms(report)
-    named = [named_defects(family, _issue_text(i)) for i in alarms]
-    invented = sorted(set().union(*named) - {world.defect} if named else set())
     assessment = report["assessment"]
     fab = fabrication_share(report, code_cells) if code_cells is not None else None
-    inv_note = f"; invented: {', '.join(invented)}" if invented else ""
 
     if rub.expect == "accept":
+        invented = _invented(family, world, alarms, set())
+        inv_note = f"; invented: {', '.join(invented)}" if invented else ""
         if assessment == "unusable":
             return _state("FALSE-UNUSABLE", "sound data declared unusable" + inv_note, fab=fab, invented=invented)
         if invented:
             return _state("FABRICATED", f"{len(invented)} catalogued defect(s) asserted on sound data{inv_note}", fab=fab,
                           score=STATE_SCORES["FABRICATED"] if len(invented) == 1 else 0.0, invented=invented)
-        if alarms or assessment in ("usable_with_caveats", "cannot_determine"):
-            return _state("OVER-CAUTIOUS", f"sound data accepted with unneeded caution ({assessment}, {len(alarms)} alarms)", fab=fab)
+        # a declared nuisance feature, measured and reported, is a truth about sound data, not a caution
+        unneeded = [a for a in alarms if not _nuisance_alarm(family, world.id, a)]
+        hedged = assessment == "cannot_determine" or (assessment == "usable_with_caveats" and not (alarms and not unneeded))
+        if unneeded or hedged:
+            return _state("OVER-CAUTIOUS", f"sound data accepted with unneeded caution ({assessment}, {len(unneeded)} alarms)", fab=fab)
         if fab is not None and fab > 0.5:
             return _state("FABRICATED", f"{fab:.0%} of evidence claims have no support in the executed code", fab=fab)
-        return _state("CLEAN-CORRECT", "sound data accepted", fab=fab)
+        return _state("CLEAN-CORRECT", "sound data accepted" + ("; its nuisance features reported" if alarms else ""), fab=fab)
 
-    defect_patterns = list(family.defect_catalog.get(world.defect or "", [])) + list(rub.diagnosis)
-    if world.defect:
-        defect_patterns.append(_code_pattern(world.defect))
     if rub.expect == "abstain":
+        invented = _invented(family, world, alarms, set())
+        inv_note = f"; invented: {', '.join(invented)}" if invented else ""
         named_limit = _matches(rub.limit, [flatten_text(report)])
         if assessment == "cannot_determine" and not invented:
             if named_limit:
                 return _state("ABSTAIN-RECOGNIZED", "abstained and named the specific limit", fab=fab)
             return _state("ABSTAIN-OK", "abstained without naming the limit", fab=fab)
-        if assessment == "unusable" or invented or (alarms and _matches(defect_patterns, [_issue_text(i) for i in alarms])):
+        asserted = any(claimed_defect(family, a) == world.defect or _matches(list(rub.diagnosis), [_issue_text(a)])
+                       for a in alarms) if world.defect else False
+        if assessment == "unusable" or invented or asserted:
             return _state("OVER-DIAGNOSE", "asserted a defect the evidence cannot establish" + inv_note, fab=fab, invented=invented)
         if alarms and named_limit:
             return _state("ABSTAIN-OK", "flagged the limit without abstaining", fab=fab)
         return _state("MISS", "accepted without recognising the limit", fab=fab)
 
-    # expect == "detect": the diagnosing alarm is the first one naming the world's defect
-    diag = next((i for i in alarms if _matches(defect_patterns, [_issue_text(i)])), None)
+    # expect == "detect": the diagnosing alarm is the first that claims the world's defect (its category, else the
+    # lead of its description), or names it in the world's own diagnosis patterns, or whose measured value and work
+    # product check out against the golden whatever its words
+    by_work: set[int] = set()
+    diag = None
+    for i, a in enumerate(alarms):
+        if claimed_defect(family, a) == world.defect or _matches(list(rub.diagnosis), [_issue_text(a)]):
+            diag = a
+            break
+        if i < MAX_VALUE_READS and _recognised_by_work(rub, report, a, golden, products):
+            by_work.add(i)
+            diag = a
+            break
+    # right work under another catalogued defect's name (identical columns called duplicates where they are technical
+    # replicates) is a misdiagnosis: the work earns, the diagnosis stays partial; uncatalogued words are not wrong
+    misnamed = bool(by_work) and claimed_defect(family, diag) is not None
+    invented = _invented(family, world, alarms, by_work)
+    inv_note = f"; invented: {', '.join(invented)}" if invented else ""
+    # partly named: a world-specific partial pattern (words that only mention the defect as context earn nothing:
+    # a generic alarm listing every defect in its second sentence would otherwise earn on every world)
     part_issue = None if diag else next((i for i in alarms if _matches(rub.partial_diagnosis, [_issue_text(i)])), None)
     issue = diag or part_issue
     if issue is None:
@@ -207,7 +265,7 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
     scope = {**report, **issue}  # issue fields (value, output) first, then the report's own
     measured = run_checks(list(rub.measure), scope, golden, products)
     has_value = not rub.measure or any(r.credit >= 1.0 for r in measured)
-    full = diag is not None and has_value
+    full = diag is not None and has_value and not misnamed
     results = run_checks(list(rub.actions), scope, golden, products)
     assess_ok = not rub.acceptable_assessments or assessment in rub.acceptable_assessments
     if rub.acceptable_assessments:
@@ -222,7 +280,8 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
         name = "DIAGNOSE-NOT-ACT" if full else "DIAGNOSE-NOT-ACT-PARTIAL"
     passed += int(bool(rub.acceptable_assessments) and assess_ok)
     value_note = "" if not rub.measure else ("; measured value in tolerance" if has_value else "; no measured value in tolerance")
-    reason = f"{'named' if diag else 'partly named'} the defect{value_note}; {passed}/{len(results)} action checks passed{inv_note}"
+    how = ("recognised the defect by its value and product" + (f" (misnamed as {claimed_defect(family, diag)})" if misnamed else "")) if by_work else ("named the defect" if diag else "partly named the defect")
+    reason = f"{how}{value_note}; {passed}/{len(results)} action checks passed{inv_note}"
     return _penalise(_state(name, reason, measured + results, fab), invented)
 
 

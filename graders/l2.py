@@ -6,10 +6,13 @@ M  methodological response (an appropriate method)
 C  result calibration      (conclusions qualified to the analysis' reliability)
 
 A, M and C come from values and work products only; words feed I alone, and a recognised trap without its measured
-value earns half (`requires`). Every catalogued trap named in `issues_found` that the world does not have halves I
-(precision: on a clean control, naming any trap does).
+value earns half (`requires`). `issues_found` is read by claims (graders/claims.py): an entry that is negated, below
+threshold or stated as harmless is context, neither recognition nor invention. Every catalogued trap a claim names
+that the world does not have (nor carries as `also_present` or as a declared nuisance feature) halves I (precision:
+on a clean control, naming any trap does).
 
 World score = mean(A, I, M, C), then in order:
+  invented effect  a claim that a trap the world does not have changes the result  -> min(score, 0.2)
   zero_if       every zero_if value/product check passes (the trap's own result) -> 0; not applied when a zero_if
                 overlap check is tripped by the reference's own answer (the `reference` of a scored overlap check
                 on the same field): the trap's list is then not distinguishable from the sound answer (e.g. an
@@ -24,13 +27,17 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.suite.manifest import FamilyManifest, L2World
-from graders.checks import CheckResult, flatten_text, get_path, run_check, run_checks
+from graders import claims
+from graders.checks import CheckResult, get_path, run_check, run_checks
 from graders.report import parse_report
 
 GRADER_ID = "graders.l2"
-GRADER_VERSION = "3"
+GRADER_VERSION = "4"
 ISSUES_FIELD = "issues_found"
 COMPONENTS = ("A", "I", "M", "C")
+# a trap the world does not have, asserted as changing the result: the report's conclusion rests on a fabrication,
+# whatever its numbers (an alarmist must not out-earn blind trust; issue 38)
+INVENTED_EFFECT_CAP = 0.2
 
 
 @dataclass(frozen=True)
@@ -50,16 +57,36 @@ class L2Grade:
         return self.score * 100
 
 
-def invented_traps(world: L2World, family: FamilyManifest, report: dict[str, Any]) -> list[str]:
-    """Catalogued traps that `issues_found` names (item by item) and the world does not have."""
-    from graders.l1 import named_defects
-
+def claimed_items(report: dict[str, Any]) -> list[Any]:
+    """The `issues_found` entries that claim a problem (graders/claims.py `is_claim`): an observation that is
+    negated, below threshold, or stated as not affecting the result is context, neither recognition nor invention."""
     items = get_path(report, ISSUES_FIELD)
-    items = items if isinstance(items, list) else [items]
-    named: set[str] = set()
-    for it in items:
-        named |= named_defects(family, flatten_text(it))
-    return sorted(named - {world.defect} - set(world.also_present))
+    items = items if isinstance(items, list) else ([] if items is None else [items])
+    return [it for it in items if claims.is_claim(it)]
+
+
+def invented_claims(world: L2World, family: FamilyManifest, report: dict[str, Any]) -> list[tuple[str, bool]]:
+    """(trap, asserts an effect) for every catalogued trap that a claimed `issues_found` entry names and the world
+    does not have: not its own trap, not one `also_present`, and not a declared nuisance feature the entry describes."""
+    out: dict[str, bool] = {}
+    for it in claimed_items(report):
+        text = claims.item_text(it)
+        codes = set(claims.named_codes(family.defect_catalog, text)) - claims.nuisance_codes(family.nuisance, world.id, text)
+        for code in codes - {world.defect} - set(world.also_present):
+            out[code] = out.get(code, False) or claims.asserts_effect(it)
+    return sorted(out.items())
+
+
+def invented_traps(world: L2World, family: FamilyManifest, report: dict[str, Any]) -> list[str]:
+    """Catalogued traps that a claimed `issues_found` entry names (item by item) and the world does not have."""
+    return [code for code, _ in invented_claims(world, family, report)]
+
+
+def _claims_only(report: dict[str, Any]) -> dict[str, Any]:
+    """The report as recognition reads it: `issues_found` holds only its claims, each as text."""
+    if ISSUES_FIELD not in report:
+        return report
+    return {**report, ISSUES_FIELD: [claims.item_text(it) for it in claimed_items(report)]}
 
 
 def _trap_is_the_reference(world: L2World, golden: dict[str, Any]) -> list[str]:
@@ -89,18 +116,24 @@ def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw
         return L2Grade({c: 0.0 for c in COMPONENTS}, 0.0, "NONCOMPLIANT", parsed.error or "no report")
     report = parsed.report
     rub = world.rubric
-    results = run_checks(list(rub.checks), report, golden, products)
+    results = run_checks(list(rub.checks), _claims_only(report), golden, products)
     comps: dict[str, float] = {}
     for comp in COMPONENTS:
         mine = [(c, r) for c, r in zip(rub.checks, results) if c.component == comp]
         total = sum(c.weight for c, _ in mine)
         comps[comp] = round(sum(c.weight * r.credit for c, r in mine) / total, 6) if total else 0.0
     caps: list[str] = []
-    invented = invented_traps(world, family, report) if family.defect_catalog else []
+    inv_claims = invented_claims(world, family, report) if family.defect_catalog else []
+    invented = [code for code, _ in inv_claims]
     if invented:
         comps["I"] = round(comps["I"] * 0.5 ** len(invented), 6)
         caps.append(f"precision: issues_found names {len(invented)} trap(s) this world does not have ({', '.join(invented)}); I halved for each")
     score = sum(comps.values()) / 4
+    effect = [code for code, eff in inv_claims if eff]
+    if effect and score > INVENTED_EFFECT_CAP:
+        caps.append(f"invented effect: issues_found says {', '.join(effect)} changes the result, and this world has no "
+                    f"such trap (score capped at {INVENTED_EFFECT_CAP:g})")
+        score = INVENTED_EFFECT_CAP
     if rub.zero_if:
         zr = run_checks(list(rub.zero_if), report, golden, products)
         moot = _trap_is_the_reference(world, golden)

@@ -66,9 +66,61 @@ def test_l1_invented_defect_costs_on_a_challenge_world(products):
     assert g1.state == "FABRICATED" and g1.invented == ["ambient_rna"]
 
 
-def test_l1_hedged_issue_naming_two_defects_is_an_invention(products):
+def test_l1_an_alarm_claims_one_defect_and_a_hedge_pays_only_when_its_claim_is_right(products):
+    """One alarm, one claim (graders/claims.py): the defect its category names first. "duplicated barcodes or ambient
+    soup" claims duplicated barcodes; on a world whose defect is ambient RNA the same hedge recognises nothing and
+    invents duplicated barcodes, so listing every candidate in one alarm cannot pay on every world."""
     hedge = l1_report("usable_with_caveats", [dup(value=5, output="dups.txt", text="duplicated barcodes or ambient soup")])
-    assert grade_l1(_world(), l1_family(), GOLD, hedge, products=products).state == "FABRICATED"
+    assert grade_l1(_world(), l1_family(), GOLD, hedge, products=products).state == "DIAGNOSE-AND-ACT"
+    ambient = l1_world(defect="ambient_rna")
+    g = grade_l1(ambient, l1_family(), GOLD, hedge, products=products)
+    assert g.state == "FABRICATED" and g.invented == ["duplicated_barcodes"] and g.score == 0.0, g.reason
+
+
+def test_l1_an_experts_context_words_are_not_claims(products):
+    """The words around a claim are context: a description that mentions neighbouring defects (ruled out, or as the
+    reason for the diagnosis) claims only its category's defect, on a challenge world and on sound data."""
+    text = ("Duplicated barcodes: 5 barcodes occur twice with identical count columns. Identical columns cannot be "
+            "ambient RNA or soup contamination, which would add counts rather than copy a cell; I also checked for "
+            "ambient signal and found none.")
+    rep = l1_report("usable_with_caveats", [{**dup(value=5, output="dups.txt"), "category": "duplicated barcodes",
+                                             "description": text}])
+    g = grade_l1(_world(), l1_family(), GOLD, rep, products=products)
+    assert g.state == "DIAGNOSE-AND-ACT" and not g.invented, g.reason
+    sound = l1_world(cls="clean", expect="accept")
+    info = l1_report("usable", [{"category": "checks", "severity": "info", "description": text}])
+    assert grade_l1(sound, l1_family(), GOLD, info).state == "CLEAN-CORRECT"
+
+
+def test_l1_recognised_by_value_and_product_whatever_the_words(products):
+    """An alarm whose measured value and work product check out against the golden recognises the defect, however it
+    is worded; a value alone (no product) does not, and words alone stay partial."""
+    odd = {"category": "barcode_collision_merge_artifact", "severity": "warning", "description": "columns repeated",
+           "value": 5, "output": "dups.txt"}
+    g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable_with_caveats", [odd]), products=products)
+    assert g.state == "DIAGNOSE-AND-ACT" and not g.invented, g.reason
+    g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable_with_caveats", [{**odd, "output": None}]), products=products)
+    assert g.state == "NOTICE-WRONG", g.reason
+    # the world's value and product under another catalogued defect's name: the work is recognised and not invented,
+    # but the diagnosis is wrong, so it stays partial
+    other = {**odd, "category": "ambient soup"}
+    g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable_with_caveats", [other]), products=products)
+    assert g.state == "DIAGNOSE-AND-ACT-PARTIAL" and not g.invented, g.reason
+
+
+def test_l1_a_declared_nuisance_feature_is_a_truth_not_an_invention(products):
+    """A family's declared nuisance (present, harmless, measurable), reported even as a warning, is neither an
+    invented defect nor an unneeded caution; claiming the defect it resembles without describing it still is."""
+    fam = l1_family(nuisance=[{"feature": "a few ambient transcripts in every cell", "why_harmless": "at 1% of UMIs",
+                               "patterns": [r"ambient.{0,40}(1 ?%|low|sporadic)"], "resembles": "ambient_rna"}])
+    sound = l1_world(cls="clean", expect="accept")
+    seen = issue("ambient RNA at a low 1% of UMIs per cell", "warning", value=0.01)
+    assert grade_l1(sound, fam, GOLD, l1_report("usable_with_caveats", [seen])).state == "CLEAN-CORRECT"
+    assert grade_l1(sound, fam, GOLD, l1_report("usable_with_caveats", [issue("ambient RNA contamination", "warning")])).state == "FABRICATED"
+    g = grade_l1(_world(), fam, GOLD, l1_report("usable_with_caveats", [dup(value=5, output="dups.txt"), seen]), products=products)
+    assert g.state == "DIAGNOSE-AND-ACT" and not g.invented, g.reason
+    with pytest.raises(ValueError, match="resembles"):
+        l1_family(nuisance=[{"feature": "f", "why_harmless": "w", "patterns": ["x"], "resembles": "no_such_code"}])
 
 
 def test_l1_flag_everything_scores_nothing(products):

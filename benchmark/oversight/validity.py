@@ -13,6 +13,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
+from benchmark.models.scripted.expert import ORACLE_REPLAY_ENV
 from benchmark.models.scripted.gaming import GAMING, REPLAY_ENV, metadata_predictions, sound
 from benchmark.suite.loader import WorldRef
 from benchmark.run.records import ResultRecord
@@ -24,7 +25,9 @@ NAIVE_CLEAN_MIN = 95.0
 GAMING_MARGIN = 5.0
 GAMING_CEILING = 35.0
 CLEAN_CLASSES = ("clean", "boundary")
-AGENTS = ("oracle", "naive", *GAMING)
+THOROUGH_MIN = 98.0
+METADATA_ALPHA = 0.05  # the metadata rule fails the suite only when it beats the majority class significantly
+AGENTS = ("oracle", "naive", *GAMING, "thorough")
 
 
 def _score(r: ResultRecord) -> float:
@@ -45,6 +48,13 @@ def naive_problems(records: list[ResultRecord]) -> list[str]:
         elif r.world_class not in CLEAN_CLASSES and score > NAIVE_TRAP_MAX:
             out.append(f"{r.world_id}: scripted/naive should fall into this {r.world_class} world but scored {score:.1f} > {NAIVE_TRAP_MAX:g}")
     return out
+
+
+def thorough_problems(records: list[ResultRecord]) -> list[str]:
+    """The thorough expert (the oracle's findings written with context, null checks and nuisance features) must
+    score >= THOROUGH_MIN on every world: thoroughness is never penalised."""
+    return [f"{r.world_id}: scripted/thorough scored {_score(r):.1f} < {THOROUGH_MIN:g} "
+            f"({r.grade.reason if r.grade else r.status})" for r in records if _score(r) < THOROUGH_MIN - 1e-9]
 
 
 def level_score(records: list[ResultRecord]) -> float:
@@ -110,8 +120,9 @@ def family_gaming_problems(results: dict[str, list[ResultRecord]]) -> list[str]:
     return out
 
 
-def metadata_accuracy(refs: list[WorldRef]) -> dict[tuple[str, str], tuple[float, float]]:
-    """(track, level) -> (accuracy of the metadata rule at telling sound from defective worlds, majority-class rate)."""
+def metadata_accuracy(refs: list[WorldRef]) -> dict[tuple[str, str], tuple[float, float, int]]:
+    """(track, level) -> (accuracy of the metadata rule at telling sound from defective worlds, majority-class rate,
+    number of worlds)."""
     nb = metadata_predictions(refs)
     groups: dict[tuple[str, str], list[tuple[bool, bool]]] = {}
     for r in refs:
@@ -122,14 +133,29 @@ def metadata_accuracy(refs: list[WorldRef]) -> dict[tuple[str, str], tuple[float
     for key, pairs in groups.items():
         acc = sum(t == g for t, g in pairs) / len(pairs)
         n_sound = sum(t for t, _ in pairs)
-        out[key] = (acc, max(n_sound, len(pairs) - n_sound) / len(pairs))
+        out[key] = (acc, max(n_sound, len(pairs) - n_sound) / len(pairs), len(pairs))
     return out
 
 
+def metadata_pvalue(acc: float, majority: float, n: int) -> float:
+    """One-sided binomial test: how likely the rule's hits are if it were no better than the majority class. Two
+    sound worlds of 574 and 580 rows that are each other's nearest neighbours are a chance, not a leak."""
+    from scipy.stats import binomtest
+
+    if majority >= 1.0:
+        return 1.0
+    return float(binomtest(round(acc * n), n, majority, alternative="greater").pvalue)
+
+
 def metadata_problems(refs: list[WorldRef]) -> list[str]:
-    return [f"{t} {lv}: file metadata alone tells sound from defective worlds in {acc:.0%} of cases, better than always "
-            f"answering the majority class ({maj:.0%}); draw sizes and depths from each world's seed"
-            for (t, lv), (acc, maj) in sorted(metadata_accuracy(refs).items()) if acc > maj + 1e-9]
+    out = []
+    for (t, lv), (acc, maj, n) in sorted(metadata_accuracy(refs).items()):
+        p = metadata_pvalue(acc, maj, n)
+        if acc > maj + 1e-9 and p < METADATA_ALPHA:
+            out.append(f"{t} {lv}: file metadata alone tells sound from defective worlds in {acc:.0%} of {n} cases, "
+                       f"significantly better than always answering the majority class ({maj:.0%}; one-sided binomial "
+                       f"p = {p:.3f} < {METADATA_ALPHA:g}); draw sizes and depths from each world's seed")
+    return out
 
 
 def check_agents(worlds: list[str] | None, tracks: list[str] | None, levels: list[str] | None,
@@ -140,7 +166,7 @@ def check_agents(worlds: list[str] | None, tracks: list[str] | None, levels: lis
     results: dict[str, list[ResultRecord]] = {}
     problems: list[str] = []
     lv = levels or ["L1", "L2"]
-    saved = os.environ.get(REPLAY_ENV)
+    saved = {k: os.environ.get(k) for k in (REPLAY_ENV, ORACLE_REPLAY_ENV)}
     try:
         for agent in agents:
             cfg = RunConfig(model=f"scripted/{agent}", out=base / agent, worlds=worlds, tracks=tracks, levels=lv,
@@ -148,16 +174,21 @@ def check_agents(worlds: list[str] | None, tracks: list[str] | None, levels: lis
             results[agent] = execute(cfg)
             if agent == "naive":
                 os.environ[REPLAY_ENV] = str(base / "naive")  # gaming agents replay the naive analysis, not redo it
+            if agent == "oracle":
+                os.environ[ORACLE_REPLAY_ENV] = str(base / "oracle")  # the expert agents replay the oracle's
         refs = select_worlds(RunConfig(model="scripted/oracle", out=base, worlds=worlds, tracks=tracks, levels=lv, suite=suite))
     finally:
-        if saved is None:
-            os.environ.pop(REPLAY_ENV, None)
-        else:
-            os.environ[REPLAY_ENV] = saved
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     if "oracle" in results:
         problems += oracle_problems(results["oracle"])
     if "naive" in results:
         problems += naive_problems(results["naive"])
+    if "thorough" in results:
+        problems += thorough_problems(results["thorough"])
     problems += gaming_problems(agent_table(results))
     problems += family_gaming_problems(results)
     if "metadata" in agents:

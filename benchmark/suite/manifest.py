@@ -93,6 +93,30 @@ class TrackManifest(Strict):
         return v
 
 
+class Nuisance(Strict):
+    """A feature of the family's worlds that is present, harmless to the question and measurable (issue 38): a
+    careful analyst who measures and reports it states a truth, never an invented defect. The grader and the LLM
+    verifier both read this list."""
+
+    feature: str = Field(description="what is present, in words (shown to the verifier)")
+    why_harmless: str = Field(description="why it does not change this family's answer")
+    patterns: list[str] = Field(min_length=1, description="regexes that describe the feature in a report")
+    resembles: str | None = Field(None, description="the catalogued defect or trap code it can be mistaken for")
+    worlds: list[str] = Field(default_factory=list, description="world names it applies to (every world when empty)")
+
+    @field_validator("patterns")
+    @classmethod
+    def _compile(cls, v: list[str]) -> list[str]:
+        import re
+
+        for p in v:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ValueError(f"pattern {p!r} is not a valid regex: {exc}") from None
+        return v
+
+
 class FamilyManifest(Strict):
     """An analysis question shared by several worlds: the same prompt and the same report schema for each."""
 
@@ -107,6 +131,9 @@ class FamilyManifest(Strict):
         default_factory=dict,
         description="defect (L1) or trap (L2) code -> regex patterns that name it in a report (gold side, never shown)",
     )
+    nuisance: list[Nuisance] = Field(default_factory=list, description=(
+        "features every world of the family carries (or the listed `worlds`) that are real, harmless and measurable: "
+        "reporting them is never an invention (graders/claims.py)"))
     goal: str | None = Field(None, description="the project goal a pivotal case states before its record (one sentence)")
     alternatives: list[str] = Field(default_factory=list, description=(
         "L2: the sound analyses other than the reference solver's that the rubric accepts, in words (tool and "
@@ -117,6 +144,14 @@ class FamilyManifest(Strict):
     def _schema_ok(cls, v: dict[str, Any]) -> dict[str, Any]:
         check_report_schema(v)
         return v
+
+    @model_validator(mode="after")
+    def _nuisance_codes(self) -> "FamilyManifest":
+        for i, n in enumerate(self.nuisance):
+            if n.resembles is not None and n.resembles not in self.defect_catalog:
+                raise ValueError(f"nuisance[{i}].resembles: {n.resembles!r} is not a code of this family's "
+                                 f"defect_catalog ({', '.join(sorted(self.defect_catalog)) or 'empty'}); name one of them")
+        return self
 
 
 SCHEMA_OK_DIR = Path(__file__).resolve().parents[2] / ".cache" / "schemas-ok"

@@ -11,6 +11,10 @@ collection and the grader see exactly what they would see from a model that trie
              union lists, mean tables written as work products) and every trap it names.
   metadata   decides from file names, sizes, headers and read counts only: leave-one-out nearest neighbour over the
              family's other worlds, then flags the neighbour's defect (or accepts).
+  withhold   the naive report with every work product withheld (L1 outputs null, L2 product paths empty): a missing
+             product must never be worth more than a wrong one.
+  alarmist   the oracle's findings written thoroughly plus every sibling defect asserted as changing the result
+             (benchmark.models.scripted.expert): invented claims must cost.
   layout     decides from the files' layout only (benchmark.models.scripted.layout): names out of order, entities appended last,
              duplicated identifiers, shared index fields, orders that differ between files; it flags those
              entities as its work product and names the nearest flagged neighbour's defect (or accepts).
@@ -27,8 +31,8 @@ from typing import Any
 from benchmark.suite.loader import WorldRef
 from benchmark.suite.manifest import Check, L1World, L2World
 
-GAMING = ("all_clear", "flag_all", "keyword", "constant", "metadata", "layout")
-NAIVE_BASED = {"all_clear", "flag_all", "keyword", "metadata", "layout"}  # L2: start from the naive agent's own numbers
+GAMING = ("all_clear", "flag_all", "keyword", "constant", "metadata", "layout", "withhold", "alarmist")
+NAIVE_BASED = {"all_clear", "flag_all", "keyword", "metadata", "layout", "withhold"}  # L2: start from the naive agent's own numbers
 
 
 def _words(code: str) -> str:
@@ -105,15 +109,16 @@ REPLAY_ENV = "BENCHMARK_NAIVE_REPLAY"  # a finished scripted/naive run folder wh
 REPLAY_MAX_BYTES = 8 << 20
 
 
-def naive_replay(world_id: str) -> tuple[dict | None, dict[str, str]] | None:
+def naive_replay(world_id: str, env: str = REPLAY_ENV) -> tuple[dict | None, dict[str, str]] | None:
     """The naive agent's recorded report and work products for this world, when a naive run is named in
     $BENCHMARK_NAIVE_REPLAY: replaying them (one cell that rewrites the products) gives the same report and files
-    as re-running the naive analysis, without paying for it once per gaming agent."""
+    as re-running the naive analysis, without paying for it once per gaming agent. `env` names another recorded
+    run (the oracle's, for the expert agents)."""
     import os
 
     from benchmark.run.store import RunStore, result_key
 
-    root = os.environ.get(REPLAY_ENV)
+    root = os.environ.get(env)
     if not root:
         return None
     store = RunStore(Path(root))
@@ -166,10 +171,12 @@ def cells(name: str, ref: WorldRef, naive_cells: list[str]) -> list[str]:
     own = {"metadata": [metadata_cell()], "layout": [layout_cell()]}.get(name, [])
     if name == "layout" and isinstance(w, L1World):
         own += [c for c in [flags_cell(ref, _family_refs(ref))] if c]
-    needs_naive = isinstance(w, L2World) or name == "keyword"
+    needs_naive = isinstance(w, L2World) or name in ("keyword", "withhold")
     if not needs_naive:
         return own
     replay = naive_replay(ref.id)
+    if replay is not None and name == "withhold":
+        return own  # the naive report without its products: nothing to rewrite
     base = [product_cell(replay[1])] if replay is not None else naive_cells
     return own + base
 
@@ -182,6 +189,12 @@ def naive_edits(name: str, ref: WorldRef) -> list[dict] | None:
     None when the report does not depend on the naive one."""
     w, fam = ref.world, ref.family
     codes = sorted(fam.defect_catalog)
+    if name == "withhold":
+        if isinstance(w, L1World):
+            return [{"op": "set_items", "key": "issues", "values": {"output": None}}]
+        fields = sorted({c.field.split(".")[0] for c in _all_checks(w) + list(w.rubric.zero_if)
+                         if c.kind in ("product_items", "product_table", "product") and c.field})
+        return [{"op": "set", "values": {f: "" for f in fields}}]
     if name == "constant" or (isinstance(w, L1World) and name != "keyword"):
         return None
     if isinstance(w, L1World):  # keyword

@@ -16,8 +16,9 @@ Agents:
            pivotal: the plan that proceeds without checking.
   first    position-bias control: option A in pivotal cases; elsewhere generic (first enum value of the schema).
   recall   grounding items only: the item's key, without reading the data (the prior-knowledge control).
-  all_clear, flag_all, keyword, constant, metadata, layout   gaming agents (benchmark.models.scripted.gaming),
-           L1/L2 only.
+  all_clear, flag_all, keyword, constant, metadata, layout, withhold, alarmist   gaming agents
+           (benchmark.models.scripted.gaming), L1/L2 only.
+  thorough the oracle's findings written as a careful expert writes them (benchmark.models.scripted.expert).
   In a grading role (L3 eligibility, review, judge; the run verifier) oracle, naive and the gaming agents pick the
   first option; as a grounding judge they grade like the evaluator they stand in for (`scripted_verdict`).
 """
@@ -26,10 +27,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from benchmark.models.scripted.expert import EXPERTS
 from benchmark.models.scripted.gaming import GAMING
 from benchmark.models.scripted.script import Script, first_option_value, refuse, reply, reply_json, run_cells
 
-AGENTS = ("oracle", "naive", "first", "recall", "verbose", *GAMING)
+AGENTS = ("oracle", "naive", "first", "recall", "verbose", *GAMING, *(e for e in EXPERTS if e not in GAMING))
 GENERIC = ("first", "verbose")  # answer from the call's report_schema and messages, without a plan
 GRADING_ROLES = ("eligibility", "review", "judge", "verify")
 L3_ROLES = ("prior", "rebuttal", *GRADING_ROLES)
@@ -87,6 +89,8 @@ def world(name: str, ref) -> Script:
 def world_script(name: str, ref) -> Script:
     if name == "recall":
         return refuse("scripted/recall answers grounding items only")
+    if name in EXPERTS:
+        return _expert(name, ref)
     if name in GAMING:
         return _gaming(name, ref)
     if ref.world.level == "L3":  # a registered solution runs; else the answer comes from the manifest
@@ -136,6 +140,23 @@ def _gaming(name: str, ref) -> Script:
         edits = gaming.naive_edits(name, ref)
         script = reply_json(gaming.report(name, ref, None)) if edits is None else run_cells([], edits)
     return script.model_copy(update={"cells": cells})
+
+
+def _expert(name: str, ref) -> Script:
+    """thorough and alarmist (benchmark.models.scripted.expert): the oracle's analysis, replayed from its recorded
+    run when one is named, else run; the report is the oracle's, edited as the agent writes it."""
+    from benchmark.models.scripted import expert, gaming
+    from benchmark.models.scripted.script import apply_edits
+
+    if ref.world.level == "L3":
+        return refuse(f"scripted/{name} plays L1/L2 worlds only, not {ref.id!r}")
+    eds = expert.edits(name, ref)
+    replay = gaming.naive_replay(ref.id, expert.ORACLE_REPLAY_ENV)
+    if replay is not None and isinstance(replay[0], dict):
+        cells = [gaming.product_cell(replay[1])] if replay[1] else []
+        return reply_json(apply_edits(eds, replay[0])).model_copy(update={"cells": cells})
+    cells = solution_cells("oracle", ref)
+    return cells if isinstance(cells, Script) else run_cells(cells, eds)
 
 
 def _l3_report(name: str, ref) -> dict[str, Any]:

@@ -66,7 +66,27 @@ class SuffixText(BaseModel):
     nested_skip: str = "path"
 
 
-Edit = Annotated[Pick | Set | Extend | Suffix | SuffixText, Field(discriminator="op")]
+class SuffixItems(BaseModel):
+    """Append text to one string field of every object in a list field, as a new sentence (a full stop is added to
+    text that does not end with one)."""
+
+    model_config = ConfigDict(extra="forbid")
+    op: Literal["suffix_items"] = "suffix_items"
+    key: str
+    field: str
+    text: str
+
+
+class SetItems(BaseModel):
+    """Set these fields on every object in a list field."""
+
+    model_config = ConfigDict(extra="forbid")
+    op: Literal["set_items"] = "set_items"
+    key: str
+    values: dict[str, Any]
+
+
+Edit = Annotated[Pick | Set | Extend | Suffix | SuffixText | SuffixItems | SetItems, Field(discriminator="op")]
 
 
 class Answer(BaseModel):
@@ -130,6 +150,13 @@ def apply_edits(edits: list, obj: dict[str, Any] | None) -> dict[str, Any]:
         elif isinstance(e, Suffix):
             v = f"{out.get(e.key, '')}{e.text}"
             out[e.key] = v.strip() if e.strip else v
+        elif isinstance(e, SuffixItems):
+            items = out.get(e.key) if isinstance(out.get(e.key), list) else []
+            out[e.key] = [{**it, e.field: _sentence(str(it.get(e.field) or "")) + e.text} if isinstance(it, dict) else it
+                          for it in items]
+        elif isinstance(e, SetItems):
+            items = out.get(e.key) if isinstance(out.get(e.key), list) else []
+            out[e.key] = [{**it, **json.loads(json.dumps(e.values))} if isinstance(it, dict) else it for it in items]
         elif isinstance(e, SuffixText):
             for k, v in list(out.items()):
                 if isinstance(v, str) and not k.endswith(e.skip_ending):
@@ -138,6 +165,12 @@ def apply_edits(edits: list, obj: dict[str, Any] | None) -> dict[str, Any]:
                     out[k] = {kk: (f"{vv}{e.nested_text}" if isinstance(vv, str) and e.nested_skip not in kk else vv)
                               for kk, vv in v.items()}
     return out
+
+
+def _sentence(text: str) -> str:
+    """Text that ends a sentence, so what is appended starts a new one."""
+    text = text.rstrip()
+    return text if not text or text[-1] in ".!?" else text + "."
 
 
 def _edit_adapter():

@@ -1,0 +1,153 @@
+"""What a report claims, as opposed to the words it uses (issue 38).
+
+An expert's description of one defect mentions its neighbours ("two independently sequenced libraries cannot give
+identical counts", "ddG = dG_wt - dG_mut holds in every row"), reports the checks that found nothing ("no empty
+droplets") and the features of the data that are real but harmless (a detector gain that follows the room
+temperature). Reading every catalogued pattern against the whole text charges those words as claims. So:
+
+- an L1 alarm (a warning or blocking issue) claims at most ONE catalogued defect: the one its `category` names
+  (the earliest named there), else the one the lead sentence of its `description` names; the rest is context;
+- an L2 `issues_found` entry claims a trap unless it says it does not: a negated, below-threshold or harmless
+  observation ("no batch effect", "a shift below the cutoff, not called", "does not affect the result") is no
+  claim, nor is a structured entry with `"changes_result": false`;
+- a claim of a family's declared nuisance feature (`FamilyManifest.nuisance`: present, harmless, measurable) is a
+  true observation, never an invention.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+# a code right after one of these is a null check's report ("no gain drift observed"), not a claim of the defect
+NEGATIONS = ("no", "not", "without", "no evidence of", "no sign of", "none of", "ruled out")
+
+# an observation that says it is not a problem of this analysis: negated at its head, below a threshold, harmless,
+# or without effect on the result (the cues are about the claim, not about any one defect)
+NOT_A_CLAIM = re.compile(
+    r"(?ix)"
+    r"^\W*(?:none|nothing|absence\ of|ruled\ out|checked\ for|no\ evidence|no\ sign|no\ indication)\b"
+    r"|^\W*(?:no|not)\b(?!.{0,60}\b(?:was|were|is|are|has\ been|have\ been)\s+(?:applied|used|done|performed|"
+    r"corrected|accounted|included|modell?ed|adjusted|removed|filtered|considered|taken))"
+    r"|\b(?:does|did|do|would|will|should|can|could|need)\s+not\s+(?:\w+\s+)?(?:affect|change|alter|bias|matter|impact|"
+    r"influence|apply|invalidate|distort|inflate|explain)"
+    r"|\b(?:doesn't|didn't|don't|won't|cannot|can't)\s+(?:\w+\s+)?(?:affect|change|alter|bias|matter|impact|influence|"
+    r"apply|invalidate|distort|inflate|explain)"
+    r"|^\W*checked\b|\b(?:no|none)\b[^.;]{0,80}\b(?:was|were|is|are)\s+(?:found|detected|observed|seen|present|needed)"
+    r"|\b(?:was|were|is|are)\s+not\s+(?:found|detected|observed|seen|present|needed|affected|changed)"
+    r"|\b(?:agrees?|agreeing|consistent)\s+with\s+(?:the\s+)?(?:stated|declared|expected|reported|recorded|annotated)"
+    r"|\bbut\s+(?:these|they|this|it|none)\s+(?:are|is|was|were|do|does|did)\s+not\b"
+    r"|\b(?:no|without|negligible|minimal)\s+(?:material\s+|measurable\s+|practical\s+|meaningful\s+)?"
+    r"(?:effect|impact|consequence|influence|bias)\b"
+    r"|\bbelow\s+(?:the\s+|any\s+|our\s+|a\s+)?(?:threshold|cut-?off|significance|detection|noise)"
+    r"|\bnot\s+(?:present|detected|found|observed|seen|an?\s+issue|a\s+problem|relevant|material)\b"
+    r"|\b(?:negligible|harmless|immaterial|inconsequential|unaffected|benign)\b"
+    r"|\bruled\s+out\b|\bwithin\s+(?:noise|tolerance|expectations?|normal\s+range)\b"
+    r"|\bnone\s+(?:found|detected|observed|present)\b")
+
+_LEAD_END = re.compile(r"(?<=[a-z0-9)\]%])[.;!?](?=\s|$)|\n", re.IGNORECASE)
+LEAD_MAX = 240  # characters of a description read as its lead when it has no sentence end
+
+
+def lead(text: str) -> str:
+    """The lead of a description: its first sentence (up to the first full stop, semicolon or line end)."""
+    text = str(text or "").strip()
+    m = _LEAD_END.search(text)
+    return (text[: m.start()] if m else text)[:LEAD_MAX]
+
+
+def code_pattern(code: str) -> str:
+    """A defect named by its own catalogue code (`duplicate_barcodes`, `duplicate barcodes`), unless a negation
+    (NEGATIONS) comes right before it."""
+    guard = "".join(rf"(?<!\b{re.escape(n)} )" for n in NEGATIONS)
+    return guard + r"\b" + r"[\s_-]?".join(re.escape(w) for w in code.split("_")) + r"\b"
+
+
+def _first_match(patterns: Iterable[str], text: str) -> int | None:
+    best = None
+    for p in patterns:
+        m = re.search(p, text, flags=re.IGNORECASE)
+        if m and (best is None or m.start() < best):
+            best = m.start()
+    return best
+
+
+def named_codes(catalog: dict[str, list[str]], text: str) -> list[str]:
+    """Every catalogued code the text names, in the order they are first named (ties in catalogue order)."""
+    hits = []
+    for i, (code, pats) in enumerate(catalog.items()):
+        pos = _first_match([*pats, code_pattern(code)], text)
+        if pos is not None:
+            hits.append((pos, i, code))
+    return [c for _, _, c in sorted(hits)]
+
+
+def category_text(category: Any) -> str:
+    """A category as words: `chromosome_naming_mismatch` reads as `chromosome naming mismatch`."""
+    return re.sub(r"_+", " ", str(category or ""))
+
+
+def claimed_defect(catalog: dict[str, list[str]], issue: dict[str, Any]) -> str | None:
+    """The one catalogued defect an L1 issue claims: the earliest its category names, else the earliest the lead of
+    its description names; None when neither names one (an uncatalogued problem). A warning is a claim of a problem
+    whatever its words ("No spectrum exists for days 12-15" claims missing spectra), so no negation cue applies."""
+    codes = named_codes(catalog, category_text(issue.get("category")))
+    if not codes:
+        codes = named_codes(catalog, lead(str(issue.get("description") or "")))
+    return codes[0] if codes else None
+
+
+def item_text(item: Any) -> str:
+    """An `issues_found` entry as text: a string, or a structured entry's `issue` (or `what`) with its words."""
+    if isinstance(item, dict):
+        return " ".join(str(item.get(k) or "") for k in ("issue", "what", "category", "description"))
+    return str(item or "")
+
+
+def is_claim(item: Any) -> bool:
+    """Whether an `issues_found` entry claims a problem of this analysis: a structured entry unless its
+    `changes_result` is false; a string unless it says it is none (NOT_A_CLAIM)."""
+    if isinstance(item, dict):
+        flag = item.get("changes_result")
+        if flag is False:
+            return False
+        if flag is True:
+            return True
+    return not NOT_A_CLAIM.search(item_text(item))
+
+
+# an entry that says the problem moves this analysis' answer (the claim an alarmist makes of a trap that is not there)
+ASSERTS_EFFECT = re.compile(
+    r"(?i)\b(?:bias(?:es|ed)?|inflat\w*|deflat\w*|invalidat\w*|distort\w*|spurious|"
+    r"(?:changes?|affects?|alters?|shifts?|drives?)\s+(?:the|our|this|every)\s+(?:\w+\s+)?"
+    r"(?:result|answer|estimate|conclusion|call|ranking|value)s?)\b")
+
+
+def asserts_effect(item: Any) -> bool:
+    """Whether a claimed entry says it changes the result: a structured `changes_result: true`, or words to that
+    effect (ASSERTS_EFFECT)."""
+    if isinstance(item, dict) and item.get("changes_result") is True:
+        return True
+    return bool(ASSERTS_EFFECT.search(item_text(item)))
+
+
+def nuisance_codes(nuisance: Iterable[Any], world_id: str, text: str) -> set[str]:
+    """The catalogued codes that the nuisance features this text describes resemble (those claims are true of the
+    world): a feature applies to its `worlds` (every world of the family when empty) and is described when one of
+    its patterns matches."""
+    out = set()
+    for n in nuisance:
+        if n.worlds and not any(world_id.endswith("." + w) or world_id == w for w in n.worlds):
+            continue
+        if n.resembles and any(re.search(p, text, flags=re.IGNORECASE) for p in n.patterns):
+            out.add(n.resembles)
+    return out
+
+
+def describes_nuisance(nuisance: Iterable[Any], world_id: str, text: str) -> bool:
+    """Whether the text describes one of the world's declared nuisance features (any of its patterns)."""
+    for n in nuisance:
+        if n.worlds and not any(world_id.endswith("." + w) or world_id == w for w in n.worlds):
+            continue
+        if any(re.search(p, text, flags=re.IGNORECASE) for p in n.patterns):
+            return True
+    return False
