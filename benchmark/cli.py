@@ -165,12 +165,13 @@ def cmd_worlds_check(args) -> int:
 
 def cmd_worlds_grade(args) -> int:
     """Grade a report file against a world's golden, e.g. to check a hand-written report."""
-    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.freeze import ensure_built, read_golden
     from graders.grade import grade
 
     ref = _world_ref(args, args.world)
     products = Path(args.products) if args.products else Path(args.report).resolve().parent
-    g = grade(ref, read_golden(ref).values, _read_text(args.report, "report file"), products=products)
+    g = grade(ref, read_golden(ref).values, _read_text(args.report, "report file"), products=products,
+              inputs=ensure_built(ref))
     print(g.model_dump_json(indent=2))
     return 1 if g.status == "NONCOMPLIANT" else 0  # a malformed report is graded (NONCOMPLIANT) but is not a pass
 

@@ -175,10 +175,11 @@ def _modules_for(validator: str | None) -> list[str]:
     return [PRODUCT_VALIDATORS.get(validator).fn.__module__]
 
 
-def product_check(c: Any, got: Any, want: Any, golden: dict, products: Any) -> tuple[float, str]:
+def product_check(c: Any, got: Any, want: Any, golden: dict, products: Any, inputs: Any = None) -> tuple[float, str]:
     """The harness side: run the product check capped (in the worker itself, directly)."""
     from graders import checks
 
     if in_worker():
-        return checks.evaluate_product(c, got, want, golden, products)
-    return run_product_check(_modules_for(c.validator), (c, got, want, golden, None if products is None else str(products)))
+        return checks.evaluate_product(c, got, want, golden, products, inputs)
+    return run_product_check(_modules_for(c.validator), (c, got, want, golden, None if products is None else str(products),
+                                                         None if inputs is None else str(inputs)))

@@ -94,21 +94,24 @@ def _sign(v: Any) -> int | None:
     return (x > 0) - (x < 0)
 
 
-def run_check(check: Check, report: Any, golden: dict[str, Any], products: Path | None = None) -> CheckResult:
+def run_check(check: Check, report: Any, golden: dict[str, Any], products: Path | None = None,
+              inputs: Path | None = None) -> CheckResult:
+    """`inputs`: the world's public files, against which a corrected copy named as a product is read (L1)."""
     c = check
     try:
-        credit, detail = _evaluate(c, report, golden, products)
+        credit, detail = _evaluate(c, report, golden, products, inputs)
     except RecursionError:
         credit, detail = 0.0, "the value is nested too deeply to read"
     return CheckResult(c.id, credit, detail, c.component)
 
 
-def run_checks(checks: list[Check], report: Any, golden: dict[str, Any], products: Path | None = None) -> list[CheckResult]:
+def run_checks(checks: list[Check], report: Any, golden: dict[str, Any], products: Path | None = None,
+               inputs: Path | None = None) -> list[CheckResult]:
     """Run checks in order, then apply `requires` when a required check did not earn full credit: recognition (I)
     keeps half its credit (a recognised problem without its measured value is partial); any other check keeps none,
     because a conclusion (usable, a direction) that is right for every world earns nothing without the world's own
     checked values."""
-    results = [run_check(c, report, golden, products) for c in checks]
+    results = [run_check(c, report, golden, products, inputs) for c in checks]
     by_id = {r.id: r for r in results}
     out = []
     for c, r in zip(checks, results):
@@ -227,6 +230,61 @@ def read_items(p: Path, golden_items: list[str], canon=None) -> list[str]:
     return items
 
 
+def _suffixes(name: str) -> str:
+    """A file's format by name: its last extension, with the one before it when compressed (`csv.gz`)."""
+    parts = name.lower().split(".")[1:]
+    return ".".join(parts[-2:]) if parts and parts[-1] in ("gz", "bgz", "bz2", "xz") else (parts[-1] if parts else "")
+
+
+def original_of(product: Path, inputs: Path | None) -> Path | None:
+    """The world file a product is a corrected copy of: the input of the same format whose name stem the product's
+    name contains (`counts_corrected.csv` copies `counts.csv`; the longest such stem wins); None when there is none."""
+    if inputs is None or not Path(inputs).is_dir():
+        return None
+    name = product.name.lower()
+    best = None
+    for p in Path(inputs).rglob("*"):
+        if not p.is_file() or p.is_symlink() or _suffixes(p.name) != _suffixes(product.name):
+            continue
+        stem = p.name.split(".")[0].lower()
+        if stem and stem in name and (best is None or len(stem) > len(best.name.split(".")[0])):
+            best = p
+    return best
+
+
+def _copied_file(product: Path, inputs: Path, golden_items: list) -> str | None:
+    """Where the golden lists affected files, a product that is a corrected copy of one of them names that file
+    (read by name, not content: a salvaged BAM is a copy in the original format)."""
+    files = {str(p.relative_to(inputs)) for p in inputs.rglob("*") if p.is_file()}
+    if not any(str(x) in files for x in golden_items):
+        return None
+    original = original_of(product, inputs)
+    return None if original is None else str(original.relative_to(inputs))
+
+
+def _record_key(line: str) -> str:
+    return line.split("\t")[0] if "\t" in line else next(csv.reader([line]), [""])[0] if line else ""
+
+
+def changed_records(original: Path, copy: Path, golden_items: list[str]) -> list[str]:
+    """The records a corrected copy changes: the keys (first field, or the whole line where that is a golden item)
+    whose rows differ between the original and the copy, removed or added rows included."""
+    known = {_norm(str(x)) for x in golden_items}
+
+    def rows(p: Path) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for line in _read_text(p).splitlines()[:MAX_PRODUCT_ROWS]:
+            line = line.rstrip("\r\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            key = line.strip() if _norm(line.strip()) in known else _record_key(line).strip()
+            out.setdefault(key, []).append(",".join(x.strip() for x in re.split(r"[,\t]", line)))
+        return out
+
+    a, b = rows(original), rows(copy)
+    return sorted(k for k in set(a) | set(b) if sorted(a.get(k, [])) != sorted(b.get(k, [])))
+
+
 def read_table(p: Path, key: str, column: str) -> tuple[dict[str, float] | None, str]:
     text = _read_text(p)
     sample = text[:4096]
@@ -246,7 +304,8 @@ def read_table(p: Path, key: str, column: str) -> tuple[dict[str, float] | None,
     return out, f"{len(out)} rows"
 
 
-def _evaluate(c: Check, report: Any, golden: dict[str, Any], products: Path | None = None) -> tuple[float, str]:
+def _evaluate(c: Check, report: Any, golden: dict[str, Any], products: Path | None = None,
+              inputs: Path | None = None) -> tuple[float, str]:
     if c.kind == "mentions":
         paths = c.fields or [c.field]
         text = " ".join(flatten_text(get_path(report, p)) for p in paths)
@@ -290,7 +349,7 @@ def _evaluate(c: Check, report: Any, golden: dict[str, Any], products: Path | No
     if c.kind in PRODUCT_KINDS:
         from graders.capped import product_check
 
-        return product_check(c, got, want, golden, products)
+        return product_check(c, got, want, golden, products, inputs)
 
     if c.kind == "sign":
         g, w = _sign(got), _sign(want)
@@ -315,14 +374,22 @@ def _spearman(table: dict[str, float], gold: dict[str, float], keys: list[str]) 
     return float(rho) if rho == rho else 0.0
 
 
-def evaluate_product(c: Check, got: Any, want: Any, golden: dict[str, Any], products: Any) -> tuple[float, str]:
+def evaluate_product(c: Check, got: Any, want: Any, golden: dict[str, Any], products: Any,
+                     inputs: Any = None) -> tuple[float, str]:
     """A product check's credit, run in the capped worker (graders.capped): the product's compression is read from
-    its bytes and refused unless the validator registered it; every reader bounds what it inflates."""
+    its bytes and refused unless the validator registered it; every reader bounds what it inflates. A `lines` product
+    that is a corrected copy of one of the world's files (`inputs`) is read as the records the correction changed:
+    the L1 prompt offers "a list of the affected items, or a corrected copy of the affected data file"."""
     from graders.product_io import ProductRefused, check_compression
 
     path, why = product_path(None if products is None else Path(products), got)
     if path is None:
         return 0.0, why
+    if c.kind == "product_items" and isinstance(want, list) and inputs is not None:
+        named = _copied_file(path, Path(inputs), want)
+        if named is not None:  # the list names files, and the product is a corrected copy of one of them
+            credit, detail = _f1_credit(c, [named], [str(x) for x in want], golden)
+            return credit, f"{why}: a corrected copy of {named}: {detail}"
     accepted = ()
     if c.kind == "product":
         from benchmark.suite.registry import PRODUCT_VALIDATORS
@@ -337,6 +404,11 @@ def evaluate_product(c: Check, got: Any, want: Any, golden: dict[str, Any], prod
         if not isinstance(want, list):
             return 0.0, f"golden {c.golden} is not a list (rubric/golden mismatch)"
         credit, detail = _f1_credit(c, read_items(path, want), [str(x) for x in want], golden)
+        original = original_of(path, None if inputs is None else Path(inputs)) if credit < 1.0 else None
+        if original is not None:
+            c2, d2 = _f1_credit(c, changed_records(original, path, want), [str(x) for x in want], golden)
+            if c2 > credit:
+                return c2, f"{why}: a corrected copy of {original.name}; the records it changes: {d2}"
         return credit, f"{why}: {detail}"
     if c.kind == "product_table":
         return _table_credit(c, path, why, want, _reference_answer(c, golden))

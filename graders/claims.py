@@ -41,6 +41,7 @@ NOT_A_CLAIM = re.compile(
     r"|\bbelow\s+(?:the\s+|any\s+|our\s+|a\s+)?(?:threshold|cut-?off|significance|detection|noise)"
     r"|\bnot\s+(?:present|detected|found|observed|seen|an?\s+issue|a\s+problem|relevant|material)\b"
     r"|\b(?:negligible|harmless|immaterial|inconsequential|unaffected|benign)\b"
+    r"|\b(?:does|did|do|causes?|caused|makes?)\s+no\s+(?:harm|difference)\b|\bno\s+harm\b"
     r"|\bruled\s+out\b|\bwithin\s+(?:noise|tolerance|expectations?|normal\s+range)\b"
     r"|\bnone\s+(?:found|detected|observed|present)\b")
 

@@ -37,15 +37,16 @@ class Grade(BaseModel):
 
 
 def grade(ref: Any, golden: dict[str, Any], report: Any, code_cells: list[str] | None = None,
-          products: Path | None = None) -> Grade:
+          products: Path | None = None, inputs: Path | None = None) -> Grade:
     """`ref` is a world reference (benchmark.suite.loader.WorldRef: its world, family and track); `products` is the
-    folder holding the work products the agent wrote (the run's artifacts/<key>/)."""
+    folder holding the work products the agent wrote (the run's artifacts/<key>/); `inputs` the world's public
+    files, against which an L1 corrected copy is read (without them only a list of items is)."""
     from benchmark.suite.registry import load_track_module
 
     load_track_module(ref.track.solver_module)  # registers the track's product validators (gold side)
     w = ref.world
     if isinstance(w, L1World):
-        g = grade_l1(w, ref.family, golden, report, code_cells, products)
+        g = grade_l1(w, ref.family, golden, report, code_cells, products, inputs)
         return Grade(world_id=w.id, level="L1", status=g.state, native=g.score, score=round(g.score100, 6),
                      reason=g.reason, checks=[CheckRecord(**c.__dict__) for c in g.checks], fabrication=g.fabrication,
                      invented=g.invented, grader=g.grader, grader_version=g.grader_version)

@@ -152,7 +152,7 @@ MAX_VALUE_READS = 50  # alarms whose value and product are checked for recogniti
 
 
 def _recognised_by_work(rub, report: dict[str, Any], alarm: dict[str, Any], golden: dict[str, Any],
-                        products: Path | None) -> bool:
+                        products: Path | None, inputs: Path | None = None) -> bool:
     """An alarm recognises the world's defect whatever its words when its measured value passes a measure check and
     the work product it names passes every product action: the numbers and the file say what the words may not.
     Only for rubrics with a product action (a value alone could be a coincidence)."""
@@ -162,7 +162,7 @@ def _recognised_by_work(rub, report: dict[str, Any], alarm: dict[str, Any], gold
     scope = {**report, **alarm}
     if not any(r.credit >= 1.0 for r in run_checks(list(rub.measure), scope, golden, products)):
         return False
-    return all(r.credit >= 1.0 for r in run_checks(product_acts, scope, golden, products))
+    return all(r.credit >= 1.0 for r in run_checks(product_acts, scope, golden, products, inputs))
 
 
 def _nuisance_alarm(family: FamilyManifest, world_id: str, alarm: dict[str, Any]) -> bool:
@@ -191,7 +191,7 @@ def _state(name: str, reason: str, checks: list[CheckResult] | None = None, fab:
 
 
 def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw_report: Any,
-             code_cells: list[str] | None = None, products: Path | None = None) -> L1Grade:
+             code_cells: list[str] | None = None, products: Path | None = None, inputs: Path | None = None) -> L1Grade:
     parsed = parse_report(raw_report, family.report_schema)
     if not parsed.ok:
         return _state("NONCOMPLIANT", parsed.error or "no report")
@@ -243,7 +243,7 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
         if claimed_defect(family, a) == world.defect or _matches(list(rub.diagnosis), [_issue_text(a)]):
             diag = a
             break
-        if i < MAX_VALUE_READS and _recognised_by_work(rub, report, a, golden, products):
+        if i < MAX_VALUE_READS and _recognised_by_work(rub, report, a, golden, products, inputs):
             by_work.add(i)
             diag = a
             break
@@ -266,7 +266,7 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
     measured = run_checks(list(rub.measure), scope, golden, products)
     has_value = not rub.measure or any(r.credit >= 1.0 for r in measured)
     full = diag is not None and has_value and not misnamed
-    results = run_checks(list(rub.actions), scope, golden, products)
+    results = run_checks(list(rub.actions), scope, golden, products, inputs)
     assess_ok = not rub.acceptable_assessments or assessment in rub.acceptable_assessments
     if rub.acceptable_assessments:
         results.append(CheckResult("assessment", float(assess_ok), f"assessment {assessment}" + (" acceptable" if assess_ok else f" not in {rub.acceptable_assessments}")))

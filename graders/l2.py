@@ -82,11 +82,13 @@ def invented_traps(world: L2World, family: FamilyManifest, report: dict[str, Any
     return [code for code, _ in invented_claims(world, family, report)]
 
 
-def _claims_only(report: dict[str, Any]) -> dict[str, Any]:
-    """The report as recognition reads it: `issues_found` holds only its claims, each as text."""
+def _claims_only(report: dict[str, Any], world: L2World, family: FamilyManifest) -> dict[str, Any]:
+    """The report as recognition reads it: `issues_found` holds only its claims, each as text, less the entries that
+    describe one of the world's declared nuisance features (a truth about the data, not a trap)."""
     if ISSUES_FIELD not in report:
         return report
-    return {**report, ISSUES_FIELD: [claims.item_text(it) for it in claimed_items(report)]}
+    texts = [claims.item_text(it) for it in claimed_items(report)]
+    return {**report, ISSUES_FIELD: [t for t in texts if not claims.describes_nuisance(family.nuisance, world.id, t)]}
 
 
 def _trap_is_the_reference(world: L2World, golden: dict[str, Any]) -> list[str]:
@@ -109,6 +111,22 @@ def _trap_is_the_reference(world: L2World, golden: dict[str, Any]) -> list[str]:
     return out
 
 
+def _recognised_by_work(world: L2World, results: list[CheckResult], zero_if: list[CheckResult]) -> list[CheckResult]:
+    """On a trap world, an analysis whose values and products are all right (every A and M check full) while none of
+    the trap's own results is reproduced (no zero_if check holds) has recognised the trap in its numbers, whatever its
+    words: its recognition checks (I, affirmative `mentions`) earn full credit. Doing the work right cannot be had
+    without seeing the trap, so this pays only analysis."""
+    if not world.defect or not zero_if or any(r.credit >= 1.0 for r in zero_if):
+        return results
+    checks = list(world.rubric.checks)
+    if not all(r.credit >= 1.0 for c, r in zip(checks, results) if c.component in ("A", "M")):
+        return results
+    return [CheckResult(r.id, 1.0, f"{r.detail}; recognised by its values: every A and M check holds and the trap's "
+                        f"result is not reproduced", r.component)
+            if c.component == "I" and c.kind == "mentions" and not c.negate and r.credit < 1.0 else r
+            for c, r in zip(checks, results)]
+
+
 def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw_report: Any,
              products: Path | None = None) -> L2Grade:
     parsed = parse_report(raw_report, family.report_schema)
@@ -116,7 +134,9 @@ def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw
         return L2Grade({c: 0.0 for c in COMPONENTS}, 0.0, "NONCOMPLIANT", parsed.error or "no report")
     report = parsed.report
     rub = world.rubric
-    results = run_checks(list(rub.checks), _claims_only(report), golden, products)
+    results = run_checks(list(rub.checks), _claims_only(report, world, family), golden, products)
+    zr = run_checks(list(rub.zero_if), report, golden, products) if rub.zero_if else []
+    results = _recognised_by_work(world, results, zr)
     comps: dict[str, float] = {}
     for comp in COMPONENTS:
         mine = [(c, r) for c, r in zip(rub.checks, results) if c.component == comp]
@@ -135,7 +155,6 @@ def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw
                     f"such trap (score capped at {INVENTED_EFFECT_CAP:g})")
         score = INVENTED_EFFECT_CAP
     if rub.zero_if:
-        zr = run_checks(list(rub.zero_if), report, golden, products)
         moot = _trap_is_the_reference(world, golden)
         if moot:
             caps.append(f"zero_if not applied: the reference's own answer matches the trap's list ({', '.join(moot)})")

@@ -82,7 +82,12 @@ def test_a_bomb_in_a_graded_world_fails_its_check_and_the_grade_completes(tmp_pa
                           "description": "duplicated variant records", "value": 10, "action": "listed",
                           "output": "dups.txt"}]}
     g = grade(ref, read_golden(ref).values, json.dumps(report), products=tmp_path)
-    assert any("gzip-compressed" in c.detail for c in g.checks), [c.detail for c in g.checks]
+    # the VCF validators read a corrected bgzip copy (the data's original format) with a bounded inflate: the bomb
+    # is refused at the cap instead of being inflated
+    # is read with a bounded inflate (refused at the cap) and earns nothing
+    acts = [c for c in g.checks if c.id in {a.id for a in ref.world.rubric.actions}]
+    assert acts and all(c.credit == 0.0 for c in acts), [c.detail for c in g.checks]
+    assert g.status not in ("DIAGNOSE-AND-ACT", "DIAGNOSE-AND-ACT-PARTIAL")
 
 
 HARNESS_THAT_DIES = r"""

@@ -113,6 +113,7 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
     collect_log: list[str] = []
     collect_summary: dict = {}
     report_raw, status, error, refusal = None, "sandbox_error", None, None
+    world_dir = None
     try:
         world_dir = ensure_built(ref)
         with DeferredSandbox(Sandbox(world_dir, cfg.limits, slot=slot, label=ref.id), eager=not is_offline(cfg.model)) as sb:
@@ -137,7 +138,7 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
     if status not in ERROR_STATUSES:
         try:
             g = grade(ref, read_golden(ref).values, report_raw, [c.code + "\n" + c.stdout for c in cells],
-                      products=store.artifacts / key)
+                      products=store.artifacts / key, inputs=world_dir)
         except Exception as exc:  # noqa: BLE001 - e.g. RecursionError on a deeply nested report: a fault, not a score
             status, error, g = "harness_error", f"grading failed: {_describe(exc)}", None
     if status == "graded" and g is not None and g.status == "NONCOMPLIANT":

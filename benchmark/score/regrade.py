@@ -108,14 +108,24 @@ def suite_of(store: RunStore):
     return campaign_suite(load_suite(), campaign) if campaign else load_suite()
 
 
+def _inputs(ref, ensure_built):
+    """The world's files, for reading a corrected copy named as a product; None when they cannot be built here."""
+    from benchmark.errors import BenchmarkError
+
+    try:
+        return ensure_built(ref)
+    except (BenchmarkError, OSError):
+        return None
+
+
 def _grade_l12(store: RunStore, ref, rec: ResultRecord) -> tuple[ResultRecord, str]:
     """The record as `run` would write it with this checkout's grader (benchmark.run.episodes.run_one's status rule)."""
-    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.freeze import ensure_built, read_golden
     from graders.grade import grade
 
     traj = store.load_trajectory(rec.trajectory)
     g = grade(ref, read_golden(ref).values, traj.report_raw, [c.code + "\n" + c.stdout for c in traj.cells],
-              products=store.artifacts / result_key(rec.world_id, rec.replicate))
+              products=store.artifacts / result_key(rec.world_id, rec.replicate), inputs=_inputs(ref, ensure_built))
     status = rec.status
     if status in ("graded", "noncompliant"):  # the grade decides between these two; other outcomes stay
         status = "noncompliant" if g.status == "NONCOMPLIANT" else "graded"

@@ -67,14 +67,20 @@ def read_text(path) -> tuple[str, bool]:
     raw = Path(path).read_bytes()
     if raw[:2] != b"\x1f\x8b":
         return raw.decode("utf-8", errors="replace"), True
-    out, pos, complete = [], 0, True
+    from graders.product_io import MAX_INFLATED_BYTES, ProductRefused
+
+    out, pos, complete, total = [], 0, True, 0
     while pos < len(raw):
         d = zlib.decompressobj(31)
         try:
-            out.append(d.decompress(raw[pos:]))
+            chunk = d.decompress(raw[pos:], MAX_INFLATED_BYTES - total + 1)
         except zlib.error:
             complete = False
             break
+        total += len(chunk)
+        if total > MAX_INFLATED_BYTES:  # an agent's corrected copy is read here too: a bomb is refused, not inflated
+            raise ProductRefused(f"decompresses to more than {MAX_INFLATED_BYTES >> 20} MiB")
+        out.append(chunk)
         if not d.eof:
             complete = False
             break
@@ -445,6 +451,9 @@ def l1_integrity(world_dir: Path, world) -> dict:
 
 # ---------------------------------------------------------------- L1 product validators
 
+# a corrected copy "in its original format" of calls.vcf.gz is bgzip-compressed; read with a bounded inflate (read_text)
+VCF_COMPRESSION = ("gzip", "bgzf")
+
 def _product_vcf(path: Path) -> dict | None:
     try:
         v = read_vcf(path)
@@ -461,7 +470,7 @@ def _keys_match(v: dict, golden: dict) -> tuple[bool, str]:
     return ok, f"{len(keys)} records ({len(got & want)} of the {len(want)} expected, {len(keys) - len(got)} repeated)"
 
 
-@product_validator("clinvar.declared_contigs")
+@product_validator("clinvar.declared_contigs", compressed=VCF_COMPRESSION)
 def declared_contigs(path: Path, golden: dict, check) -> tuple[float, str]:
     """A corrected VCF: every record's contig is declared in its header under one naming, same records."""
     v = _product_vcf(path)
@@ -475,7 +484,7 @@ def declared_contigs(path: Path, golden: dict, check) -> tuple[float, str]:
     return float(good), f"{undeclared} records on undeclared contigs, contig names {sorted(names)}; {why}"
 
 
-@product_validator("clinvar.true_build_header")
+@product_validator("clinvar.true_build_header", compressed=VCF_COMPRESSION)
 def true_build_header(path: Path, golden: dict, check) -> tuple[float, str]:
     """A corrected VCF: the same records, every one within its contig's declared length, and each contig the records use
     declared with its GRCh37 length (chromosome 22: 51,304,566; bcftools reheader --fai of the b37 index gives this)."""
@@ -492,7 +501,7 @@ def true_build_header(path: Path, golden: dict, check) -> tuple[float, str]:
                          f"{[(c, lengths.get(c), assembly.get(c)) for c in sorted(chroms)]}; {why}")
 
 
-@product_validator("clinvar.deduplicated")
+@product_validator("clinvar.deduplicated", compressed=VCF_COMPRESSION)
 def deduplicated(path: Path, golden: dict, check) -> tuple[float, str]:
     """Either a de-duplicated VCF (every distinct record once) or the list of duplicated variant keys."""
     from graders.checks import f1_score, read_items
@@ -507,7 +516,7 @@ def deduplicated(path: Path, golden: dict, check) -> tuple[float, str]:
     return float(f1 >= 0.95), f"duplicated keys: precision {p:.2f}, recall {r:.2f}, F1 {f1:.2f} (need 0.95)"
 
 
-@product_validator("clinvar.sorted")
+@product_validator("clinvar.sorted", compressed=VCF_COMPRESSION)
 def sorted_vcf(path: Path, golden: dict, check) -> tuple[float, str]:
     """A coordinate-sorted VCF holding the same records."""
     v = _product_vcf(path)
@@ -519,7 +528,7 @@ def sorted_vcf(path: Path, golden: dict, check) -> tuple[float, str]:
     return float(ok and breaks == 0), f"{breaks} order breaks; {why}"
 
 
-@product_validator("clinvar.salvaged")
+@product_validator("clinvar.salvaged", compressed=VCF_COMPRESSION)
 def salvaged(path: Path, golden: dict, check) -> tuple[float, str]:
     """The intact records of a truncated file as a valid VCF: complete stream (or plain text), the readable records."""
     v = _product_vcf(path)
@@ -530,7 +539,7 @@ def salvaged(path: Path, golden: dict, check) -> tuple[float, str]:
     return float(ok), f"{n} records (readable: {want}); stream complete: {v['complete']}"
 
 
-@product_validator("clinvar.header_complete")
+@product_validator("clinvar.header_complete", compressed=VCF_COMPRESSION)
 def header_complete(path: Path, golden: dict, check) -> tuple[float, str]:
     """A VCF whose header defines every INFO and FORMAT tag its records use, same records."""
     v = _product_vcf(path)
@@ -617,7 +626,7 @@ def make_restored_header(src: Path, out: Path) -> None:
     out.write_text("\n".join(v["header"] + extra + ["\t".join(cols)] + ["\t".join(r) for r in v["rows"]]) + "\n")
 
 
-@product_validator("clinvar.recounted")
+@product_validator("clinvar.recounted", compressed=VCF_COMPRESSION)
 def recounted(path: Path, golden: dict, check) -> tuple[float, str]:
     """A VCF whose INFO AC/AN agree with its genotype columns (AF within 0.002), same records and samples."""
     v = _product_vcf(path)
@@ -640,7 +649,7 @@ def recounted(path: Path, golden: dict, check) -> tuple[float, str]:
                          f"(world: {golden['n_nonref_genotypes']}); {why}")
 
 
-@product_validator("clinvar.normalized")
+@product_validator("clinvar.normalized", compressed=VCF_COMPRESSION)
 def normalized(path: Path, golden: dict, check) -> tuple[float, str]:
     """Either a VCF in parsimonious form (no record with a padding base all its alleles share) holding the same alleles
     (compared after trimming, multi-allelic records split or not) and genotypes, or the list of the non-parsimonious

@@ -153,7 +153,7 @@ def _expert(name: str, ref) -> Script:
     eds = expert.edits(name, ref)
     replay = gaming.naive_replay(ref.id, expert.ORACLE_REPLAY_ENV)
     if replay is not None and isinstance(replay[0], dict):
-        cells = [gaming.product_cell(replay[1])] if replay[1] else []
+        cells = [gaming.product_cell(replay[1])]  # one cell even without products: the report rests on executed code
         return reply_json(apply_edits(eds, replay[0])).model_copy(update={"cells": cells})
     cells = solution_cells("oracle", ref)
     return cells if isinstance(cells, Script) else run_cells(cells, eds)
