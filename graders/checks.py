@@ -236,15 +236,18 @@ def _suffixes(name: str) -> str:
     return ".".join(parts[-2:]) if parts and parts[-1] in ("gz", "bgz", "bz2", "xz") else (parts[-1] if parts else "")
 
 
-def original_of(product: Path, inputs: Path | None) -> Path | None:
-    """The world file a product is a corrected copy of: the input of the same format whose name stem the product's
+def _world_files(inputs: Path) -> list[Path]:
+    """The world's public files (regular files, no links), walked once per product check."""
+    return [p for p in Path(inputs).rglob("*") if p.is_file() and not p.is_symlink()] if Path(inputs).is_dir() else []
+
+
+def original_of(product: Path, files: list[Path]) -> Path | None:
+    """The world file a product is a corrected copy of: the one of the same format whose name stem the product's
     name contains (`counts_corrected.csv` copies `counts.csv`; the longest such stem wins); None when there is none."""
-    if inputs is None or not Path(inputs).is_dir():
-        return None
     name = product.name.lower()
     best = None
-    for p in Path(inputs).rglob("*"):
-        if not p.is_file() or p.is_symlink() or _suffixes(p.name) != _suffixes(product.name):
+    for p in files:
+        if _suffixes(p.name) != _suffixes(product.name):
             continue
         stem = p.name.split(".")[0].lower()
         if stem and stem in name and (best is None or len(stem) > len(best.name.split(".")[0])):
@@ -252,23 +255,10 @@ def original_of(product: Path, inputs: Path | None) -> Path | None:
     return best
 
 
-def _copied_file(product: Path, inputs: Path, golden_items: list) -> str | None:
-    """Where the golden lists affected files, a product that is a corrected copy of one of them names that file
-    (read by name, not content: a salvaged BAM is a copy in the original format)."""
-    files = {str(p.relative_to(inputs)) for p in inputs.rglob("*") if p.is_file()}
-    if not any(str(x) in files for x in golden_items):
-        return None
-    original = original_of(product, inputs)
-    return None if original is None else str(original.relative_to(inputs))
-
-
-def _record_key(line: str) -> str:
-    return line.split("\t")[0] if "\t" in line else next(csv.reader([line]), [""])[0] if line else ""
-
-
 def changed_records(original: Path, copy: Path, golden_items: list[str]) -> list[str]:
-    """The records a corrected copy changes: the keys (first field, or the whole line where that is a golden item)
-    whose rows differ between the original and the copy, removed or added rows included."""
+    """The records a corrected copy changes: the keys (each line's `lines` item: the whole line where that is a
+    golden item, else its first field) whose rows differ between the original and the copy, removed or added rows
+    included."""
     known = {_norm(str(x)) for x in golden_items}
 
     def rows(p: Path) -> dict[str, list[str]]:
@@ -277,8 +267,7 @@ def changed_records(original: Path, copy: Path, golden_items: list[str]) -> list
             line = line.rstrip("\r\n")
             if not line.strip() or line.startswith("#"):
                 continue
-            key = line.strip() if _norm(line.strip()) in known else _record_key(line).strip()
-            out.setdefault(key, []).append(",".join(x.strip() for x in re.split(r"[,\t]", line)))
+            out.setdefault(_line_item(line, known), []).append(",".join(x.strip() for x in re.split(r"[,\t]", line)))
         return out
 
     a, b = rows(original), rows(copy)
@@ -385,9 +374,15 @@ def evaluate_product(c: Check, got: Any, want: Any, golden: dict[str, Any], prod
     path, why = product_path(None if products is None else Path(products), got)
     if path is None:
         return 0.0, why
+    original = None  # the world file a `lines` product is a corrected copy of
     if c.kind == "product_items" and isinstance(want, list) and inputs is not None:
-        named = _copied_file(path, Path(inputs), want)
-        if named is not None:  # the list names files, and the product is a corrected copy of one of them
+        files = _world_files(Path(inputs))
+        original = original_of(path, files)
+        listed = {str(p.relative_to(inputs)) for p in files}
+        if original is not None and any(str(x) in listed for x in want):
+            # the list names files: a corrected copy names the file it copies (read by name, not content: a
+            # salvaged BAM is a copy in the original format)
+            named = str(original.relative_to(inputs))
             credit, detail = _f1_credit(c, [named], [str(x) for x in want], golden)
             return credit, f"{why}: a corrected copy of {named}: {detail}"
     accepted = ()
@@ -404,8 +399,7 @@ def evaluate_product(c: Check, got: Any, want: Any, golden: dict[str, Any], prod
         if not isinstance(want, list):
             return 0.0, f"golden {c.golden} is not a list (rubric/golden mismatch)"
         credit, detail = _f1_credit(c, read_items(path, want), [str(x) for x in want], golden)
-        original = original_of(path, None if inputs is None else Path(inputs)) if credit < 1.0 else None
-        if original is not None:
+        if credit < 1.0 and original is not None:
             c2, d2 = _f1_credit(c, changed_records(original, path, want), [str(x) for x in want], golden)
             if c2 > credit:
                 return c2, f"{why}: a corrected copy of {original.name}; the records it changes: {d2}"

@@ -133,22 +133,15 @@ def asserts_effect(item: Any) -> bool:
 
 def nuisance_codes(nuisance: Iterable[Any], world_id: str, text: str) -> set[str]:
     """The catalogued codes that the nuisance features this text describes resemble (those claims are true of the
-    world): a feature applies to its `worlds` (every world of the family when empty) and is described when one of
-    its patterns matches."""
-    out = set()
-    for n in nuisance:
-        if n.worlds and not any(world_id.endswith("." + w) or world_id == w for w in n.worlds):
-            continue
-        if n.resembles and any(re.search(p, text, flags=re.IGNORECASE) for p in n.patterns):
-            out.add(n.resembles)
-    return out
+    world): a feature counts where it applies (`Nuisance.applies_to`) and one of its patterns matches."""
+    return {n.resembles for n in _described(nuisance, world_id, text) if n.resembles}
 
 
 def describes_nuisance(nuisance: Iterable[Any], world_id: str, text: str) -> bool:
     """Whether the text describes one of the world's declared nuisance features (any of its patterns)."""
-    for n in nuisance:
-        if n.worlds and not any(world_id.endswith("." + w) or world_id == w for w in n.worlds):
-            continue
-        if any(re.search(p, text, flags=re.IGNORECASE) for p in n.patterns):
-            return True
-    return False
+    return bool(_described(nuisance, world_id, text))
+
+
+def _described(nuisance: Iterable[Any], world_id: str, text: str) -> list[Any]:
+    return [n for n in nuisance
+            if n.applies_to(world_id) and any(re.search(p, text, flags=re.IGNORECASE) for p in n.patterns)]

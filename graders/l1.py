@@ -134,15 +134,6 @@ def _matches(patterns: list[str], texts: list[str]) -> bool:
     return any(re.search(p, t, flags=re.IGNORECASE) for p in patterns for t in texts)
 
 
-NEGATIONS = claims.NEGATIONS
-_code_pattern = claims.code_pattern
-
-
-def named_defects(family: FamilyManifest, text: str) -> set[str]:
-    """Every catalogued defect a text names (any pattern, anywhere): context, not claims (see `claimed_defect`)."""
-    return set(claims.named_codes(family.defect_catalog, text))
-
-
 def claimed_defect(family: FamilyManifest, issue: dict[str, Any]) -> str | None:
     """The one catalogued defect an alarm claims (graders/claims.py): its category's, else its lead's."""
     return claims.claimed_defect(family.defect_catalog, issue)

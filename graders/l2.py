@@ -65,11 +65,12 @@ def claimed_items(report: dict[str, Any]) -> list[Any]:
     return [it for it in items if claims.is_claim(it)]
 
 
-def invented_claims(world: L2World, family: FamilyManifest, report: dict[str, Any]) -> list[tuple[str, bool]]:
-    """(trap, asserts an effect) for every catalogued trap that a claimed `issues_found` entry names and the world
-    does not have: not its own trap, not one `also_present`, and not a declared nuisance feature the entry describes."""
+def invented_claims(world: L2World, family: FamilyManifest, claimed: list[Any]) -> list[tuple[str, bool]]:
+    """(trap, asserts an effect) for every catalogued trap that a claimed `issues_found` entry (`claimed_items`)
+    names and the world does not have: not its own trap, not one `also_present`, and not a declared nuisance feature
+    the entry describes."""
     out: dict[str, bool] = {}
-    for it in claimed_items(report):
+    for it in claimed:
         text = claims.item_text(it)
         codes = set(claims.named_codes(family.defect_catalog, text)) - claims.nuisance_codes(family.nuisance, world.id, text)
         for code in codes - {world.defect} - set(world.also_present):
@@ -77,17 +78,12 @@ def invented_claims(world: L2World, family: FamilyManifest, report: dict[str, An
     return sorted(out.items())
 
 
-def invented_traps(world: L2World, family: FamilyManifest, report: dict[str, Any]) -> list[str]:
-    """Catalogued traps that a claimed `issues_found` entry names (item by item) and the world does not have."""
-    return [code for code, _ in invented_claims(world, family, report)]
-
-
-def _claims_only(report: dict[str, Any], world: L2World, family: FamilyManifest) -> dict[str, Any]:
-    """The report as recognition reads it: `issues_found` holds only its claims, each as text, less the entries that
-    describe one of the world's declared nuisance features (a truth about the data, not a trap)."""
+def _claims_only(report: dict[str, Any], world: L2World, family: FamilyManifest, claimed: list[Any]) -> dict[str, Any]:
+    """The report as recognition reads it: `issues_found` holds only its claims (`claimed`), each as text, less the
+    entries that describe one of the world's declared nuisance features (a truth about the data, not a trap)."""
     if ISSUES_FIELD not in report:
         return report
-    texts = [claims.item_text(it) for it in claimed_items(report)]
+    texts = [claims.item_text(it) for it in claimed]
     return {**report, ISSUES_FIELD: [t for t in texts if not claims.describes_nuisance(family.nuisance, world.id, t)]}
 
 
@@ -134,7 +130,8 @@ def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw
         return L2Grade({c: 0.0 for c in COMPONENTS}, 0.0, "NONCOMPLIANT", parsed.error or "no report")
     report = parsed.report
     rub = world.rubric
-    results = run_checks(list(rub.checks), _claims_only(report, world, family), golden, products)
+    claimed = claimed_items(report)
+    results = run_checks(list(rub.checks), _claims_only(report, world, family, claimed), golden, products)
     zr = run_checks(list(rub.zero_if), report, golden, products) if rub.zero_if else []
     results = _recognised_by_work(world, results, zr)
     comps: dict[str, float] = {}
@@ -143,7 +140,7 @@ def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw
         total = sum(c.weight for c, _ in mine)
         comps[comp] = round(sum(c.weight * r.credit for c, r in mine) / total, 6) if total else 0.0
     caps: list[str] = []
-    inv_claims = invented_claims(world, family, report) if family.defect_catalog else []
+    inv_claims = invented_claims(world, family, claimed) if family.defect_catalog else []
     invented = [code for code, _ in inv_claims]
     if invented:
         comps["I"] = round(comps["I"] * 0.5 ** len(invented), 6)

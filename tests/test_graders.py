@@ -382,7 +382,10 @@ def test_a_null_check_does_not_name_the_defect_it_looked_for():
     (no invented trap on a clean world, no detection credit on a defective one), while an affirmative mention does."""
     from types import SimpleNamespace
 
-    from graders.l1 import named_defects
+    from graders.claims import named_codes
+
+    def named_defects(fam, text):
+        return set(named_codes(fam.defect_catalog, text))
 
     fam = SimpleNamespace(defect_catalog={"gain_drift": [], "duplicate_records": []})
     for text in ("no gain drift observed", "checked: not duplicate records", "no evidence of gain drift",

@@ -150,7 +150,7 @@ def test_nuclear_clean_null_checks_are_not_penalised(tmp_path):
 
 def test_nuclear_clean_no_gain_drift_observed_scores_100(tmp_path):
     """A null check reported as such ('no gain drift observed') names no trap: neither the family's catalogue nor the
-    trap's own code (graders/l1.py NEGATIONS) reads it as one, so the clean world's I is not halved."""
+    trap's own code (graders/claims.py NEGATIONS) reads it as one, so the clean world's I is not halved."""
     assert _grade_l2("clean", tmp_path, issues_found=["no gain drift observed"]) == pytest.approx(100.0)
 
 

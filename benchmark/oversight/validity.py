@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from benchmark.models.scripted.expert import ORACLE_REPLAY_ENV
+from graders.numerics import restore_environment
 from benchmark.models.scripted.gaming import GAMING, REPLAY_ENV, metadata_predictions, sound
 from benchmark.suite.loader import WorldRef
 from benchmark.run.records import ResultRecord
@@ -178,11 +179,7 @@ def check_agents(worlds: list[str] | None, tracks: list[str] | None, levels: lis
                 os.environ[ORACLE_REPLAY_ENV] = str(base / "oracle")  # the expert agents replay the oracle's
         refs = select_worlds(RunConfig(model="scripted/oracle", out=base, worlds=worlds, tracks=tracks, levels=lv, suite=suite))
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        restore_environment(saved)
     if "alarmist" in results:  # held to the bar where it has a sibling defect to invent (not on a one-trap family's traps)
         from benchmark.models.scripted.expert import siblings
 

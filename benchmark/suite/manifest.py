@@ -104,6 +104,10 @@ class Nuisance(Strict):
     resembles: str | None = Field(None, description="the catalogued defect or trap code it can be mistaken for")
     worlds: list[str] = Field(default_factory=list, description="world names it applies to (every world when empty)")
 
+    def applies_to(self, world_id: str) -> bool:
+        """Whether the feature is present in this world (given by its id or its name within the family)."""
+        return not self.worlds or world_id.rsplit(".", 1)[-1] in self.worlds or world_id in self.worlds
+
     @field_validator("patterns")
     @classmethod
     def _compile(cls, v: list[str]) -> list[str]:

@@ -35,11 +35,6 @@ def siblings(ref: WorldRef) -> list[str]:
     return [c for c in sorted(ref.family.defect_catalog) if c not in have]
 
 
-def _nuisance(ref: WorldRef) -> list:
-    name = ref.id.rsplit(".", 1)[-1]
-    return [n for n in ref.family.nuisance if not n.worlds or name in n.worlds or ref.id in n.worlds]
-
-
 def context(ref: WorldRef) -> str:
     """A paragraph of context an expert adds after a finding: every sibling named, as checked and absent."""
     sib = [_words(c) for c in siblings(ref)]
@@ -53,7 +48,7 @@ def edits(name: str, ref: WorldRef) -> list[dict[str, Any]]:
     """The edits that turn the oracle's printed report into agent `name`'s."""
     w = ref.world
     sib = [_words(c) for c in siblings(ref)]
-    nuis = _nuisance(ref)
+    nuis = [n for n in ref.family.nuisance if n.applies_to(ref.id)]
     long_summary = (" Every file was read in full, each candidate problem was checked with its own test, and every "
                     "measured value above was computed from the data; the checks that found nothing are listed too.")
     out: list[dict[str, Any]] = []
