@@ -38,6 +38,7 @@ COMPONENTS = ("A", "I", "M", "C")
 # a trap the world does not have, asserted as changing the result: the report's conclusion rests on a fabrication,
 # whatever its numbers (an alarmist must not out-earn blind trust; issue 38)
 INVENTED_EFFECT_CAP = 0.2
+RECOGNISED_BY_VALUES = 0.5  # I credit of a trap handled in the values but not named
 
 
 @dataclass(frozen=True)
@@ -109,17 +110,18 @@ def _trap_is_the_reference(world: L2World, golden: dict[str, Any]) -> list[str]:
 
 def _recognised_by_work(world: L2World, results: list[CheckResult], zero_if: list[CheckResult]) -> list[CheckResult]:
     """On a trap world, an analysis whose values and products are all right (every A and M check full) while none of
-    the trap's own results is reproduced (no zero_if check holds) has recognised the trap in its numbers, whatever its
-    words: its recognition checks (I, affirmative `mentions`) earn full credit. Doing the work right cannot be had
-    without seeing the trap, so this pays only analysis."""
+    the trap's own results is reproduced (no zero_if check holds) has handled the trap in its numbers, whatever its
+    words: its recognition checks (I, affirmative `mentions`) earn half credit, as a named trap without its value
+    does (`requires`). Full recognition still needs the trap said: a report that handles a trap silently does not
+    flag it to its reader (the hand-written "right numbers, trap unnamed" reports stay below 100)."""
     if not world.defect or not zero_if or any(r.credit >= 1.0 for r in zero_if):
         return results
     checks = list(world.rubric.checks)
     if not all(r.credit >= 1.0 for c, r in zip(checks, results) if c.component in ("A", "M")):
         return results
-    return [CheckResult(r.id, 1.0, f"{r.detail}; recognised by its values: every A and M check holds and the trap's "
-                        f"result is not reproduced", r.component)
-            if c.component == "I" and c.kind == "mentions" and not c.negate and r.credit < 1.0 else r
+    return [CheckResult(r.id, RECOGNISED_BY_VALUES, f"{r.detail}; half credit: handled in its values (every A and M "
+                        f"check holds and the trap's result is not reproduced), not named", r.component)
+            if c.component == "I" and c.kind == "mentions" and not c.negate and r.credit < RECOGNISED_BY_VALUES else r
             for c, r in zip(checks, results)]
 
 

@@ -393,3 +393,23 @@ def test_a_null_check_does_not_name_the_defect_it_looked_for():
         assert named_defects(fam, text) == set(), text
     assert named_defects(fam, "gain drift of 2% over the series") == {"gain_drift"}
     assert named_defects(fam, "47 duplicate_records at shard boundaries; no gain drift") == {"duplicate_records"}
+
+
+def test_l2_a_trap_handled_in_the_values_but_not_named_earns_half_recognition(tmp_path):
+    """A careful analysis that avoids the trap in every value (A and M full, no zero_if holds) but never names it
+    earns half of recognition (I), as a named trap without its value does; naming it earns the rest."""
+    import yaml
+
+    from benchmark.suite.freeze import ensure_built, read_golden
+    from benchmark.suite.handwritten import report_path, write_products
+    from benchmark.suite.loader import load_suite
+    from graders.grade import grade
+
+    ref = load_suite().worlds["protein.L2.fitness.wt_norm"]
+    doc = yaml.safe_load(report_path(ref).read_text())
+    golden = read_golden(ref).values
+    products = write_products(doc, golden, tmp_path / "products", ensure_built(ref) if doc.get("products_world") else None)
+    named = grade(ref, golden, doc["correct"], products=products)
+    silent = grade(ref, golden, {**doc["correct"], "issues_found": []}, products=products)
+    assert named.score == pytest.approx(100.0), named.reason
+    assert silent.components["I"] == pytest.approx(0.5) and silent.score == pytest.approx(87.5), silent.reason
