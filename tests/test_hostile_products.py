@@ -84,7 +84,11 @@ def test_a_bomb_in_a_graded_world_fails_its_check_and_the_grade_completes(tmp_pa
     g = grade(ref, read_golden(ref).values, json.dumps(report), products=tmp_path)
     # the VCF validators read a corrected bgzip copy (the data's original format) with a bounded inflate: the bomb
     # is refused at the cap instead of being inflated
-    # is read with a bounded inflate (refused at the cap) and earns nothing
+    # is read with a bounded inflate (refused at the cap) and earns nothing; the track's cap is the graders' own
+    from graders.product_io import MAX_INFLATED_BYTES
+    from worlds.clinvar.solvers import MAX_VCF_INFLATED
+
+    assert MAX_VCF_INFLATED == MAX_INFLATED_BYTES
     acts = [c for c in g.checks if c.id in {a.id for a in ref.world.rubric.actions}]
     assert acts and all(c.credit == 0.0 for c in acts), [c.detail for c in g.checks]
     assert g.status not in ("DIAGNOSE-AND-ACT", "DIAGNOSE-AND-ACT-PARTIAL")

@@ -14,7 +14,7 @@ import inspect
 from benchmark.suite.registry import naive, oracle
 
 _CONSTS = ("VCF", "BGZF_EOF", "POP_TAGS", "PLP", "MIN_GQ", "MIN_DP", "BA1_AF", "CONFLICTING", "MENDEL_FINDING",
-           "CONTAM_AB", "CONTAM_FINDING", "KING_DUPLICATE")
+           "CONTAM_AB", "CONTAM_FINDING", "KING_DUPLICATE", "MAX_VCF_INFLATED")
 
 
 def _helpers() -> str:

@@ -61,25 +61,28 @@ KING_DUPLICATE = 0.354    # KING kinship above 2^-1.5: duplicate sample or monoz
 
 # ---------------------------------------------------------------- reading (robust to truncation, plain or gz)
 
+# what a VCF may inflate to (graders.product_io.MAX_INFLATED_BYTES; a literal here, since read_text also runs in the
+# sandbox, in the clinvar oracle's cells, where no gold-side module imports)
+MAX_VCF_INFLATED = 256 << 20
+
+
 def read_text(path) -> tuple[str, bool]:
     """Text of a VCF (plain, gzip or bgzip) and whether the compressed stream is complete (False when truncated or
     without the BGZF EOF block). Decompresses member by member, keeping whatever a truncated member yields."""
     raw = Path(path).read_bytes()
     if raw[:2] != b"\x1f\x8b":
         return raw.decode("utf-8", errors="replace"), True
-    from graders.product_io import MAX_INFLATED_BYTES, ProductRefused
-
     out, pos, complete, total = [], 0, True, 0
     while pos < len(raw):
         d = zlib.decompressobj(31)
         try:
-            chunk = d.decompress(raw[pos:], MAX_INFLATED_BYTES - total + 1)
+            chunk = d.decompress(raw[pos:], MAX_VCF_INFLATED - total + 1)
         except zlib.error:
             complete = False
             break
         total += len(chunk)
-        if total > MAX_INFLATED_BYTES:  # an agent's corrected copy is read here too: a bomb is refused, not inflated
-            raise ProductRefused(f"decompresses to more than {MAX_INFLATED_BYTES >> 20} MiB")
+        if total > MAX_VCF_INFLATED:  # an agent's corrected copy is read here too: a bomb is refused, not inflated
+            raise ValueError(f"decompresses to more than {MAX_VCF_INFLATED >> 20} MiB")
         out.append(chunk)
         if not d.eof:
             complete = False
