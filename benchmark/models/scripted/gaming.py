@@ -100,9 +100,11 @@ print(json.dumps(feat, sort_keys=True))
 
 
 def product_cell(files: dict[str, str]) -> str:
-    """Write constant work products (the same bytes for every world of the family)."""
-    return "import json\nfor name, text in json.loads(%r).items():\n    open(name, 'w').write(text)\nprint('wrote', len(%r))" % (
-        json.dumps(files, sort_keys=True), files)
+    """Write work products given as {relative path: text} (constant ones, or a recorded run's replayed), folders
+    included (`fixed/genes.csv`)."""
+    return ("import json, os\nfor name, text in json.loads(%r).items():\n"
+            "    os.makedirs(os.path.dirname(name) or '.', exist_ok=True)\n    open(name, 'w').write(text)\n"
+            "print('wrote', len(%r))") % (json.dumps(files, sort_keys=True), files)
 
 
 REPLAY_ENV = "BENCHMARK_NAIVE_REPLAY"  # a finished scripted/naive run folder whose results gaming agents may replay
