@@ -43,7 +43,9 @@ NOT_A_CLAIM = re.compile(
     r"|\b(?:negligible|harmless|immaterial|inconsequential|unaffected|benign)\b"
     r"|\b(?:does|did|do|causes?|caused|makes?)\s+no\s+(?:harm|difference)\b|\bno\s+harm\b"
     r"|\bruled\s+out\b|\bwithin\s+(?:noise|tolerance|expectations?|normal\s+range)\b"
-    r"|\bnone\s+(?:found|detected|observed|present)\b")
+    r"|\bnone\s+(?:found|detected|observed|present)\b"
+    r"|\bnone\s+of\s+(?:these|them|this|which|it)\s+(?:\w+\s+)?(?:affects?|changes?|alters?|matters?|reach\w*|touch\w*)"
+    r"|\bno\s+(?:\w+\s+){0,3}(?:is|are|was|were)\s+affected\b")
 
 _LEAD_END = re.compile(r"(?<=[a-z0-9)\]%])[.;!?](?=\s|$)|\n", re.IGNORECASE)
 LEAD_MAX = 240  # characters of a description read as its lead when it has no sentence end
@@ -97,6 +99,25 @@ def claimed_defect(catalog: dict[str, list[str]], issue: dict[str, Any]) -> str 
     return codes[0] if codes else None
 
 
+_HEADING = re.compile(r"^\s*([^:.;\n]{1,80}):\s")
+
+
+def claimed_trap(catalog: dict[str, list[str]], item: Any) -> str | None:
+    """The one catalogued trap an L2 `issues_found` entry claims, as `claimed_defect` reads an L1 alarm: a structured
+    entry's `category`, else the heading of a string entry ("Dead time: ..."), else the lead of its text. The rest of
+    the entry is context: an expert's entry on one problem names the files, references and checks around it."""
+    if isinstance(item, dict):
+        codes = named_codes(catalog, category_text(item.get("category")))
+        text = " ".join(str(item.get(k) or "") for k in ("issue", "what", "description"))
+    else:
+        text = str(item or "")
+        head = _HEADING.match(text)
+        codes = named_codes(catalog, head.group(1)) if head else []
+    if not codes:
+        codes = named_codes(catalog, lead(text))
+    return codes[0] if codes else None
+
+
 def item_text(item: Any) -> str:
     """An `issues_found` entry as text: a string, or a structured entry's `issue` (or `what`) with its words."""
     if isinstance(item, dict):
@@ -131,10 +152,12 @@ def asserts_effect(item: Any) -> bool:
     return bool(ASSERTS_EFFECT.search(item_text(item)))
 
 
-def nuisance_codes(nuisance: Iterable[Any], world_id: str, text: str) -> set[str]:
+def nuisance_codes(nuisance: Iterable[Any], world_id: str, text: str, effect: bool = False) -> set[str]:
     """The catalogued codes that the nuisance features this text describes resemble (those claims are true of the
-    world): a feature counts where it applies (`Nuisance.applies_to`) and one of its patterns matches."""
-    return {n.resembles for n in _described(nuisance, world_id, text) if n.resembles}
+    world): a feature counts where it applies (`Nuisance.applies_to`) and one of its patterns matches. With `effect`
+    (the text says it changes the result) only the features that can move a result (`can_move_result`) count."""
+    return {n.resembles for n in _described(nuisance, world_id, text)
+            if n.resembles and (not effect or getattr(n, "can_move_result", False))}
 
 
 def describes_nuisance(nuisance: Iterable[Any], world_id: str, text: str) -> bool:

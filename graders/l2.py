@@ -32,7 +32,7 @@ from graders.checks import CheckResult, get_path, run_check, run_checks
 from graders.report import parse_report
 
 GRADER_ID = "graders.l2"
-GRADER_VERSION = "4"
+GRADER_VERSION = "5"
 ISSUES_FIELD = "issues_found"
 COMPONENTS = ("A", "I", "M", "C")
 # a trap the world does not have, asserted as changing the result: the report's conclusion rests on a fabrication,
@@ -66,26 +66,66 @@ def claimed_items(report: dict[str, Any]) -> list[Any]:
     return [it for it in items if claims.is_claim(it)]
 
 
+def claim_catalog(family: FamilyManifest) -> dict[str, list[str]]:
+    """The family's catalogue as a claim is read: a pattern that matches the family's own prompt names a topic the
+    task itself sets ("ddG", "batch", "copy_number", "the Mn-54 reference spectrum"), which every report discusses,
+    so it alone does not make an entry a claim of that trap (the code's own words still do: `claims.code_pattern`)."""
+    import re
+
+    return {code: [p for p in pats if not re.search(p, family.prompt, flags=re.IGNORECASE)]
+            for code, pats in family.defect_catalog.items()}
+
+
 def invented_claims(world: L2World, family: FamilyManifest, claimed: list[Any]) -> list[tuple[str, bool]]:
     """(trap, asserts an effect) for every catalogued trap that a claimed `issues_found` entry (`claimed_items`)
-    names and the world does not have: not its own trap, not one `also_present`, and not a declared nuisance feature
-    the entry describes."""
+    claims (one per entry: `claims.claimed_trap`) and the world does not have: not its own trap, not one
+    `also_present`, and not a declared nuisance feature the entry describes (a true observation), unless the entry
+    says it changes the result of a feature that cannot (`Nuisance.can_move_result` false): that is the trap's claim."""
     out: dict[str, bool] = {}
+    catalog = claim_catalog(family)
     for it in claimed:
-        text = claims.item_text(it)
-        codes = set(claims.named_codes(family.defect_catalog, text)) - claims.nuisance_codes(family.nuisance, world.id, text)
-        for code in codes - {world.defect} - set(world.also_present):
-            out[code] = out.get(code, False) or claims.asserts_effect(it)
+        code = claims.claimed_trap(catalog, it)
+        if code is None or code == world.defect or code in world.also_present:
+            continue
+        effect = claims.asserts_effect(it)
+        if code in claims.nuisance_codes(family.nuisance, world.id, claims.item_text(it), effect):
+            continue
+        out[code] = out.get(code, False) or effect
     return sorted(out.items())
 
 
-def _claims_only(report: dict[str, Any], world: L2World, family: FamilyManifest, claimed: list[Any]) -> dict[str, Any]:
-    """The report as recognition reads it: `issues_found` holds only its claims (`claimed`), each as text, less the
-    entries that describe one of the world's declared nuisance features (a truth about the data, not a trap)."""
+def _claims_only(report: dict[str, Any], world: L2World, family: FamilyManifest, claimed: list[Any],
+                 leads: bool = False) -> dict[str, Any]:
+    """The report as recognition reads it: `issues_found` holds its claims (`claimed`), plus an entry whose lead
+    claims this world's own trap (`claims.claimed_trap`) while only its later words hedge ("... no other site is
+    affected"), each as text, less the entries that describe one of the world's declared nuisance features (a truth
+    about the data, not a trap). With `leads`, each entry is cut to its lead: what a negated check (no trap asserted)
+    reads, since an entry claims at most one thing and the rest of it is context."""
     if ISSUES_FIELD not in report:
         return report
-    texts = [claims.item_text(it) for it in claimed]
-    return {**report, ISSUES_FIELD: [t for t in texts if not claims.describes_nuisance(family.nuisance, world.id, t)]}
+    items = get_path(report, ISSUES_FIELD)
+    items = items if isinstance(items, list) else ([] if items is None else [items])
+    ids = {id(it) for it in claimed}
+    keep = [it for it in items if id(it) in ids or (
+        world.defect and claims.claimed_trap(family.defect_catalog, it) == world.defect
+        and not claims.NOT_A_CLAIM.search(claims.lead(claims.item_text(it))))]
+    texts = [claims.item_text(it) for it in keep]
+    texts = [t for t in texts if not claims.describes_nuisance(family.nuisance, world.id, t)]
+    return {**report, ISSUES_FIELD: [claims.lead(t) if leads else t for t in texts]}
+
+
+def _negated_by_leads(world: L2World, family: FamilyManifest, report: dict[str, Any], claimed: list[Any],
+                      results: list[CheckResult], golden: dict[str, Any], products: Path | None) -> list[CheckResult]:
+    """A negated recognition check ("no trap asserted" on a clean control) read on the leads of the claims only:
+    an expert's entry on one finding names the files, references and checks around it, and those words are not
+    claims of other traps (issue 38)."""
+    checks = list(world.rubric.checks)
+    if not any(c.kind == "mentions" and c.negate and ISSUES_FIELD in (c.fields or [c.field]) for c in checks):
+        return results
+    leads = _claims_only(report, world, family, claimed, leads=True)
+    return [run_check(c, leads, golden, products)
+            if c.kind == "mentions" and c.negate and ISSUES_FIELD in (c.fields or [c.field]) else r
+            for c, r in zip(checks, results)]
 
 
 def _trap_is_the_reference(world: L2World, golden: dict[str, Any]) -> list[str]:
@@ -134,6 +174,7 @@ def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw
     rub = world.rubric
     claimed = claimed_items(report)
     results = run_checks(list(rub.checks), _claims_only(report, world, family, claimed), golden, products)
+    results = _negated_by_leads(world, family, report, claimed, results, golden, products)
     zr = run_checks(list(rub.zero_if), report, golden, products) if rub.zero_if else []
     results = _recognised_by_work(world, results, zr)
     comps: dict[str, float] = {}

@@ -103,6 +103,10 @@ class Nuisance(Strict):
     patterns: list[str] = Field(min_length=1, description="regexes that describe the feature in a report")
     resembles: str | None = Field(None, description="the catalogued defect or trap code it can be mistaken for")
     worlds: list[str] = Field(default_factory=list, description="world names it applies to (every world when empty)")
+    can_move_result: bool = Field(False, description=(
+        "true when the feature, though no trap, can move a borderline result (a small real effect a careful analyst "
+        "may correct): a report that says its correction changed a call states a truth. False (the default): a claim "
+        "that the feature changes the result is the trap's claim, and an invention where the trap is absent"))
 
     def applies_to(self, world_id: str) -> bool:
         """Whether the feature is present in this world (given by its id or its name within the family)."""

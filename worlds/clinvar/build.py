@@ -849,10 +849,35 @@ def _dos(row: list[str], i: int) -> int | None:
     return None if "." in g else sum(a != "0" for a in g)
 
 
-def _homref_call(keys: list[str], depth: int, gq: int) -> str:
-    """A hom-ref call on `depth` reads, none ALT, with GATK-style likelihoods (PL ~ 0, GQ, 10 x depth)."""
-    pl = f"0,{gq},{max(10 * depth, gq + 1)}"
-    vals = {"GT": "0/0", "AD": f"{depth},0", "DP": str(depth), "GQ": str(gq), "PL": pl, "PP": pl}
+def _prior_lift(row: list[str]) -> int:
+    """How much the record's INFO PG prior raises a hom-ref call's GQ (PG[het] - PG[hom-ref]); 0 without a prior."""
+    info = dict(kv.split("=", 1) for kv in row[7].split(";") if "=" in kv)
+    try:
+        pg = [int(x) for x in info["PG"].split(",")]
+    except (KeyError, ValueError):
+        return 0
+    return pg[1] - pg[0] if len(pg) == 3 else 0
+
+
+def _homref_call(row: list[str], depth: int, gq: int) -> str:
+    """A hom-ref call of genotype quality `gq` on `depth` reads, none ALT, written as the pipeline writes every other
+    call of the file: GATK likelihoods PL = (0, PL1, 10 x depth); posteriors PP = PL + the record's INFO PG prior,
+    less their minimum (CalculateGenotypePosteriors); GQ the second-lowest PP, so PL1 is set for GQ = `gq`. A call
+    with PP = PL would be the only one of the file that skipped the prior: a tell that a careful analyst reads as an
+    edit (issue 38 blind-analyst study)."""
+    keys = row[8].split(":")
+    info = dict(kv.split("=", 1) for kv in row[7].split(";") if "=" in kv)
+    try:
+        pg = [int(x) for x in info["PG"].split(",")][:3]
+    except (KeyError, ValueError):
+        pg = []
+    pg = pg if len(pg) == 3 and "PP" in keys else [0, 0, 0]
+    pl1 = max(1, gq - (pg[1] - pg[0]))
+    pl = [0, pl1, max(10 * depth, pl1 + 1, pg[0] - pg[2] + 1)]  # hom-ref stays the best posterior
+    pp = [a + b for a, b in zip(pl, pg)]
+    pp = [x - min(pp) for x in pp]
+    vals = {"GT": "0/0", "AD": f"{depth},0", "DP": str(depth), "GQ": str(min(99, sorted(pp)[1])),
+            "PL": ",".join(map(str, pl)), "PP": ",".join(map(str, pp))}
     return ":".join(vals.get(k, ".") for k in keys)
 
 
@@ -889,11 +914,11 @@ def inheritance_world(data: VcfData, rng, fraction: float, n_hom: int, n_trans: 
     pat = {i: tuple(_dos(rows[i], j) for j in range(3)) for i in ok}
     used: set[int] = set()
 
-    def free(pred):
-        return [i for i in ok if i not in used and pred(pat[i])]
+    def free(pred, where=None):
+        return [i for i in ok if i not in used and pred(pat[i]) and (where is None or where(i))]
 
-    def take(pred, k):
-        pool = free(pred)
+    def take(pred, k, where=None):
+        pool = free(pred, where)
         if len(pool) < k:
             raise ValueError(f"inheritance_world: only {len(pool)} records for {k}")
         got = [int(x) for x in rng.choice(pool, k, replace=False)] if k else []
@@ -931,12 +956,13 @@ def inheritance_world(data: VcfData, rng, fraction: float, n_hom: int, n_trans: 
         (i,) = take(lambda g: g in ((1, 1, 0), (1, 0, 1)), 1)
         par = P1 if pat[i][1] == 1 else P2
         d = int(rng.integers(15, 41))
-        edits[(i, par)] = _homref_call(rows[i][8].split(":"), d, min(99, int(rng.integers(45, 100))))
+        edits[(i, par)] = _homref_call(rows[i], d, min(99, int(rng.integers(45, 100))))
         genes.append(("denovo", "AD", [i]))
     for _ in range(n_dropout):
-        (i,) = take(lambda g: g in ((1, 1, 0), (1, 0, 1)), 1)
+        # a site whose population prior (INFO PG) leaves a 2-5-read hom-ref call clearly low (GQ < 10), as it must be
+        (i,) = take(lambda g: g in ((1, 1, 0), (1, 0, 1)), 1, where=lambda i: _prior_lift(rows[i]) <= 2)
         par = P1 if pat[i][1] == 1 else P2
-        edits[(i, par)] = _homref_call(rows[i][8].split(":"), int(rng.integers(2, 6)), int(rng.integers(3, 10)))
+        edits[(i, par)] = _homref_call(rows[i], int(rng.integers(2, 6)), int(rng.integers(3, 8)))
         genes.append(("dropout", "AD", [i]))
     for (i, par), val in edits.items():
         rows[i][9 + par] = val

@@ -1,0 +1,48 @@
+"""clinvar track: a seeded edit must not stand out from the pipeline's own records by anything but what it means.
+
+An analyst who saw only the data (issue 38's blind-analyst study) refused the seeded de novo of
+clinvar.L2.inheritance.clean because its parent's hom-ref call was the only one of 835 whose posteriors (PP) skipped
+the record's population prior (INFO PG): a tell of a planted edit, not a property of the family the world teaches."""
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from benchmark.suite.freeze import ensure_built
+from benchmark.suite.loader import load_suite
+
+SUITE = load_suite()
+INHERITANCE = sorted(w for w in SUITE.worlds if w.startswith("clinvar.L2.inheritance."))
+
+
+def _posterior_misfits(vcf) -> list[str]:
+    """Calls whose PP is not PL + PG less its minimum (GATK CalculateGenotypePosteriors, within its rounding of 1)."""
+    out = []
+    with gzip.open(vcf, "rt") as fh:
+        for line in fh:
+            if line.startswith("#"):
+                continue
+            f = line.rstrip("\n").split("\t")
+            info = dict(kv.split("=", 1) for kv in f[7].split(";") if "=" in kv)
+            if "PG" not in info or "," in f[4]:
+                continue
+            pg = [int(x) for x in info["PG"].split(",")]
+            keys = f[8].split(":")
+            for sample in f[9:]:
+                v = dict(zip(keys, sample.split(":")))
+                if v.get("PL", ".") in (".", "") or v.get("PP", ".") in (".", ""):
+                    continue
+                pl = [int(x) for x in v["PL"].split(",")]
+                pp = [int(x) for x in v["PP"].split(",")]
+                want = [a + b for a, b in zip(pl, pg)]
+                want = [x - min(want) for x in want]
+                if max(abs(a - b) for a, b in zip(want, pp)) > 1:
+                    out.append(f"{f[0]}:{f[1]} PL={v['PL']} PG={info['PG']} PP={v['PP']}")
+    return out
+
+
+@pytest.mark.parametrize("wid", INHERITANCE)
+def test_inheritance_edits_carry_the_pipelines_posteriors(wid):
+    misfits = _posterior_misfits(ensure_built(SUITE.worlds[wid]) / "calls.vcf.gz")
+    assert not misfits, f"{wid}: calls whose posteriors skip the prior (a tell of an edit): {misfits[:5]}"
