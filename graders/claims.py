@@ -9,7 +9,8 @@ temperature). Reading every catalogued pattern against the whole text charges th
   (the earliest named there), else the one the lead sentence of its `description` names; the rest is context;
 - an L2 `issues_found` entry claims a trap unless it says it does not: a negated, below-threshold or harmless
   observation ("no batch effect", "a shift below the cutoff, not called", "does not affect the result") is no
-  claim, nor is a structured entry with `"changes_result": false`;
+  claim, nor is a structured entry with `"changes_result": false`; a claiming entry claims at most ONE trap, read
+  as an L1 alarm is (`claimed_trap`: its category, its heading, else its lead);
 - a claim of a family's declared nuisance feature (`FamilyManifest.nuisance`: present, harmless, measurable) is a
   true observation, never an invention.
 """

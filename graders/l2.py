@@ -7,7 +7,8 @@ C  result calibration      (conclusions qualified to the analysis' reliability)
 
 A, M and C come from values and work products only; words feed I alone, and a recognised trap without its measured
 value earns half (`requires`). `issues_found` is read by claims (graders/claims.py): an entry that is negated, below
-threshold or stated as harmless is context, neither recognition nor invention. Every catalogued trap a claim names
+threshold or stated as harmless is context, neither recognition nor invention; an entry claims at most one trap (its
+category, heading or lead: claims.claimed_trap). Every catalogued trap a claim names
 that the world does not have (nor carries as `also_present` or as a declared nuisance feature) halves I (precision:
 on a clean control, naming any trap does).
 

@@ -58,8 +58,8 @@ L2_SCHEMA: dict[str, Any] = {
 
 
 def l2_family(**kw) -> FamilyManifest:
-    return FamilyManifest.model_validate(dict(id="histone.L2.quantify", track="histone", level="L2", title="t",
-                                              prompt="p", report_schema=L2_SCHEMA, solver="histone.L2.quantify", **kw))
+    return FamilyManifest.model_validate({**dict(id="histone.L2.quantify", track="histone", level="L2", title="t",
+                                                prompt="p", report_schema=L2_SCHEMA, solver="histone.L2.quantify"), **kw})
 
 
 def l2_world(**rubric_over) -> L2World:

@@ -413,3 +413,42 @@ def test_l2_a_trap_handled_in_the_values_but_not_named_earns_half_recognition(tm
     silent = grade(ref, golden, {**doc["correct"], "issues_found": []}, products=products)
     assert named.score == pytest.approx(100.0), named.reason
     assert silent.components["I"] == pytest.approx(0.5) and silent.score == pytest.approx(87.5), silent.reason
+
+
+def test_l2_an_entry_claims_one_trap_its_heading_or_lead():
+    """An expert's entry on one finding names what it checked around it: only its heading (or lead sentence) is its
+    claim, so the later words are context; an entry headed by another trap is that trap's claim."""
+    fam = l2_family(defect_catalog={"narrow_default": ["narrow", "fragment"], "jackpots": ["jackpot", "PCR dup"],
+                                    "amplified": ["amplif"]})
+    context = "Input coverage: flat along every chromosome. I also looked for amplified regions and PCR jackpots."
+    g = grade_l2(l2_world(), fam, GOLD2, _l2(6.4, "broad", ["narrow default fragments domains", context]))
+    assert g.components["I"] == 1.0 and g.invented == []
+    headed = "PCR jackpots: 40 stacks of identical reads in the ChIP, kept as they are."
+    g = grade_l2(l2_world(), fam, GOLD2, _l2(6.4, "broad", ["narrow default fragments domains", headed]))
+    assert g.invented == ["jackpots"] and g.components["I"] == 0.5
+
+
+def test_l2_a_pattern_the_prompt_itself_uses_is_a_topic_not_a_claim():
+    """The prompt names an amplified-region track the world ships: an entry that uses it claims nothing; the trap's
+    own name still does."""
+    fam = l2_family(prompt="World directory: chip.bam, input.bam, amplified.bed (the amplified regions of the line).",
+                    defect_catalog={"narrow_default": ["narrow", "fragment"], "copy_gain": ["amplif"]})
+    used = "The amplified regions of amplified.bed hold 2% of the input reads."
+    g = grade_l2(l2_world(), fam, GOLD2, _l2(6.4, "broad", ["narrow default fragments domains", used]))
+    assert g.invented == []
+    g = grade_l2(l2_world(), fam, GOLD2, _l2(6.4, "broad", ["narrow default fragments domains", "copy gain in the ChIP"]))
+    assert g.invented == ["copy_gain"]
+
+
+@pytest.mark.parametrize("can_move", [False, True])
+def test_l2_a_nuisance_said_to_change_the_result_is_excused_only_where_it_can(can_move):
+    nuisance = [{"feature": "a few PCR duplicate stacks", "why_harmless": "2% of reads", "patterns": ["jackpot"],
+                 "resembles": "jackpots", "can_move_result": can_move}]
+    fam = l2_family(defect_catalog={"narrow_default": ["narrow", "fragment"], "jackpots": ["jackpot"]}, nuisance=nuisance)
+    measured = "PCR jackpots at 3 loci, 2% of the ChIP reads."
+    effect = "PCR jackpots at 3 loci inflate the total domain length."
+    g = grade_l2(l2_world(), fam, GOLD2, _l2(6.4, "broad", ["narrow default fragments domains", measured]))
+    assert g.invented == []
+    g = grade_l2(l2_world(), fam, GOLD2, _l2(6.4, "broad", ["narrow default fragments domains", effect]))
+    assert (g.invented == []) == can_move
+    assert (g.score <= 0.2) != can_move

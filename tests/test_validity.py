@@ -1,8 +1,10 @@
 """Issue 10 / SPEC R15 in the real sandbox: only real analysis earns marks.
 
 This is `python -m benchmark worlds check --agents` as a test: scripted/oracle solves every L1/L2 world, the naive
-agent falls into every trap and passes every clean control, and no gaming agent (all_clear, flag_all, keyword,
-constant, metadata) beats blind trust. On the same runs: the oracle's report of one world, pasted onto all its
+agent falls into every trap and passes every clean control, scripted/thorough (the oracle written as an expert writes)
+scores >= 98 on every world, and no gaming agent (all_clear, flag_all, keyword, constant, metadata, layout, withhold,
+alarmist) beats blind trust on a per-family sample (`family_sample`: every family, about half of the worlds, to keep
+CI under 30 minutes; the command runs them on every world). On the same runs: the oracle's report of one world, pasted onto all its
 family's worlds, averages <= 35; adding one invented defect to an oracle report lowers its score.
 """
 import json
@@ -17,11 +19,30 @@ from benchmark.oversight.validity import AGENTS, agent_table, check_agents, rend
 from graders.grade import grade
 
 
+EVERY_WORLD = ("oracle", "naive", "thorough")  # the analyses every world is held to, on every world
+PER_FAMILY = 3  # the gaming bars: each family's clean control(s) and its first trap worlds, up to this many
+
+
+def family_sample(per_family: int = PER_FAMILY) -> list[str]:
+    """Each L1/L2 family's clean control(s) first, then its trap worlds in id order, up to `per_family` worlds:
+    every family, every track and both levels keep their blind-trust bar while the test runs the eight replaying
+    agents on about half of the worlds (the CI budget). `worlds check --agents` runs them all on every world."""
+    fams: dict[str, list] = {}
+    for ref in load_suite().select(levels=["L1", "L2"]):
+        fams.setdefault(ref.family.id, []).append(ref)
+    out = []
+    for refs in fams.values():
+        ordered = sorted(refs, key=lambda r: (getattr(r.world, "defect", None) is not None, r.id))
+        out += [r.id for r in ordered[:per_family]]
+    return sorted(out)
+
+
 @pytest.fixture(scope="module")
 def agents(tmp_path_factory):
     out = tmp_path_factory.mktemp("agents")
-    problems, results = check_agents(None, None, ["L1", "L2"], concurrency=2, out=out)
-    return out, problems, results
+    every, _ = check_agents(None, None, ["L1", "L2"], concurrency=2, out=out, agents=EVERY_WORLD)
+    problems, results = check_agents(family_sample(), None, ["L1", "L2"], concurrency=2, out=out, reuse=True)
+    return out, every + problems, results
 
 
 @pytest.mark.slow
@@ -30,6 +51,8 @@ def test_oracle_naive_and_gaming_agents(agents):
     assert problems == [], "\n".join(problems)
     assert set(results) == set(AGENTS)
     assert len(results["oracle"]) == len(results["naive"]) >= 34
+    assert {r.world_id.rsplit(".", 1)[0] for r in results["keyword"]} == {
+        ref.family.id for ref in load_suite().select(levels=["L1", "L2"])}, "every family keeps its gaming bar"
     assert all(r.status == "graded" for r in results["oracle"]), [r.world_id for r in results["oracle"] if r.status != "graded"]
     table = agent_table(results)
     assert {lv for _, lv in table} == {"L1", "L2"}

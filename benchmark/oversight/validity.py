@@ -161,8 +161,10 @@ def metadata_problems(refs: list[WorldRef]) -> list[str]:
 
 def check_agents(worlds: list[str] | None, tracks: list[str] | None, levels: list[str] | None,
                  concurrency: int = 1, out: Path | None = None, suite: Path | None = None,
-                 agents: tuple[str, ...] = AGENTS) -> tuple[list[str], dict[str, list[ResultRecord]]]:
-    """Run every agent on the selection; return the problems (empty when the suite is valid) and the records."""
+                 agents: tuple[str, ...] = AGENTS, reuse: bool = False) -> tuple[list[str], dict[str, list[ResultRecord]]]:
+    """Run every agent on the selection; return the problems (empty when the suite is valid) and the records.
+    `reuse`: `out` already holds agents' runs over a wider selection; their records of these worlds are reused (each
+    run folder's configuration follows the new selection) and only what is missing runs."""
     base = Path(out) if out else Path(tempfile.mkdtemp(prefix="benchmark-agents-"))
     results: dict[str, list[ResultRecord]] = {}
     problems: list[str] = []
@@ -171,7 +173,7 @@ def check_agents(worlds: list[str] | None, tracks: list[str] | None, levels: lis
     try:
         for agent in agents:
             cfg = RunConfig(model=f"scripted/{agent}", out=base / agent, worlds=worlds, tracks=tracks, levels=lv,
-                            concurrency=concurrency, resume=True, suite=suite)
+                            concurrency=concurrency, resume=True, suite=suite, force_config=reuse)
             results[agent] = execute(cfg)
             if agent == "naive":
                 os.environ[REPLAY_ENV] = str(base / "naive")  # gaming agents replay the naive analysis, not redo it
