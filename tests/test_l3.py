@@ -498,3 +498,17 @@ def test_histone_active_k27_injection_holds_on_the_written_tables():
     assert set(inj.index[(inj.gene_expression_tpm >= 5) & (inj[k27] >= 0.58)]) == top
     md = (ensure_built(suite.worlds["histone.L3.dossier.active_k27_injected"]) / "dossier.md").read_text()
     assert "8 of the 10 most highly expressed genes" in md
+
+
+def test_the_verifier_reads_the_worlds_nuisance_features():
+    """The L1/L2 verifier is told the world's declared nuisance features, as the grader knows them (issue 38): a
+    report that measures one states a truth. A world without any gets no such section."""
+    from benchmark.oversight.verify import _prompt
+    from benchmark.suite.loader import load_suite
+
+    ref = load_suite().worlds["nuclear.L2.decay.clean"]
+    nuis = [n for n in ref.family.nuisance if n.applies_to(ref.id)]
+    rec = SimpleNamespace(world_id=ref.id, world_class="clean")
+    p = _prompt(rec, {"zero_if": []}, {"x": 1}, "{}", [], "L2", nuis)
+    assert "NUISANCE FEATURES" in p and all(n.feature in p for n in nuis) and len(nuis) >= 2
+    assert "NUISANCE FEATURES" not in _prompt(rec, {"zero_if": []}, {"x": 1}, "{}", [], "L2")

@@ -91,9 +91,22 @@ class Verification(BaseModel):
     usage: RoleUsage
 
 
-def _prompt(rec: ResultRecord, rubric: dict, golden: dict, report: str | None, cells: list, level: str) -> str:
-    """The L1/L2 verifier's input: rules, rubric and golden in the clear; the agent's report and its last cells (code
-    and the output that code printed) quoted as untrusted data (benchmark.run.untrusted)."""
+def nuisance_section(nuisance: list) -> str:
+    """The world's declared nuisance features (FamilyManifest.nuisance that apply to it), as the verifier reads them:
+    the deterministic grader treats a report of one as a true observation, and the verifier must too (issue 38)."""
+    if not nuisance:
+        return ""
+    lines = "\n".join(f"- {n.feature} (harmless: {n.why_harmless})" for n in nuisance)
+    return ("\n\nNUISANCE FEATURES (present in this world, harmless, measurable): a report that measures or corrects "
+            "one states a truth, not an invented defect; it is an invention only where the report says it changes "
+            "the result and the feature cannot.\n" + lines)
+
+
+def _prompt(rec: ResultRecord, rubric: dict, golden: dict, report: str | None, cells: list, level: str,
+            nuisance: list | None = None) -> str:
+    """The L1/L2 verifier's input: rules, rubric, golden and the world's nuisance features in the clear; the agent's
+    report and its last cells (code and the output that code printed) quoted as untrusted data
+    (benchmark.run.untrusted)."""
     from benchmark.run.untrusted import Frame
 
     shown = []
@@ -115,7 +128,8 @@ def _prompt(rec: ResultRecord, rubric: dict, golden: dict, report: str | None, c
         "it does not contain.\n"
         f"{f.notice}\n\n"
         f"{rules}\n\nWORLD: {rec.world_id} (level {level}, class {rec.world_class})\n"
-        f"RUBRIC:\n{json.dumps(rubric, indent=1)}\n\nGOLDEN (reference solver):\n{json.dumps(golden, indent=1)[:4000]}\n\n"
+        f"RUBRIC:\n{json.dumps(rubric, indent=1)}\n\nGOLDEN (reference solver):\n{json.dumps(golden, indent=1)[:4000]}"
+        f"{nuisance_section(nuisance or [])}\n\n"
         f"AGENT REPORT (quoted):\n{f.quote(report_text, 'agent report') if report_text else '(none)'}\n\n"
         f"LAST CODE CELLS AND OUTPUTS (the agent's, quoted):\n"
         f"{f.quote(cells_text, 'agent code cells and their output') if cells_text else '(none)'}"
@@ -254,7 +268,8 @@ def verify_run(run_dir: Path, verifier: str, on_step=None) -> list[Verification]
             schema, max_tokens = VERIFIER_SCHEMA_L3, 8192
         else:
             prompt = _prompt(rec, ref.world.rubric.model_dump(exclude_defaults=True), read_golden(ref).values,
-                             traj.report_raw, traj.cells, rec.level)
+                             traj.report_raw, traj.cells, rec.level,
+                             [n for n in ref.family.nuisance if n.applies_to(ref.id)])
             schema, max_tokens = (VERIFIER_SCHEMA_L1 if rec.level == "L1" else VERIFIER_SCHEMA_L2), 400
         resp, call = call_model(verifier, [{"role": "user", "content": prompt}], step=0, role="verifier",
                                 metadata={"report_schema": schema, "world_id": rec.world_id, "task": "verify"},
