@@ -46,7 +46,8 @@ NOT_A_CLAIM = re.compile(
     r"|\bruled\s+out\b|\bwithin\s+(?:noise|tolerance|expectations?|normal\s+range)\b"
     r"|\bnone\s+(?:found|detected|observed|present)\b"
     r"|\bnone\s+of\s+(?:these|them|this|which|it)\s+(?:\w+\s+)?(?:affects?|changes?|alters?|matters?|reach\w*|touch\w*)"
-    r"|\bno\s+(?:\w+\s+){0,3}(?:is|are|was|were)\s+affected\b")
+    r"|\bno\s+(?:\w+\s+){0,3}(?:is|are|was|were)\s+affected\b"
+    r"|\b(?:found|showed|revealed|detected|turned\s+up)\s+(?:nothing|no\s+(?:problems?|issues?|defects?|signs?|evidence))\b")
 
 _LEAD_END = re.compile(r"(?<=[a-z0-9)\]%])[.;!?](?=\s|$)|\n", re.IGNORECASE)
 LEAD_MAX = 240  # characters of a description read as its lead when it has no sentence end
@@ -153,12 +154,31 @@ def asserts_effect(item: Any) -> bool:
     return bool(ASSERTS_EFFECT.search(item_text(item)))
 
 
+def measured(text: str) -> bool:
+    """Whether an observation reports a measurement (a number): a nuisance feature is present, harmless and
+    measurable, so its true report measures it; a bare claim of the trap it resembles does not."""
+    return bool(_NUMBER.search(str(text or "")))
+
+
+# a number standing on its own ("0.5%", "274 spectra", "r = -0.99"), not a digit inside a name (Mn-54, chr19, H3K27me3)
+_NUMBER = re.compile(r"(?<![A-Za-z0-9-])-?\d+(?:[.,]\d+)?(?![A-Za-z0-9]*-\d)(?!\d)")
+
+
 def nuisance_codes(nuisance: Iterable[Any], world_id: str, text: str, effect: bool = False) -> set[str]:
     """The catalogued codes that the nuisance features this text describes resemble (those claims are true of the
     world): a feature counts where it applies (`Nuisance.applies_to`) and one of its patterns matches. With `effect`
     (the text says it changes the result) only the features that can move a result (`can_move_result`) count."""
     return {n.resembles for n in _described(nuisance, world_id, text)
             if n.resembles and (not effect or getattr(n, "can_move_result", False))}
+
+
+def excused_by_nuisance(nuisance: Iterable[Any], world_id: str, item: Any) -> bool:
+    """Whether a claimed entry is a true report of one of the world's nuisance features: it describes one and
+    measures it (`measured`), and says it changes the result only where the feature can (`can_move_result`)."""
+    text = item_text(item)
+    effect = asserts_effect(item)
+    return measured(text) and any(not effect or getattr(n, "can_move_result", False)
+                                  for n in _described(nuisance, world_id, text))
 
 
 def describes_nuisance(nuisance: Iterable[Any], world_id: str, text: str) -> bool:

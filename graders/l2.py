@@ -80,16 +80,17 @@ def claim_catalog(family: FamilyManifest) -> dict[str, list[str]]:
 def invented_claims(world: L2World, family: FamilyManifest, claimed: list[Any]) -> list[tuple[str, bool]]:
     """(trap, asserts an effect) for every catalogued trap that a claimed `issues_found` entry (`claimed_items`)
     claims (one per entry: `claims.claimed_trap`) and the world does not have: not its own trap, not one
-    `also_present`, and not a declared nuisance feature the entry describes (a true observation), unless the entry
-    says it changes the result of a feature that cannot (`Nuisance.can_move_result` false): that is the trap's claim."""
+    `also_present`, and not a declared nuisance feature the entry describes and measures (a true observation), unless
+    the entry says it changes the result of a feature that cannot (`Nuisance.can_move_result` false): that is the
+    trap's claim. A bare assertion ("copy-number amplified genes confound the screen") measures nothing: charged."""
     out: dict[str, bool] = {}
     catalog = claim_catalog(family)
     for it in claimed:
         code = claims.claimed_trap(catalog, it)
         if code is None or code == world.defect or code in world.also_present:
             continue
-        effect = claims.asserts_effect(it)
-        if code in claims.nuisance_codes(family.nuisance, world.id, claims.item_text(it), effect):
+        effect, text = claims.asserts_effect(it), claims.item_text(it)
+        if claims.measured(text) and code in claims.nuisance_codes(family.nuisance, world.id, text, effect):
             continue
         out[code] = out.get(code, False) or effect
     return sorted(out.items())
@@ -110,8 +111,7 @@ def _claims_only(report: dict[str, Any], world: L2World, family: FamilyManifest,
     keep = [it for it in items if id(it) in ids or (
         world.defect and claims.claimed_trap(family.defect_catalog, it) == world.defect
         and not claims.NOT_A_CLAIM.search(claims.lead(claims.item_text(it))))]
-    texts = [claims.item_text(it) for it in keep]
-    texts = [t for t in texts if not claims.describes_nuisance(family.nuisance, world.id, t)]
+    texts = [claims.item_text(it) for it in keep if not claims.excused_by_nuisance(family.nuisance, world.id, it)]
     return {**report, ISSUES_FIELD: [claims.lead(t) if leads else t for t in texts]}
 
 
