@@ -8,6 +8,7 @@ CI under 30 minutes; the command runs them on every world). On the same runs: th
 family's worlds, averages <= 35; adding one invented defect to an oracle report lowers its score.
 """
 import json
+import math
 import statistics
 
 import pytest
@@ -24,16 +25,23 @@ PER_FAMILY = 3  # the gaming bars: each family's clean control(s) and its first 
 
 
 def family_sample(per_family: int = PER_FAMILY) -> list[str]:
-    """Each L1/L2 family's clean control(s) first, then its trap worlds in id order, up to `per_family` worlds:
-    every family, every track and both levels keep their blind-trust bar while the test runs the eight replaying
-    agents on about half of the worlds (the CI budget). `worlds check --agents` runs them all on every world."""
+    """Each L1/L2 family's first clean control, then its trap worlds in id order: every family, every track and both
+    levels keep their blind-trust bar while the test runs the eight replaying agents on about half of the worlds (the
+    CI budget); `worlds check --agents` runs them all on every world. A gaming agent earns a clean control's full
+    marks, so an L1 sample takes traps until its clean share is no larger than the family's (three clean controls of
+    ten: one of four), else the sample's blind trust alone would clear the 35 ceiling; an L2 family (one clean control
+    of four) keeps `per_family` worlds."""
     fams: dict[str, list] = {}
     for ref in load_suite().select(levels=["L1", "L2"]):
         fams.setdefault(ref.family.id, []).append(ref)
     out = []
     for refs in fams.values():
-        ordered = sorted(refs, key=lambda r: (getattr(r.world, "defect", None) is not None, r.id))
-        out += [r.id for r in ordered[:per_family]]
+        clean = sorted(r.id for r in refs if getattr(r.world, "defect", None) is None)
+        traps = sorted(r.id for r in refs if getattr(r.world, "defect", None) is not None)
+        k = per_family
+        if refs[0].family.level == "L1" and clean:
+            k = max(per_family, math.ceil(len(refs) / len(clean)))
+        out += clean[:1] + traps[:k - min(1, len(clean))]
     return sorted(out)
 
 
