@@ -5,7 +5,8 @@ What is real, what is simulated
 No package ships measured NaI(Tl) spectra or counting series (worlds/README.md; SUBSTRATES.md, 2026-12-01: becquerel,
 curie, riid, bayesdecay ship none), so every count in this track is simulated; no package file is read. The
 reference constants are real, taken from the DDEP/LNHB recommended data (Laboratoire National Henri Becquerel,
-"Table de Radionucleides", the values ICRP-107 and the radioactivedecay/luracs packages carry):
+"Table de Radionucleides"; not ICRP-107, the evaluation the radioactivedecay package carries, which differs in the
+last digits):
 
   Co-60  T1/2 = 5.2711 (8) y = 1925.28 d; gamma lines 1173.228 keV (99.85%), 1332.492 keV (99.9826%)
   Mn-54  T1/2 = 312.19 d; gamma line 834.848 keV (99.976%)
