@@ -21,7 +21,7 @@ P = 2 Phi(-|z|). This is the standard large-sample model of GWAS summary statist
 Modifiers: `inflate` multiplies every chi-square by lambda (Devlin & Roeder 1999: under population stratification
 or cryptic relatedness the test statistics inflate by a roughly constant factor), `ld_partners` gives each causal SNP
 drawn neighbours (within 500 kb) in LD with it (r drawn), whose z = r z_causal + sqrt(1 - r^2) e, and writes the
-panel's r^2 for those pairs (plus weak background pairs) to ld.tsv; `second_study` simulates an independent
+drawn r^2 of those pairs (plus weak background pairs) to ld.tsv, labelled simulated; `second_study` simulates an independent
 replication cohort at the same SNPs and true effects, optionally coded on other alleles.
 
 L1 edits of the written table: `swap_alleles` (A1/A2 labels exchanged, BETA and AF1 kept), `strand_flip` (both
@@ -351,8 +351,9 @@ def write(st: Study, w: CanonicalWriter) -> None:
                               "ALT, forward strand)")
     if st.ld is not None:
         w.table("ld.tsv", st.ld, sep="\t", float_format="%.3f")
-        files["ld.tsv"] = ("pairwise LD (r^2) in the 1000 Genomes EUR reference panel for SNP pairs within 500 kb with "
-                           "r^2 >= 0.01 (SNP = CHR:POS); pairs not listed have r^2 < 0.01")
+        files["ld.tsv"] = ("pairwise LD (r^2) for SNP pairs within 500 kb with r^2 >= 0.01 (SNP = CHR:POS), simulated: "
+                           "drawn with the association statistics, not computed from panel genotypes; pairs not listed "
+                           "have r^2 < 0.01")
     meta = {"trait": "a quantitative trait (standardised, SD units)", "genome_build": "GRCh37",
             "cohort": "European-ancestry cohort", "files": dict(sorted(files.items())),
             "association_model": "additive linear regression per SNP"}
