@@ -326,8 +326,9 @@ def _evaluate(c: Check, report: Any, golden: dict[str, Any], products: Path | No
         return 0.0, f"{g:g} outside tolerance of {w:g}"
 
     if c.kind == "equals":
-        ok = _norm(got) in {_norm(v) if not isinstance(v, (list, dict)) else str(v) for v in c.values}
-        return float(ok != c.negate), f"{c.field}={got!r}" + (" in" if ok else " not in") + f" {c.values}"
+        values = c.values or ([want] if c.golden is not None else [])  # a golden key: the world's own answer
+        ok = _norm(got) in {_norm(v) if not isinstance(v, (list, dict)) else str(v) for v in values}
+        return float(ok != c.negate), f"{c.field}={got!r}" + (" in" if ok else " not in") + f" {values}"
 
     if c.kind == "overlap":
         if not isinstance(got, list) or not isinstance(want, list):

@@ -201,7 +201,7 @@ class Check(Strict):
 
     The contract is graders/README.md. kinds:
       value          numeric field vs golden key (or literal `target`) within rel_tol/abs_tol; `partial_tol` earns 0.5
-      equals         field (case-insensitive for strings) is one of `values`
+      equals         field (case-insensitive for strings) is one of `values`, or equals the golden key `golden`
       mentions       any regex of `patterns` occurs in the text of `fields` (only those fields); recognition (I) only
       overlap        list field vs golden list: precision and recall, full credit when F1 >= min_f1
       sign           sign of a numeric field (or a direction word) matches the golden's sign
@@ -255,8 +255,8 @@ class Check(Strict):
             raise ValueError(f"check '{self.id}' of kind value needs 'golden' or 'target'")
         if k == "value" and self.rel_tol is None and self.abs_tol is None:
             raise ValueError(f"check '{self.id}' of kind value needs 'rel_tol' or 'abs_tol'")
-        if k == "equals" and not self.values:
-            raise ValueError(f"check '{self.id}' of kind equals needs 'values'")
+        if k == "equals" and not self.values and not self.golden:
+            raise ValueError(f"check '{self.id}' of kind equals needs 'values' (or 'golden': a golden key holding the value)")
         if k == "mentions" and not (self.patterns and (self.fields or self.field)):
             raise ValueError(f"check '{self.id}' of kind mentions needs 'patterns' and 'fields'")
         if k in ("overlap", "sign", "product_items", "product_table") and self.golden is None:

@@ -113,6 +113,7 @@ class HistoneData:
     write_genes: bool = True
     blacklist: pd.DataFrame | None = None    # chrom, start, end, reason: an ENCODE-style exclusion list (blacklist.bed)
     dossier: dict[str, Any] | None = None    # L3: markdown + tables instead of alignments
+    truth: dict[str, Any] = field(default_factory=dict)      # generative truth an L2 rubric checks (golden `truth`)
 
 
 # ------------------------------------------------------------------ generators
@@ -580,8 +581,25 @@ def two_conditions(d: HistoneData, rng: np.random.Generator, domain_scale: float
         "gene_expression_units": "TPM in control cells",
         "library_fragment_size_bp": FRAG_MEAN,
     }
+    g = round(expected_global_log2fc(d, frip), 4)
+    d.truth.update(global_log2fc=g, direction="decrease" if g < -0.4 else "increase" if g > 0.4 else "no_change")
     _remeasure_expression(d, rng, expression_noise)
     return d
+
+
+def expected_global_log2fc(d: HistoneData, frip: float) -> float:
+    """The generative truth of the differential family's `global_log2fc`: log2 of the expected treated / control
+    ChIP reads per cell (spike-in scaled) summed over the true domains, over the same ratio of the inputs (1: the
+    inputs are uniform and the spike-in is the same per cell). Per cell, domain-enriched reads are `frip` x the
+    domains' mean treated scale (weighted by fold enrichment x length) in the treated and `frip` in the control;
+    the unenriched background (1 - frip, uniform over the panel) adds its share of the domains' length to both.
+    Artefacts (copy-number gain, MAPQ-0 pile-ups, PCR jackpots) are not biology and are left out."""
+    length = float(sum(c_len for _, c_len in d.chroms))
+    span = (d.domains.end - d.domains.start).to_numpy().astype(float)
+    w = span * d.domains.fe.to_numpy()
+    scale = float((w * d.domains.treated_scale.to_numpy()).sum() / w.sum())
+    bg = (1 - frip) * span.sum() / length
+    return float(np.log2((frip * scale + bg) / (frip + bg)))
 
 
 @recipe("histone", "blacklist")
@@ -624,6 +642,8 @@ def blacklist(d: HistoneData, rng: np.random.Generator, n_regions: int = 20, pil
             d.libs[key] = d.libs[key].concat(add)
     d.meta = {**d.meta, "blacklist": "blacklist.bed"}
     d.meta["files"] = {**d.meta["files"], "blacklist": "blacklist.bed"}
+    if chip_key.startswith("H3K4me3"):  # generative truth: the genes whose promoter carries a simulated peak
+        d.truth["marked_genes"] = sorted(d.peaks.loc[d.peaks.n_frag > 0, "gene_id"].astype(str))
     return d
 
 
@@ -734,6 +754,8 @@ def write(d: HistoneData, w: CanonicalWriter) -> None:
             else:
                 w.text(rel, content)
         return
+    if d.truth:
+        w.truth(**d.truth)
     g = d.genes[["gene_id", "chrom", "start", "end", "tss", "gene_expression"]].copy()
     if d.gene_offsets:
         off = g["chrom"].map(d.gene_offsets).fillna(0).astype(int)
