@@ -12,6 +12,7 @@ os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from benchmark.errors import BenchmarkError, safe_markup, safe_text  # noqa: E402
+from graders.registry import RegistryError  # noqa: E402
 
 EXIT_ERROR = 2  # bad input or a failed precondition: one sentence, nothing written
 EXIT_INCOMPLETE = 3  # `run` finished, but some worlds failed (model/sandbox/harness errors); --resume retries them
@@ -523,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.fn(args) or 0)
-    except BenchmarkError as exc:
+    except (BenchmarkError, RegistryError) as exc:
         _console().print(f"[bold red]error:[/] {safe_markup(exc)}", highlight=False, soft_wrap=True)
         return EXIT_ERROR
     except KeyboardInterrupt:

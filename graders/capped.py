@@ -132,7 +132,7 @@ def prestart(modules: list[str] | None = None) -> None:
 def validator_modules(ref: Any) -> list[str]:
     """What the worker imports to hold a world's product validators: its track's solver module (which registers
     them), or nothing for a world whose rubric has no product check."""
-    from benchmark.suite.manifest import rubric_checks
+    from graders.manifest import rubric_checks
     from graders.checks import PRODUCT_KINDS
 
     return [ref.track.solver_module] if any(c.kind in PRODUCT_KINDS for c in rubric_checks(ref.world)) else []
@@ -168,7 +168,7 @@ def close() -> None:
 def _modules_for(validator: str | None) -> list[str]:
     if not validator:
         return []
-    from benchmark.suite.registry import PRODUCT_VALIDATORS
+    from graders.registry import PRODUCT_VALIDATORS
 
     if validator not in PRODUCT_VALIDATORS:
         return []

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from benchmark.suite.manifest import Check
+from graders.manifest import Check
 
 MAX_PRODUCT_BYTES = 64 << 20  # the harness collects at most this much; a larger file is not read
 MAX_PRODUCT_ROWS = 1_000_000
@@ -388,7 +388,7 @@ def evaluate_product(c: Check, got: Any, want: Any, golden: dict[str, Any], prod
             return credit, f"{why}: a corrected copy of {named}: {detail}"
     accepted = ()
     if c.kind == "product":
-        from benchmark.suite.registry import PRODUCT_VALIDATORS
+        from graders.registry import PRODUCT_VALIDATORS
 
         if c.validator in PRODUCT_VALIDATORS:
             accepted = tuple(getattr(PRODUCT_VALIDATORS.get(c.validator).fn, "accepts_compression", ()))
@@ -407,7 +407,7 @@ def evaluate_product(c: Check, got: Any, want: Any, golden: dict[str, Any], prod
         return credit, f"{why}: {detail}"
     if c.kind == "product_table":
         return _table_credit(c, path, why, want, _reference_answer(c, golden))
-    from benchmark.suite.registry import PRODUCT_VALIDATORS
+    from graders.registry import PRODUCT_VALIDATORS
 
     if c.validator not in PRODUCT_VALIDATORS:
         return 0.0, f"no product validator '{c.validator}' is registered (rubric error)"

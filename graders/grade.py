@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from benchmark.suite.manifest import L1World, L2World
+from graders.manifest import L1World, L2World
 from graders.l1 import grade_l1
 from graders.l2 import grade_l2
 
@@ -41,7 +41,7 @@ def grade(ref: Any, golden: dict[str, Any], report: Any, code_cells: list[str] |
     """`ref` is a world reference (benchmark.suite.loader.WorldRef: its world, family and track); `products` is the
     folder holding the work products the agent wrote (the run's artifacts/<key>/); `inputs` the world's public
     files, against which an L1 corrected copy is read (without them only a list of items is)."""
-    from benchmark.suite.registry import load_track_module
+    from graders.registry import load_track_module
 
     load_track_module(ref.track.solver_module)  # registers the track's product validators (gold side)
     w = ref.world

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmark.suite.manifest import FamilyManifest, L1World
+from graders.manifest import FamilyManifest, L1World
 from graders import claims
 from graders.checks import CheckResult, flatten_text, run_checks
 from graders.report import parse_report

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmark.suite.manifest import FamilyManifest, L2World
+from graders.manifest import FamilyManifest, L2World
 from graders import claims
 from graders.checks import CheckResult, get_path, run_check, run_checks
 from graders.report import parse_report

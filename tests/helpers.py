@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmark.suite.manifest import FamilyManifest, L1World, L2World
+from graders.manifest import FamilyManifest, L1World, L2World
 
 L1_SCHEMA: dict[str, Any] = {  # the defect-agnostic L1 report of graders/README.md section 4
     "type": "object",

@@ -2,7 +2,7 @@
 import os
 import time
 
-from benchmark.suite.registry import product_validator
+from graders.registry import product_validator
 
 
 @product_validator("test.hog_memory")

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from benchmark.suite.manifest import Check
+from graders.manifest import Check
 from benchmark.suite.validate import conclusion_problems, contract_problems
 from graders.checks import f1_score, run_check, run_checks
 from graders.l1 import STATE_SCORES, fabrication_share, grade_l1

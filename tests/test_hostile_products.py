@@ -9,7 +9,7 @@ import resource
 
 import pytest
 
-from benchmark.suite.manifest import Check
+from graders.manifest import Check
 from graders import capped
 from graders.checks import run_check
 from graders.product_io import ProductRefused, compression_of, read_bytes_bounded
@@ -97,7 +97,7 @@ def test_a_bomb_in_a_graded_world_fails_its_check_and_the_grade_completes(tmp_pa
 HARNESS_THAT_DIES = r"""
 import sys, threading
 import tests.hostile_validators  # noqa: F401
-from benchmark.suite.manifest import Check
+from graders.manifest import Check
 from graders import capped
 from graders.checks import run_check
 

@@ -12,9 +12,9 @@ The contract:
    ray_executor, benchmark.oversight.verify, benchmark.pivotal.run, benchmark.grounding.run and judge) import
    nothing from benchmark.models.scripted and never mention scripted plans (scripted_plans, plans.plan, a
    `metadata["script"]`); they attach the same neutral call context for every model.
-3. graders/ sits below benchmark/: graders import from benchmark only the shared types (benchmark.suite.manifest)
-   and the one remaining edge, the name registry the track modules fill (benchmark.suite.registry: product
-   validators, load_track_module); the suite loader, freeze and the hand-written reports are not imported.
+3. graders/ sits below benchmark/: graders import nothing from benchmark, not directly and not through another
+   module. The shared types (graders.manifest) and the registries' machinery with the product validators
+   (graders.registry) live on the gold side; benchmark imports them from there.
 4. The suite (benchmark.suite) imports nothing from run/, score/, oversight/, the model providers or the CLI.
 
 import-linter checks every import statement of every module, function-level ones included, and with

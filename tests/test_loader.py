@@ -92,7 +92,7 @@ def test_bad_report_schema_in_family(tmp_path):
 def test_report_schema_memo_remembers_a_pass_never_a_failure(tmp_path, monkeypatch):
     """The metaschema check is memoised by the schema's hash (0.3 CPU-s of every CLI process): a schema that passed
     is not checked again, an edited one is, and a bad one fails on every load."""
-    from benchmark.suite import manifest
+    from graders import manifest
 
     memo = tmp_path / "memo"
     monkeypatch.setattr(manifest, "SCHEMA_OK_DIR", memo)

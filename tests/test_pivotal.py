@@ -133,7 +133,7 @@ def test_shipped_case_set_is_the_builders_deterministic_output():
 # ------------------------------------------------------------------ pivotal: blocks in world manifests
 
 def test_template_operations_render_as_the_docstring_says():
-    from benchmark.suite.manifest import PivotalBlock
+    from graders.manifest import PivotalBlock
     from benchmark.pivotal.template import render_block
 
     g = {"lfc": -0.004, "up": -0.456, "frac": 0.253, "bp": 1000, "region": {"start": 500000, "end": 1100000},
@@ -154,7 +154,7 @@ def test_template_operations_render_as_the_docstring_says():
 
 
 def test_a_missing_golden_key_names_file_field_and_key():
-    from benchmark.suite.manifest import PivotalBlock
+    from graders.manifest import PivotalBlock
     from benchmark.pivotal.template import render_block
 
     block = PivotalBlock(categories=["x"], record="n={g[n]}", original_plan="{g[nested][nope]:pct}", corrected_plan="ok",

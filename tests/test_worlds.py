@@ -11,7 +11,7 @@ import yaml
 from benchmark.errors import LockMismatch
 from benchmark.suite.freeze import check_world, compare, ensure_built, read_golden, read_lock
 from benchmark.suite.loader import REPO_ROOT, Suite
-from benchmark.suite.manifest import L1World, L2World, L3World
+from graders.manifest import L1World, L2World, L3World
 from benchmark.suite.validate import validate_suite
 from graders.grade import grade
 from benchmark.suite.handwritten import report_path, write_products

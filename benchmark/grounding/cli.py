@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from benchmark.errors import BenchmarkError
+from graders.registry import RegistryError
 
 
 def cmd_items(args) -> int:
@@ -187,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         return int(args.fn(args) or 0)
-    except BenchmarkError as exc:
+    except (BenchmarkError, RegistryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

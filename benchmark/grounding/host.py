@@ -92,7 +92,8 @@ def load_host(track: str, module: str | None = None) -> GroundingHost:
     """The host instance of `track` (its grounding_module imported once; found under WORLDS_ROOT if not given)."""
     if track in _HOSTS:
         return _HOSTS[track]
-    from benchmark.suite.registry import GROUNDING_HOSTS, load_track_module
+    from benchmark.suite.registry import GROUNDING_HOSTS
+    from graders.registry import load_track_module
 
     if module is None:
         module = hosting_tracks().get(track)

@@ -245,7 +245,7 @@ def grader_stress(reports_root: Path | None = None) -> dict[str, Any]:
 
     from benchmark.suite.freeze import read_golden
     from benchmark.suite.loader import REPO_ROOT, Suite
-    from benchmark.suite.manifest import L3World
+    from graders.manifest import L3World
     from graders.grade import grade
 
     import tempfile

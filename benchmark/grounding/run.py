@@ -32,6 +32,7 @@ from benchmark.models import is_offline
 from benchmark.run.records import Trajectory
 from benchmark.run.store import RunStore
 from graders.grounding import key_match
+from graders.registry import RegistryError
 from graders.report import parse_report
 from sandbox.bwrap import Limits, Sandbox
 from sandbox.deferred import DeferredSandbox, wait_all
@@ -241,7 +242,7 @@ def run_one(item: Item, condition: str, replicate: int, cfg: GroundingConfig, st
             messages, calls, cells = ep.messages, ep.calls, ep.cells
             report_raw, status, error = ep.report_raw, ep.status, ep.error
             violations = list(sb.violations)
-    except BenchmarkError as exc:
+    except (BenchmarkError, RegistryError) as exc:
         error = str(exc)
     traj = Trajectory(world_id=f"{item.id}.{condition}", model=cfg.model, replicate=replicate, seed=seed,
                       harness_version=HARNESS_VERSION, messages=messages, calls=calls, cells=cells, violations=violations,

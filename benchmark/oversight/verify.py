@@ -115,7 +115,7 @@ def _prompt(rec: ResultRecord, rubric: dict, golden: dict, report: str | None, c
     if level == "L1":
         rules = L1_RULES
     else:
-        from benchmark.suite.manifest import L2Rubric
+        from graders.manifest import L2Rubric
 
         caps = {k: rubric.get(k, L2Rubric.model_fields[k].default) for k in ("unusable_cap", "accuracy_cap")}
         rules = l2_rules(caps["unusable_cap"], caps["accuracy_cap"])

@@ -1,6 +1,6 @@
 """Build the shipped pivotal case set from our own worlds (deterministic: same worlds, same bytes).
 
-A world's `pivotal:` block (benchmark.suite.manifest.PivotalBlock; a list of them where the project holds several
+A world's `pivotal:` block (graders.manifest.PivotalBlock; a list of them where the project holds several
 decisions, the later ones each with a `stage`) yields one case per block, at every level: the block's
 templates rendered against the world's golden values (benchmark/pivotal/template.py), its record prefixed with the
 family's `goal`, its field from the track's `field`. Challenged worlds (confound, tool_trap, stat_trap and L1

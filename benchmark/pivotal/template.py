@@ -1,4 +1,4 @@
-"""Render a world's `pivotal:` block (benchmark.suite.manifest.PivotalBlock) against its golden values.
+"""Render a world's `pivotal:` block (graders.manifest.PivotalBlock) against its golden values.
 
 Text fields are `str.format` templates over `g` (the golden's `values` dict) and `w` (the world manifest). A format
 spec is a `|`-separated pipeline: each step is one of the operations below (applied to the value) or, if it names

@@ -27,12 +27,13 @@ from benchmark.oversight.audit import audit_cells
 from benchmark.errors import BenchmarkError, LockMismatch
 from benchmark.suite.freeze import default_jobs, ensure_built, pinned_pool, read_golden, tool_versions, world_cache
 from benchmark.suite.loader import WorldRef, load_suite
-from benchmark.suite.manifest import STEP_BUDGET, Level
+from graders.manifest import STEP_BUDGET, Level
 from benchmark.models import is_offline
 from benchmark.run.records import ERROR_STATUSES, ResultRecord, RoleUsage, Trajectory
 from benchmark.run.refusal import detect_refusal
 from benchmark.run.store import RunStore, result_key
 from graders.grade import grade
+from graders.registry import RegistryError
 from sandbox.bwrap import Limits, Sandbox
 from sandbox.deferred import DeferredSandbox, wait_all
 
@@ -125,7 +126,7 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
             collect_log, collect_summary = list(sb.collect_log), dict(sb.collect_summary)
     except LockMismatch as exc:  # the world's files changed under the run: not the sandbox's fault
         status, error = "harness_error", str(exc)
-    except BenchmarkError as exc:
+    except (BenchmarkError, RegistryError) as exc:
         status, error = "sandbox_error", str(exc)
     except Exception as exc:  # noqa: BLE001 - the harness failed on this world; record it, keep the campaign going
         status, error = "harness_error", _describe(exc)
@@ -434,7 +435,7 @@ def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, s
             outputs = sb.collect(store.artifacts / key)
             violations = list(sb.violations)
             collect_log, collect_summary = list(sb.collect_log), dict(sb.collect_summary)
-    except BenchmarkError as exc:
+    except (BenchmarkError, RegistryError) as exc:
         from benchmark.run.l3 import L3Outcome
 
         out = L3Outcome(L3Record(eligible=False, eligibility_reason=f"not run: {exc}"), status="sandbox_error", error=str(exc))

@@ -111,10 +111,11 @@ def suite_of(store: RunStore):
 def _inputs(ref, ensure_built):
     """The world's files, for reading a corrected copy named as a product; None when they cannot be built here."""
     from benchmark.errors import BenchmarkError
+    from graders.registry import RegistryError
 
     try:
         return ensure_built(ref)
-    except (BenchmarkError, OSError):
+    except (BenchmarkError, RegistryError, OSError):
         return None
 
 

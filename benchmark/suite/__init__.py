@@ -1,10 +1,10 @@
 """Stage 1, the suite: what the benchmark is made of, before any model runs.
 
-    manifest      the manifest schema (tracks, families, worlds, checks, goldens, locks): the shared types
-                  graders/ import too (with the registry, the only benchmark modules graders import)
+    (the manifest schema, the shared types, is graders.manifest: graders/ import nothing from benchmark)
     loader        reads and cross-checks worlds/ into a Suite of WorldRefs; the call context protocols attach
     registry      name -> implementation registries the track modules fill (substrates, recipes, writers,
-                  solvers, oracle/naive cells, product validators and makers, grounding hosts)
+                  solvers, oracle/naive cells, product makers, grounding hosts); the class, load_track_module
+                  and the product validators are gold side, in graders.registry
     freeze        builds worlds, runs reference solvers with pinned numerics, writes and verifies goldens and locks
     validate      static checks of the whole suite (`worlds validate`)
     campaign      private campaigns: the suite frozen again with a secret seed

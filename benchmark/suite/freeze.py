@@ -31,8 +31,9 @@ import numpy as np
 from benchmark.suite.canonical import CanonicalWriter, _atomic_write
 from benchmark.errors import BenchmarkError, LockMismatch
 from benchmark.suite.loader import REPO_ROOT, WorldRef
-from benchmark.suite.manifest import Golden, Lock, rubric_checks
-from benchmark.suite.registry import RECIPES, SOLVERS, SUBSTRATES, WRITERS, load_track_module
+from graders.manifest import Golden, Lock, rubric_checks
+from benchmark.suite.registry import RECIPES, SOLVERS, SUBSTRATES, WRITERS
+from graders.registry import RegistryError, load_track_module
 from graders.numerics import numerics_pinned, pinned_environment
 
 CACHE_ROOT = Path(os.environ.get("BENCHMARK_CACHE", REPO_ROOT / ".cache" / "worlds"))
@@ -454,7 +455,7 @@ def _check_one(args: tuple[WorldRef, str]) -> tuple[str, list[str]]:
     ref, scratch = args
     try:
         return ref.id, check_world(ref, Path(scratch))
-    except BenchmarkError as exc:
+    except (BenchmarkError, RegistryError) as exc:
         return ref.id, [f"{ref.id}: {exc}"]
     finally:
         shutil.rmtree(Path(scratch) / ref.id, ignore_errors=True)

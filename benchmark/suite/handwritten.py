@@ -21,7 +21,7 @@ def report_path(ref) -> Path:
 def _load_track_of(op: str) -> None:
     """Import the gold side of the track an op is named after ('histone.sort_index' -> histone's solver_module)."""
     from benchmark.suite.loader import load_suite
-    from benchmark.suite.registry import load_track_module
+    from graders.registry import load_track_module
 
     tracks = load_suite().tracks
     track = op.split(".", 1)[0]

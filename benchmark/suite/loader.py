@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from benchmark.errors import BenchmarkError, ManifestError
-from benchmark.suite.manifest import FamilyManifest, L1World, L2World, L3World, TrackManifest, World
+from graders.manifest import FamilyManifest, L1World, L2World, L3World, TrackManifest, World
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WORLDS_ROOT = Path(os.environ.get("BENCHMARK_WORLDS") or REPO_ROOT / "worlds")  # another root: a toy or private suite
@@ -387,8 +387,10 @@ def suite_digest(root: Path) -> str:
     h = hashlib.sha256(f"{SUITE_CACHE_VERSION}\0{sys.version}\0{root}\0".encode())
     for dist in ("pydantic", "pydantic-core", "pyyaml", "jsonschema"):
         h.update(f"{dist} {version(dist)}\0".encode())
+    import graders.manifest
+
     here = Path(__file__).resolve().parent
-    for code in (here / "loader.py", here / "manifest.py", here.parent / "errors.py"):
+    for code in (here / "loader.py", Path(graders.manifest.__file__).resolve(), here.parent / "errors.py"):
         h.update(code.read_bytes())
     for p in sorted({*root.glob("*/track.yaml"), *root.glob("*/L[123]/*/*.yaml")}):
         h.update(f"\0{p.relative_to(root)}\0".encode())

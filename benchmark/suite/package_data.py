@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from benchmark.errors import BenchmarkError
-from benchmark.suite.manifest import DataSource
+from graders.manifest import DataSource
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,49 +13,13 @@ A track module (named in its track.yaml) registers its parts with the decorators
 
     @solver("histone.L2.quantify", version="1")
     def quantify(world_dir: Path, world: World) -> dict: ...      # golden values, JSON-serialisable
+
+These are the engine's registries. The class they are built from, `load_track_module` that fills them, and the
+grader's own registry (`@product_validator`, PRODUCT_VALIDATORS) live on the gold side, in graders.registry.
 """
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
-from typing import Any, Callable
-
-from benchmark.errors import BenchmarkError
-
-
-@dataclass(frozen=True)
-class Entry:
-    name: str
-    fn: Callable[..., Any]
-    version: str = "1"
-
-
-class Registry:
-    def __init__(self, kind: str):
-        self.kind = kind
-        self._items: dict[str, Entry] = {}
-
-    def register(self, name: str, version: str = "1") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-            if name in self._items and self._items[name].fn.__qualname__ != fn.__qualname__:
-                raise BenchmarkError(f"{self.kind} '{name}' is registered twice ({fn.__module__}); rename one")
-            self._items[name] = Entry(name, fn, version)
-            return fn
-
-        return deco
-
-    def get(self, name: str) -> Entry:
-        if name not in self._items:
-            known = ", ".join(sorted(self._items)) or "none"
-            raise BenchmarkError(f"no {self.kind} named '{name}' is registered (known: {known})")
-        return self._items[name]
-
-    def __contains__(self, name: str) -> bool:
-        return name in self._items
-
-    def names(self) -> list[str]:
-        return sorted(self._items)
-
+from graders.registry import Registry
 
 SUBSTRATES = Registry("substrate")
 RECIPES = Registry("recipe")
@@ -79,14 +43,6 @@ def solver(name: str, version: str = "1"):
     return SOLVERS.register(name, version)
 
 
-def load_track_module(module: str) -> None:
-    """Import a track's module so its decorators run; errors name the module."""
-    try:
-        importlib.import_module(module)
-    except ImportError as exc:
-        raise BenchmarkError(f"track module '{module}' cannot be imported ({exc}); check 'module' in its track.yaml") from exc
-
-
 # Scripted agents' per-family code (gold side, under graders/): (world_ref) -> list of code cells whose last
 # cell prints the final JSON report as its last line of output.
 ORACLES = Registry("oracle solution")
@@ -99,24 +55,6 @@ def oracle(family_id: str, version: str = "1"):
 
 def naive(family_id: str, version: str = "1"):
     return NAIVES.register(family_id, version)
-
-
-# Track-specific judges of work products no generic check kind fits (a sorted BAM, a renamed header): gold side.
-#   @product_validator("histone.sorted_bam")
-#   def sorted_bam(path: Path, golden: dict, check: Check) -> tuple[float, str]: ...   # credit in [0, 1], detail
-PRODUCT_VALIDATORS = Registry("product validator")
-
-
-def product_validator(name: str, version: str = "1", compressed: tuple[str, ...] = ()):
-    """A track's judge of one kind of work product. `compressed`: the formats it reads ("bgzf" for a BAM, "gzip");
-    any other compressed product is refused before it runs (graders.product_io), and it runs in the capped worker."""
-    reg = PRODUCT_VALIDATORS.register(name, version)
-
-    def deco(fn):
-        fn.accepts_compression = tuple(compressed)
-        return reg(fn)
-
-    return deco
 
 
 # A track's host of evidence-grounding items (track.yaml `grounding_module`, items in worlds/<track>/grounding.yaml):

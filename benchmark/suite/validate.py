@@ -5,9 +5,10 @@ import re
 from pathlib import Path
 
 from benchmark.suite.loader import Suite
-from benchmark.suite.manifest import L1World, L2World, Level
+from graders.manifest import L1World, L2World, Level
 from benchmark.pivotal.build import pivotal_problems
-from benchmark.suite.registry import RECIPES, SOLVERS, SUBSTRATES, WRITERS, load_track_module
+from benchmark.suite.registry import RECIPES, SOLVERS, SUBSTRATES, WRITERS
+from graders.registry import load_track_module
 
 
 def validate_suite(suite: Suite) -> list[str]:

@@ -43,7 +43,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.suite.registry import product_maker, product_validator, solver
+from benchmark.suite.registry import product_maker, solver
+from graders.registry import product_validator
 
 VCF = "calls.vcf.gz"
 BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")

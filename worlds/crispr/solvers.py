@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.suite.registry import naive, oracle, product_validator, solver
+from benchmark.suite.registry import naive, oracle, solver
+from graders.registry import product_validator
 from worlds.crispr import analysis as A
 
 # L1 detector thresholds (calibrated on the real table: Gini of raw counts 0.34-0.38 (MAGeCK's log-count Gini

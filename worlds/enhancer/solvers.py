@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmark.suite.registry import product_validator, solver
+from benchmark.suite.registry import solver
+from graders.registry import product_validator
 from worlds.enhancer import analysis as A
 
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from benchmark.suite.registry import naive, oracle, product_validator, solver
+from benchmark.suite.registry import naive, oracle, solver
+from graders.registry import product_validator
 
 from worlds.histone.solvers import (  # noqa: F401 - the reference helpers the cells carry as source
     BROAD_MARKS,

@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.suite.registry import naive, oracle, product_maker, product_validator, solver
+from benchmark.suite.registry import naive, oracle, product_maker, solver
+from graders.registry import product_validator
 
 SPIKE_PREFIX = "dm6_"
 BROAD_MARKS = {"H3K27me3", "H3K9me3", "H3K36me3", "H3K79me2"}

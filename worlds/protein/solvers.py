@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.suite.registry import product_maker, product_validator, solver
+from benchmark.suite.registry import product_maker, solver
+from graders.registry import product_validator
 from worlds.protein import analysis as A
 
 

@@ -47,7 +47,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.suite.registry import naive, oracle, product_validator, solver
+from benchmark.suite.registry import naive, oracle, solver
+from graders.registry import product_validator
 
 MTX_DIR = "filtered_feature_bc_matrix"
 LINEAGE_MARKERS = {

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchmark.suite.loader import WorldRef
-from benchmark.suite.manifest import L1World, L2World
+from graders.manifest import L1World, L2World
 
 EXPERTS = ("thorough", "alarmist")
 ORACLE_REPLAY_ENV = "BENCHMARK_ORACLE_REPLAY"

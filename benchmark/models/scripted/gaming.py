@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.suite.loader import WorldRef
-from benchmark.suite.manifest import Check, L1World, L2World
+from graders.manifest import Check, L1World, L2World
 
 GAMING = ("all_clear", "flag_all", "keyword", "constant", "metadata", "layout", "withhold", "alarmist")
 NAIVE_BASED = {"all_clear", "flag_all", "keyword", "metadata", "layout", "withhold"}  # L2: start from the naive agent's own numbers

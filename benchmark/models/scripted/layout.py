@@ -209,7 +209,7 @@ def _predict(refs: list[WorldRef]) -> dict[str, LayoutGuess]:
 def layout_report(ref: WorldRef, family_refs: list[WorldRef], naive: dict | None) -> dict:
     """L1: the guessed defect with the flagged entities as value and product (or accept); L2: the naive numbers
     with the guessed trap named (or none)."""
-    from benchmark.suite.manifest import L1World
+    from graders.manifest import L1World
 
     guess = layout_predictions(family_refs)[ref.id]
     words = guess.defect.replace("_", " ") if guess.defect else None

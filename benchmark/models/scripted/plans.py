@@ -102,7 +102,8 @@ def world_script(name: str, ref) -> Script:
 
 
 def _registered(name: str, ref):
-    from benchmark.suite.registry import NAIVES, ORACLES, load_track_module
+    from benchmark.suite.registry import NAIVES, ORACLES
+    from graders.registry import load_track_module
 
     load_track_module(ref.track.solver_module)
     reg = ORACLES if name == "oracle" else NAIVES

@@ -162,7 +162,7 @@ class FamilyManifest(Strict):
         return self
 
 
-SCHEMA_OK_DIR = Path(__file__).resolve().parents[2] / ".cache" / "schemas-ok"
+SCHEMA_OK_DIR = Path(__file__).resolve().parents[1] / ".cache" / "schemas-ok"
 
 
 def check_report_schema(schema: dict[str, Any]) -> None:
