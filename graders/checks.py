@@ -316,7 +316,13 @@ def _evaluate(c: Check, report: Any, golden: dict[str, Any], products: Path | No
             return 0.0, f"golden has no key {c.golden} (rubric/golden mismatch)"
 
     if c.kind == "value":
-        g, w = _number(got), _number(want)
+        g = _number(got)
+        if g is not None and isinstance(want, list) and len(want) == 2 and None not in map(_number, want):
+            low, high = sorted(_number(x) for x in want)  # an interval: every value inside it is right
+            if low <= g <= high:
+                return 1.0, f"{g:g} within [{low:g}, {high:g}]"
+            want = low if g < low else high
+        w = _number(want)
         if g is None or w is None:
             return 0.0, f"{c.field}={got!r} is not a number"
         if _within(g, w, c.rel_tol, c.abs_tol):
@@ -334,6 +340,14 @@ def _evaluate(c: Check, report: Any, golden: dict[str, Any], products: Path | No
         if not isinstance(got, list) or not isinstance(want, list):
             return 0.0, f"{c.field} is not a list"
         reported = [str(x) for x in got][: c.top_k] if c.top_k else [str(x) for x in got]
+        if c.allowed is not None:  # true but not required: neither a false positive nor a miss
+            extra = get_path(golden, c.allowed)
+            if not isinstance(extra, list):
+                return 0.0, f"golden has no list {c.allowed} (rubric/golden mismatch)"
+            free = {_norm(str(x)) for x in extra} - {_norm(str(x)) for x in want}
+            kept = [x for x in reported if _norm(x) not in free]
+            credit, detail = _f1_credit(c, kept, [str(x) for x in want], golden)
+            return credit, f"{detail}; {len(reported) - len(kept)} reported items allowed ({c.allowed}) left out"
         return _f1_credit(c, reported, [str(x) for x in want], golden)
 
     if c.kind in PRODUCT_KINDS:

@@ -200,10 +200,12 @@ class Check(Strict):
     """One deterministic check of a report (or of a work product it names) against the golden; credit in [0, 1].
 
     The contract is graders/README.md. kinds:
-      value          numeric field vs golden key (or literal `target`) within rel_tol/abs_tol; `partial_tol` earns 0.5
+      value          numeric field vs golden key (or literal `target`) within rel_tol/abs_tol; `partial_tol` earns 0.5;
+                     a golden [low, high] is an interval: any value inside it is right, the tolerances apply beyond it
       equals         field (case-insensitive for strings) is one of `values`, or equals the golden key `golden`
       mentions       any regex of `patterns` occurs in the text of `fields` (only those fields); recognition (I) only
-      overlap        list field vs golden list: precision and recall, full credit when F1 >= min_f1
+      overlap        list field vs golden list: precision and recall, full credit when F1 >= min_f1; `allowed` names a
+                     golden list of items that are true but not required (left out of precision when reported)
       sign           sign of a numeric field (or a direction word) matches the golden's sign
       present        field exists and is not null/empty
       product_items  the file whose path is in `field` (one item per line) vs golden list, as `overlap`
@@ -228,6 +230,9 @@ class Check(Strict):
     min_f1: float = Field(0.8, ge=0, le=1, description="overlap/product_items: F1 needed for full credit")
     partial_f1: float | None = Field(None, ge=0, le=1, description="overlap/product_items: F1 that earns 0.5")
     top_k: int | None = None
+    allowed: str | None = Field(None, description=(
+        "overlap: golden key of a list of items that are true but not required (a pair a censoring bound proves): "
+        "reported ones are left out before precision and recall, so listing them neither costs nor earns credit"))
     key: str | None = Field(None, description="product_table: the CSV column holding the key (gene, region)")
     column: str | None = Field(None, description="product_table: the CSV column holding the value")
     min_coverage: float = Field(0.9, ge=0, le=1, description="product_table: share of golden keys that must be present")
@@ -261,6 +266,8 @@ class Check(Strict):
             raise ValueError(f"check '{self.id}' of kind mentions needs 'patterns' and 'fields'")
         if k in ("overlap", "sign", "product_items", "product_table") and self.golden is None:
             raise ValueError(f"check '{self.id}' of kind {k} needs 'golden'")
+        if self.allowed is not None and k != "overlap":
+            raise ValueError(f"check '{self.id}': 'allowed' applies to overlap checks only")
         if self.reference is not None and (k not in ("overlap", "product_items", "product_table")
                                            or not (self.golden or "").startswith("truth.")):
             raise ValueError(f"check '{self.id}': 'reference' applies to overlap, product_items and product_table "

@@ -196,6 +196,24 @@ def test_overlap_scores_precision_and_recall():
     assert f1_score(every, gold["swapped"])[1] == 1.0
 
 
+def test_overlap_allowed_items_are_neither_required_nor_false_positives():
+    """`allowed` names true-but-not-required items (a pair a censoring bound proves): listing them costs nothing,
+    leaving them out costs nothing, and they cannot stand in for a required item."""
+    c = Check(id="o", kind="overlap", field="pairs", golden="pairs", allowed="bounded", min_f1=0.9)
+    gold = {"pairs": ["A1B:C2D", "E3F:G4H", "I5K:L6M", "N7P:Q8R"], "bounded": ["S9T:V10W", "Y11A:C12D"]}
+    assert run_check(c, {"pairs": gold["pairs"]}, gold).credit == 1.0
+    assert run_check(c, {"pairs": gold["pairs"] + gold["bounded"]}, gold).credit == 1.0
+    assert run_check(c, {"pairs": gold["pairs"][:2] + gold["bounded"]}, gold).credit == 0.0
+    assert run_check(c, {"pairs": gold["pairs"] + ["X1Y:Z2A"]}, gold).credit == 0.0  # F1 0.89: a false positive
+
+
+def test_value_against_an_interval_golden():
+    c = Check(id="n", kind="value", field="n", golden="n_range", abs_tol=1)
+    gold = {"n_range": [8, 10]}
+    assert [run_check(c, {"n": n}, gold).credit for n in (6, 7, 8, 9, 10, 11, 12)] == [0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0]
+    assert run_check(c, {"n": "many"}, gold).credit == 0.0
+
+
 def test_mentions_reads_only_its_field():
     c = Check(id="m", kind="mentions", component="I", fields=["issues_found"], patterns=["pseudo.?replic"])
     assert run_check(c, {"issues_found": [], "summary": "pseudoreplication"}, {}).credit == 0.0

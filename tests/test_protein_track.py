@@ -40,3 +40,73 @@ def test_protein_native_dossier_numbers():
     assert abs(sub["ddG"].median() - (-0.031)) < 0.001
     sparse = dict(zip(pos["wt_aa"] + pos["position"].astype(str), pos["n_measured"]))
     assert sparse["W43"] == 0 and sparse["A26"] == 2 and sparse["Y45"] == 9 and sparse["F52"] == 7
+
+
+IGG_FC_CONTACTS = ["E27", "K28", "K31", "Q32", "N35", "D40", "E42", "W43"]  # Sauer-Eriksson et al. 1995
+
+
+def test_fitness_variants_are_named_against_the_library_background():
+    """Olson 2014's library background is GB1 with Gln2 (T2Q): every counts.csv variant is a double mutant of it, and a
+    position-2 mutant names Q as its wild-type residue (issue 39: no spurious T2Q, no triple mutants)."""
+    import json
+
+    from worlds.protein.build import GB1
+
+    for w in ("clean", "wt_norm", "low_counts", "low_counts_many"):
+        d = ensure_built(load_suite().worlds[f"protein.L2.fitness.{w}"])
+        seq = json.loads((d / "meta.json").read_text())["wild_type_sequence"]
+        assert seq[1] == "Q" and seq[0] + seq[2:] == GB1[0] + GB1[2:]
+        variants = [v for v in pd.read_csv(d / "counts.csv")["variant"] if v != "WT"]
+        assert variants and not any("T2Q" in v for v in variants)
+        for v in variants:
+            muts = v.split(":")
+            assert len(muts) == 2, v
+            for m in muts:
+                pos = int(m[1:-1])
+                assert seq[pos - 1] == m[0] != m[-1], v
+
+
+def test_epistasis_floor_reads_negative_and_bounded_pairs_earn_full_marks(tmp_path):
+    """Censoring at the floor reads as negative epistasis (ddG_ab capped below its true value): almost every censored
+    trap pair is negative. A censored pair whose bound still proves |eps| >= 1 is a true coupling, and a report that
+    lists those pairs too (and counts them) keeps full marks."""
+    import yaml
+
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.handwritten import report_path, write_products
+    from graders.grade import grade
+    from worlds.protein import analysis as A
+
+    for w in ("floor", "floor_many", "floor_mild"):
+        ref = load_suite().worlds[f"protein.L2.epistasis.{w}"]
+        d = ensure_built(ref)
+        g = read_golden(ref).values
+        raw = A.epistasis_table(pd.read_csv(d / "singles.csv"), pd.read_csv(d / "doubles.csv")).set_index("pair")
+        censored_trap = sorted(set(g["trap_pairs"]) - set(g["epistatic_pairs"]))
+        negative = (raw.loc[censored_trap, "epistasis"] < 0).mean()
+        assert negative >= 0.9, (w, negative)
+        assert g["bounded_pairs"] and set(g["bounded_pairs"]) <= set(g["truth"]["coupled"])
+        assert not set(g["bounded_pairs"]) & set(g["epistatic_pairs"])
+        assert g["n_epistatic_range"] == [g["n_epistatic"], g["n_epistatic"] + len(g["bounded_pairs"])]
+        doc = yaml.safe_load(report_path(ref).read_text())
+        products = write_products(doc, g, tmp_path / w)
+        both = dict(doc["correct"], epistatic_pairs=g["epistatic_pairs"] + g["bounded_pairs"],
+                    n_epistatic=g["n_epistatic"] + len(g["bounded_pairs"]))
+        assert grade(ref, g, both, products=products).score == 100.0
+        spurious = dict(both, epistatic_pairs=both["epistatic_pairs"] + censored_trap[:5])
+        assert grade(ref, g, spurious, products=products).score < 100.0
+
+
+def test_function_interface_is_gb1s_real_igg_fc_contacts():
+    """The simulated binding penalties sit at GB1's real IgG-Fc contact residues (Sauer-Eriksson 1995); the hot spots
+    a world asks for are a drawn subset of them, so the answer is in the data, not in the literature alone."""
+    from benchmark.suite.freeze import read_golden
+
+    answers = set()
+    for w in ("clean", "destab", "destab_few", "destab_strong"):
+        g = read_golden(load_suite().worlds[f"protein.L2.function.{w}"]).values
+        assert g["truth"]["contacts"] == IGG_FC_CONTACTS
+        assert g["interface_positions"] == sorted(g["truth"]["interface"])
+        assert set(g["interface_positions"]) < set(IGG_FC_CONTACTS) - {"W43"}
+        answers.add(tuple(g["interface_positions"]))
+    assert len(answers) == 4

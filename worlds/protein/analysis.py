@@ -161,6 +161,31 @@ def interacting(e: pd.DataFrame, cut: float = EPI_CUT) -> list:
     return sorted(e.loc[e["epistasis"].abs().round(6) >= cut, "pair"])
 
 
+def bounded(singles: pd.DataFrame, doubles: pd.DataFrame, limits, cut: float = EPI_CUT) -> list:
+    """Censored pairs whose epistasis is nonetheless proven beyond the cutoff. eps = dG_a + dG_b - dG_ab - dG_WT, and
+    a value at the floor is an upper bound on its true dG (at the ceiling, a lower bound); so a floor value of dG_ab
+    or dG_WT (a ceiling value of dG_a or dG_b) can only raise the true eps above the observed one, and the opposite
+    cases only lower it. A pair whose censored values all push one way, with the observed eps already beyond the
+    cutoff in that direction (>= cut when they raise it, <= -cut when they lower it), is interacting whatever the
+    censored values are (e.g. only the double mutant at the floor and observed eps >= 1)."""
+    s = dict(zip(singles["variant"], singles["dG"]))
+    wt = s["WT"]
+    lo, hi = limits
+    out = []
+    for pair, dg in zip(doubles["variant"], doubles["dG"]):
+        a, b = pair.split(":")
+        up = down = False
+        for x, sign in ((dg, -1), (wt, -1), (s[a], 1), (s[b], 1)):
+            if abs(x - lo) < 1e-6:
+                up, down = up or sign < 0, down or sign > 0
+            elif abs(x - hi) < 1e-6:
+                up, down = up or sign > 0, down or sign < 0
+        eps = round(float(s[a] + s[b] - dg - wt), 6)
+        if (up and not down and eps >= cut) or (down and not up and eps <= -cut):
+            out.append(pair)
+    return sorted(out)
+
+
 def limits_of(world: str = ".") -> tuple:
     m = json.loads((Path(world) / "meta.json").read_text())
     lo, hi = m["dynamic_range_kcal_per_mol"]

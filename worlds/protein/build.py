@@ -14,7 +14,9 @@ measured variants than surface ones.
 `package_file("mavenn", "gb1_data.csv.gz")`: input and selected read counts of 530,737 GB1 double mutants (input
 count >= 10) from an mRNA-display selection for IgG-Fc binding (Olson et al. 2014 Curr Biol 24:2643). The file's y
 equals log2((selected + 1) / (input + 1)) - 0.78967, i.e. normalised to the wild type, whose counts (input 1,759,616,
-selected 3,041,819; log2 ratio 0.7897) are not rows of the file; worlds add that wild-type row.
+selected 3,041,819; log2 ratio 0.7897) are not rows of the file; worlds add that wild-type row. The library's wild
+type is GB1 with Gln2 (T2Q, `OLSON_WT`; the consensus of all 530,737 sequences): every row differs from it at exactly
+two positions, so variants are named against it (Q2A:K10E), never against the T2 sequence of Nisthal's scan.
 
 Layers simulated on them (documented, seeded)
 ---------------------------------------------
@@ -31,8 +33,10 @@ wild type included); `low_coverage` sets the input count of drawn variants to 1-
 library), their selected counts kept.
 L2 function (`binding_scan`): a binding selection on the real single mutants under a two-state folding model,
 fitness = log2(f(G - ddG) / f(G)) + b + Normal(0, noise), f(x) = 1 / (1 + exp(-x / RT)), RT = 0.5925 kcal/mol (25 C),
-G = the background's folding free energy (drawn); b = a drawn binding penalty at drawn surface positions (the
-simulated interface), 0 elsewhere (Faure et al. 2022 Nature 604:175 separate folding and binding this way).
+G = the background's folding free energy (drawn); b = a binding penalty at GB1's real IgG-Fc contact residues
+(`IGG_FC_INTERFACE`, Sauer-Eriksson et al. 1995 Structure 3:265; W43 has no variant in the scan): a drawn subset of
+them are binding hot spots (per-variant penalty drawn in [b_low, b_high]), the other contacts carry a small one
+(drawn in [0, weak_high]), 0 elsewhere (Faure et al. 2022 Nature 604:175 separate folding and binding this way).
 L2 epistasis (`double_scan`): stabilities (dG, kcal/mol) of drawn singles and double mutants, dG_ab = G - ddG_a -
 ddG_b - c_ab + noise with drawn couplings c_ab at drawn pairs; every value is clipped to the assay's dynamic range
 [floor, ceiling] (values beyond it are reported at the limit).
@@ -51,6 +55,8 @@ from benchmark.suite.registry import recipe, substrate, writer
 
 TRACK = "protein"
 GB1 = "MTYKLILNGKTLKGETTTEAVDAATAEKVFKQYANDNGVDGEWTYDDATKTFTVTE"   # residues 1-56, Met1 = 1
+OLSON_WT = GB1[0] + "Q" + GB1[2:]                                # Olson 2014 library background: GB1 T2Q (Gln2)
+IGG_FC_INTERFACE = (27, 28, 31, 32, 35, 40, 42, 43)              # E27 K28 K31 Q32 N35 D40 E42 W43 (Sauer-Eriksson 1995)
 WT_COUNTS = (1759616, 3041819)                                   # Olson 2014 wild type: input, selected
 RT = 0.5925                                                      # kcal/mol at 25 C
 KJ = 4.184
@@ -68,8 +74,8 @@ class Prot:
     offset: int = 0
 
 
-def _parse(seq: str, start: int = 2) -> list[tuple[int, str, str]]:
-    wt = GB1[start - 1:]
+def _parse(seq: str, start: int = 2, background: str = GB1) -> list[tuple[int, str, str]]:
+    wt = background[start - 1:]
     return [(i + start, a, b) for i, (a, b) in enumerate(zip(wt, seq)) if a != b]
 
 
@@ -188,7 +194,7 @@ def olson_counts(sub: pd.DataFrame, rng, n: int, sel_keep: float, in_keep: float
     s = o.iloc[pick]
     names = []
     for x in s["x"]:
-        muts = _parse(x)
+        muts = _parse(x, background=OLSON_WT)
         names.append(":".join(f"{a}{pos}{b}" for pos, a, b in muts))
     inp = _thin(s["input_ct"].to_numpy(), in_keep, rng)
     sel = _thin(s["selected_ct"].to_numpy(), sel_keep, rng)
@@ -220,13 +226,15 @@ def folded(g):
 
 @recipe(TRACK, "binding_scan")
 def binding_scan(sub: pd.DataFrame, rng, n: int, dg_bg: float, n_sites: int, b_low: float, b_high: float,
-                 noise: float = 0.15) -> Prot:
+                 noise: float = 0.15, weak_high: float = 0.3) -> Prot:
+    """n_sites: how many of the measured real IgG-Fc contact residues are binding hot spots in this world."""
     pick = np.sort(rng.choice(len(sub), n, replace=False))
     t = sub.iloc[pick].reset_index(drop=True).copy()
-    stats = sub.groupby("position")["ddG"].agg(["count", "median"])
-    pool = sorted(int(x) for x in stats.index[(stats["count"] >= 14) & (stats["median"].abs() < 0.45)])
-    sites = sorted(int(x) for x in rng.choice(pool, n_sites, replace=False))
-    b = np.where(t["position"].isin(sites), -rng.uniform(b_low, b_high, len(t)), 0.0)
+    contacts = sorted(int(x) for x in set(IGG_FC_INTERFACE) & set(t["position"]))
+    sites = sorted(int(x) for x in rng.choice(contacts, n_sites, replace=False))
+    pos = t["position"]
+    b = np.where(pos.isin(sites), -rng.uniform(b_low, b_high, len(t)),
+                 np.where(pos.isin(contacts), -rng.uniform(0.0, weak_high, len(t)), 0.0))
     g = round(float(dg_bg), 2)
     stab = np.log2(folded(g - t["ddG"].to_numpy()) / folded(g))
     t["ddG"] = np.round(t["ddG"], 3)
@@ -234,6 +242,7 @@ def binding_scan(sub: pd.DataFrame, rng, n: int, dg_bg: float, n_sites: int, b_l
     p = Prot(kind="function", table=t)
     p.meta["dG_background"] = g
     p.truth["interface"] = [f"{GB1[s - 1]}{s}" for s in sites]
+    p.truth["contacts"] = [f"{GB1[s - 1]}{s}" for s in IGG_FC_INTERFACE]
     return p
 
 
@@ -332,6 +341,17 @@ DOSSIER_Q = {
 
 # ---------------------------------------------------------------- writer
 
+PROVENANCE = {
+    "integrity": ("the variants' ddG come from Nisthal et al. 2019 (chemical denaturation of GB1 single mutants); the "
+                  "plate layout and the wild-type controls' dG are simulated"),
+    "fitness": ("read counts: the real counts of Olson et al. 2014 (mRNA display of GB1 double mutants), re-sequenced in "
+                "silico (simulated subsampling of reads)"),
+    "function": ("ddG: measured (Nisthal et al. 2019); fitness: simulated binding selection of these variants on a "
+                 "background of folding free energy dG_background"),
+    "epistasis": ("simulated stabilities: single-mutant ddG measured (Nisthal et al. 2019), the wild type's dG, the "
+                  "double mutants, the measurement noise and the assay's dynamic range simulated"),
+}
+
 L1_FILES = {
     "stability.csv": ("folding stability of GB1 single mutants (CSV: variant, position, wt_aa, mut_aa, plate, dG_wt, "
                       "dG_mut, ddG); dG = unfolding free energy in kcal/mol (positive = folded state stable), dG_wt = "
@@ -349,6 +369,7 @@ def write(p: Prot, w: CanonicalWriter) -> None:
         w.truth(**p.truth)
     files = {"meta.json": "this description"}
     meta: dict = {"protein": "GB1, the B1 immunoglobulin-binding domain of streptococcal protein G (56 residues)"}
+    meta["data"] = PROVENANCE[p.kind]
     if p.kind == "integrity":
         t = p.table.copy()
         t["variant"] = t["wt_aa"] + t["position"].astype(str) + t["mut_aa"]
@@ -363,16 +384,20 @@ def write(p: Prot, w: CanonicalWriter) -> None:
     elif p.kind == "fitness":
         w.table("counts.csv", p.table)
         files["counts.csv"] = ("sequencing read counts per variant (CSV: variant, input_count, selected_count); variant = "
-                               "GB1 double mutant as A24G:K28E (GB1 numbering, Met1 = 1), WT = the wild type")
+                               "double mutant of the library's wild type (wild_type_sequence) as A24G:K28E (GB1 numbering, "
+                               "Met1 = 1), WT = that wild type")
         meta.update({"assay": "mRNA display of a GB1 double-mutant library, selection for binding to IgG-Fc; the input "
-                              "library and the selected library were each sequenced (one replicate)"})
+                              "library and the selected library were each sequenced (one replicate)",
+                     "wild_type_sequence": OLSON_WT,
+                     "wild_type_note": "the library's wild type is GB1 with Gln2 (T2Q relative to the native T2 "
+                                       "sequence); variants are named against it"})
     elif p.kind == "function":
         t = p.table[["variant", "position", "wt_aa", "mut_aa", "ddG", "fitness"]]
         w.table("scan.csv", t, float_format="%.3f")
         files["scan.csv"] = ("single-mutant scan (CSV: variant, position, wt_aa, mut_aa, ddG, fitness); ddG = folding "
                              "free-energy change, kcal/mol, positive = destabilising; fitness = log2 enrichment of the "
                              "variant in the binding selection relative to the wild type")
-        meta.update({"assay": "yeast display binding selection for IgG-Fc, 25 C, on the background whose folding free "
+        meta.update({"assay": "simulated binding selection for IgG-Fc, 25 C, on the background whose folding free "
                               "energy is dG_background; ddG measured separately by chemical denaturation",
                      "dG_background": p.meta["dG_background"], "temperature_C": 25, "units": "kcal/mol"})
     elif p.kind == "epistasis":
@@ -380,8 +405,8 @@ def write(p: Prot, w: CanonicalWriter) -> None:
             w.table(name, t, float_format="%.3f")
         files["singles.csv"] = "stability of single mutants and the wild type (CSV: variant, dG), kcal/mol"
         files["doubles.csv"] = ("stability of double mutants (CSV: variant as T2A:K10E, dG), kcal/mol")
-        meta.update({"assay": "proteolysis-based stability assay of a GB1 variant library; dG = unfolding free energy "
-                              "(positive = stable), kcal/mol, 25 C",
+        meta.update({"assay": "simulated proteolysis-based stability assay of a GB1 variant library; dG = unfolding free "
+                              "energy (positive = stable), kcal/mol, 25 C",
                      "dynamic_range_kcal_per_mol": [p.meta["floor"], p.meta["ceiling"]],
                      "note": "the assay cannot resolve dG outside its dynamic range; such values are reported at the "
                              "nearest limit"})

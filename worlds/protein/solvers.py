@@ -8,7 +8,9 @@ protein.L2.fitness     log2 enrichment (pseudocount 0.5) relative to the wild ty
                        not measured; the 20 fittest, the number fitter than the wild type.
 protein.L2.function    binding effect = fitness - log2(f(G - ddG) / f(G)), two-state folding (G = dG_background);
                        interface positions = median binding effect <= -1 (>= 3 variants).
-protein.L2.epistasis   eps = ddG_ab - ddG_a - ddG_b on dG values inside the assay's dynamic range; |eps| >= 1 kcal/mol.
+protein.L2.epistasis   eps = ddG_ab - ddG_a - ddG_b on dG values inside the assay's dynamic range; |eps| >= 1 kcal/mol;
+                       censored pairs whose one-sided bound still proves |eps| >= 1 (bounded_pairs) may be reported too
+                       (n_epistatic_range: the count without and with them).
 """
 from __future__ import annotations
 
@@ -108,7 +110,7 @@ def l2_function(world_dir: Path, world) -> dict:
             "trap_binding": {k: round(float(fm[k]), 4) for k in sorted(destab[:60])}}
 
 
-@solver("protein.L2.epistasis", version="1")
+@solver("protein.L2.epistasis", version="2")
 def l2_epistasis(world_dir: Path, world) -> dict:
     d = Path(world_dir)
     s, db = pd.read_csv(d / "singles.csv"), pd.read_csv(d / "doubles.csv")
@@ -116,9 +118,11 @@ def l2_epistasis(world_dir: Path, world) -> dict:
     e = A.epistasis_table(s, db, lim)
     raw = A.epistasis_table(s, db)
     pairs, trap = A.interacting(e), A.interacting(raw)
+    bound = A.bounded(s, db, lim)
     em = e.set_index("pair")["epistasis"]
     keys = e["pair"].tolist()
     return {"epistatic_pairs": pairs, "n_epistatic": len(pairs), "trap_pairs": trap, "n_trap_pairs": len(trap),
+            "bounded_pairs": bound, "n_bounded": len(bound), "n_epistatic_range": [len(pairs), len(pairs) + len(bound)],
             "n_pairs": int(len(db)), "n_censored": int(len(db) - len(e)), "censored_fraction": round(1 - len(e) / len(db), 4),
             "epistasis": {k: round(float(em[k]), 4) for k in keys}}
 
