@@ -545,7 +545,8 @@ def dossier(sub: dict, rng, kind: str, amp_b: float = 0.0, amp_a: float = 0.0) -
         "T_Cu0 meets liquid n-heptane at T_heptane0, from the bulk-Cu heat capacity (Debye model, theta_D = 343 K,",
         "anchored to the JANAF/CRC tables: reference_cp.csv) and the n-heptane liquid heat capacity (DIPPR-114).",
         "Two follow-up specimens were measured in the same adiabatic calorimeter (standard uncertainty 0.1 %), and",
-        "blocks of the same material were used in four equilibrium runs each.",
+        "blocks of the same material were used in four equilibrium runs each. All measurements in this dossier are",
+        "simulated (the bulk prior is the Debye model anchored to the evaluated JANAF/CRC copper tables).",
         "",
         "## Tables",
         "- specimens.csv: specimen, preparation, grain_size_nm (XRD line broadening), density_fraction, calorimetric_mass_g",
@@ -590,7 +591,9 @@ def write(p: Cal, w: CanonicalWriter) -> None:
         w.table("cp_series.csv", t, float_format="%.6g")
         files.update(L1_FILES)
         s = p.meta["sample"]
-        meta.update({"sample": "copper, 99.999 %" if s == "Cu" else "n-heptane, 99.9 % (sealed in the vessel)",
+        meta.update({"data": "simulated heat-pulse series (around the JANAF/CRC copper and DIPPR/CRC n-heptane reference "
+                             "data)",
+                     "sample": "copper, 99.999 %" if s == "Cu" else "n-heptane, 99.9 % (sealed in the vessel)",
                      "amount_mol": p.meta["n_mol"], "molar_mass_g_per_mol": p.meta["molar_mass"],
                      "mass_g": round(p.meta["n_mol"] * p.meta["molar_mass"], 4), "calorimeter": p.meta["calorimeter"],
                      "units": {"T": "K", "energy": "J", "Cp": "J/(mol K)", "u_Cp": "J/(mol K), standard uncertainty k = 1"},
