@@ -10,8 +10,9 @@ L1 `detect`: checks of a heat-pulse heat-capacity series, in the order a calorim
      lower by 4.184 is in calories (energy and Cp);
   5. run-to-run continuity of the relative uncertainty u/Cp: a run whose u/Cp is twice its neighbours' reports the
      expanded (k = 2) uncertainty as if standard.
-L2 `equilibrium`: Cu Cp from the raw pulses with the drift correction (fore and after drift lines extrapolated to the
-  mid-time of heating, Stout 1968), trapezoid enthalpy; n-heptane enthalpy by phase (solid rows to the triple point,
+L2 `equilibrium`: the heater's energy scale from the Cu standard's pulses (apparent Cp over the reference Cp); the
+  block alloy's Cp from the specimen's raw pulses with the drift correction (fore and after drift lines extrapolated to
+  the mid-time of heating, Stout 1968) and the energy scale, trapezoid enthalpy; n-heptane enthalpy by phase (solid rows to the triple point,
   the enthalpy of fusion, liquid rows from it); energy balance n_Cu dH_Cu + n_hep dH_hep = 0 solved by bisection.
 """
 from __future__ import annotations
@@ -125,7 +126,8 @@ def detect(world_dir) -> dict:
 # ---------------------------------------------------------------- L2
 
 def cu_cp_points(p: pd.DataFrame, n: float, correct: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """(T, Cp) of each pulse. correct: fore and after drift lines extrapolated to the mid-time of heating."""
+    """(T, Cp) of each pulse (per unit of n: mol or g). correct: fore and after drift lines extrapolated to the
+    mid-time of heating (Stout 1968)."""
     if correct:
         tm = 0.5 * (p["t_on_s"] + p["t_off_s"])
         a = p["fore_drift_mK_per_min"] / 60000.0
@@ -170,23 +172,32 @@ def load_l2(world_dir) -> dict:
     d = Path(world_dir)
     meta = json.loads((d / "meta.json").read_text())
     ex = meta["experiment"]
-    return {"meta": meta, "pulses": pd.read_csv(d / "cu_pulses.csv"), "hep": pd.read_csv(d / "heptane_cp.csv"),
+    return {"meta": meta, "pulses": pd.read_csv(d / "specimen_pulses.csv"), "std": pd.read_csv(d / "standard_pulses.csv"),
+            "std_cp": pd.read_csv(d / "standard_cp.csv"), "hep": pd.read_csv(d / "heptane_cp.csv"),
             "table": pd.read_csv(d / "enthalpy_table.csv"),
-            "n_cu": ex["Cu_block_mass_g"] / meta["molar_mass_g_per_mol"]["Cu"], "T_cu": float(ex["Cu_initial_T_K"]),
+            "m_b": float(ex["block_mass_g"]), "T_b": float(ex["block_initial_T_K"]),
             "n_hep": ex["heptane_mass_g"] / meta["molar_mass_g_per_mol"]["n-heptane"],
-            "T_hep": float(ex["heptane_initial_T_K"]), "n_spec": float(meta["Cu_calibration_specimen_mol"]),
+            "T_hep": float(ex["heptane_initial_T_K"]), "m_spec": float(meta["specimen_mass_g"]),
+            "n_std": float(meta["standard_amount_mol"]),
             "hfus": float(meta["heptane_enthalpy_of_fusion_J_per_mol"]), "ttp": float(meta["heptane_triple_point_K"])}
 
 
+def energy_scale(L: dict) -> float:
+    """The heater's energy scale: median ratio of the Cu standard's apparent Cp (drift-corrected) to its reference."""
+    t, c = cu_cp_points(L["std"], L["n_std"], correct=True)
+    ref = np.interp(t, L["std_cp"]["T_K"].to_numpy(dtype=float), L["std_cp"]["Cp_J_per_mol_K"].to_numpy(dtype=float))
+    return float(np.median(c / ref))
+
+
 def functions(L: dict, naive: bool = False):
-    """(H_Cu, H_hep) as functions of T: from the raw files (careful) or from the software table (naive)."""
+    """(H_block per g, H_hep per mol) as functions of T: from the raw files (careful) or the software table (naive)."""
     if naive:
         tab = L["table"]
         tt = tab["T_K"].to_numpy(dtype=float)
-        hc, hh = tab["H_Cu_J_per_mol"].to_numpy(dtype=float), tab["H_heptane_J_per_mol"].to_numpy(dtype=float)
+        hc, hh = tab["H_block_J_per_g"].to_numpy(dtype=float), tab["H_heptane_J_per_mol"].to_numpy(dtype=float)
         return (lambda x: np.interp(x, tt, hc)), (lambda x: np.interp(x, tt, hh))
-    t, c = cu_cp_points(L["pulses"], L["n_spec"], correct=True)
-    ct, ch = h_points(t, c)
+    t, c = cu_cp_points(L["pulses"], L["m_spec"], correct=True)
+    ct, ch = h_points(t, c / energy_scale(L))
     return (lambda x: np.interp(x, ct, ch)), hep_h(L["hep"], L["hfus"], L["ttp"])
 
 
@@ -195,8 +206,8 @@ BAL_GRID = list(range(190, 361, 5))
 
 def solve(L: dict, naive: bool = False) -> dict:
     hc, hh = functions(L, naive)
-    n_cu, n_hep, tc, th = L["n_cu"], L["n_hep"], L["T_cu"], L["T_hep"]
-    bal = lambda x: n_cu * (hc(x) - hc(tc)) + n_hep * (hh(x) - hh(th))  # noqa: E731
+    m_b, n_hep, tc, th = L["m_b"], L["n_hep"], L["T_b"], L["T_hep"]
+    bal = lambda x: m_b * (hc(x) - hc(tc)) + n_hep * (hh(x) - hh(th))  # noqa: E731
     lo, hi = min(tc, th), max(tc, th)
     for _ in range(80):
         mid = 0.5 * (lo + hi)
@@ -213,16 +224,18 @@ def solve(L: dict, naive: bool = False) -> dict:
 def diagnostics(L: dict) -> dict:
     """What separates the careful analysis from the software table in this world."""
     p = L["pulses"]
-    t, c = cu_cp_points(p, L["n_spec"], True)
-    t0, c0 = cu_cp_points(p, L["n_spec"], False)
+    t, c = cu_cp_points(p, L["m_spec"], True)
+    t0, c0 = cu_cp_points(p, L["m_spec"], False)
     w = (t > 250) & (t < 380)
     bias = float(np.median(c0[w] / c[w] - 1.0))
     tab = L["table"].set_index("T_K")
-    step = float(tab.loc[298, "H_Cu_J_per_mol"] - tab.loc[299, "H_Cu_J_per_mol"]) if 298 in tab.index else 0.0
+    col = tab["H_block_J_per_g"]
+    step = float(col.loc[298] - col.loc[299]) if 298 in tab.index else 0.0
     st = L["table"]["H_heptane_J_per_mol"].to_numpy(dtype=float)
     tt = L["table"]["T_K"].to_numpy(dtype=float)
     i = int(np.searchsorted(tt, L["ttp"]))
     hep_jump = float(st[i] - st[i - 1]) if 0 < i < len(st) else 0.0
     d300 = float(np.interp(300.0, t, p["after_drift_mK_per_min"].to_numpy(dtype=float)))
-    return {"cu_cp_drift_bias": round(bias, 4), "drift_at_300K_mK_per_min": round(d300, 3),
-            "table_H_Cu_step_at_298": round(step, 1), "table_heptane_jump_at_ttp": round(hep_jump, 1)}
+    return {"cp_drift_bias": round(bias, 4), "drift_at_300K_mK_per_min": round(d300, 3),
+            "energy_scale": round(energy_scale(L), 4), "block_cp_298_J_per_g_K": round(float(np.interp(T298, t, c / energy_scale(L))), 4),
+            "table_H_block_step_at_298": round(step, 2), "table_heptane_jump_at_ttp": round(hep_jump, 1)}

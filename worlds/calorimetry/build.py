@@ -28,12 +28,21 @@ recorded rise carries relative noise u_rel(T) = 0.0008 + 0.004 (20 K / T)^2 (sta
 0.1 % above 30 K); Cp = E / (n dT) is written with the standard uncertainty u_Cp = u_rel Cp. Edits: duplicated rows,
 dropped rows, a run in calories, a run's Cp in J/(g K), a run's Cp column shifted by one row against T/E/dT, a run's
 uncertainty written as the expanded (k = 2) one.
-L2 `equilibrium`: a Cu calibration series as raw heat pulses (times, energies, fore/after temperatures and drift
-rates); the heat leak drifts the temperature at d(T) = d_ref (T / 300 K)^3 (radiative leak of an imperfectly
-tracking shield); the n-heptane evaluated Cp table (solid and liquid rows); the lab software's enthalpy table (no
-drift correction, phase-blind trapezoid through the heptane rows, and in one world a spliced Cu reference: H - H(0 K)
-below 298.15 K, H - H(298.15 K) above); the experiment: a Cu block at T_Cu0 and n-heptane at T_hep0 in an adiabatic
-vessel.
+L2 `equilibrium` (all simulated): the block is a Cu-Ni alloy of undisclosed composition whose heat capacity is in no
+table: its high-temperature Debye temperature (298-325 K), electronic coefficient (1.5-4.5 mJ/(mol K^2)) and Ni fraction
+(0.2-0.45, fixing its molar mass, never published) are drawn per world, with the Cu Cp - Cv term; the files are the raw
+heat pulses of a specimen of that alloy (per gram) and of the calorimeter's Cu heat-capacity standard (Osborne et al.
+1967) with the standard's reference Cp (the Cu model above), the n-heptane evaluated Cp table (solid and liquid rows)
+and the lab software's enthalpy table (nominal heater energies, no drift correction, phase-blind trapezoid through the
+heptane rows; in one world the alloy's low-temperature series H - H(0 K) put on the 298.15-K reference with the
+handbook copper H(298.15) - H(0) = 5004 J/mol instead of the alloy's own). Pulses: rises of 1-3 K (1 % of T), 300-420 s
+of heating, 900-1200 s to the reading; the heat leak drifts the temperature at d(T) = d_ref (T / 300 K)^3 (radiative
+leak of a lagging shield; under 0.05 mK/min for a working shield, 2.5-3.5 mK/min at 300 K for a failing one), at the
+starting temperature's rate in the fore period, the final one's in the after period, passing between them during the
+heating, so the fore and after lines extrapolated to the mid-time of heating bracket the true rise (Stout 1968). Every
+reported energy (specimen and standard) is the true one times k_energy (1, or 1.02-1.04 for a miscalibrated heater);
+the standard's session has its own drift. The generative truth (CanonicalWriter.truth: the equilibrium temperature,
+the heptane's heat and the balance on 190-360 K from the drawn alloy and the heptane model) grades the answers.
 L3 `dossier`: Cu specimen heat capacities and Cu-heptane equilibria; the counterfactual specimens carry a
 nanocrystalline excess heat capacity (Rupp & Birringer 1987: +9-11 % for 8-nm Cu, 150-300 K) and their equilibria
 are REGENERATED from the raised heat capacity (never edited).
@@ -317,38 +326,70 @@ def uncertainty_k2(p: Cal, rng, runs: list) -> Cal:
     return p
 
 
-# ---------------------------------------------------------------- L2: adiabatic Cu-heptane equilibrium
+# ---------------------------------------------------------------- L2: adiabatic alloy-heptane equilibrium
 
-def _pulses(sub: dict, rng, n: float, d_ref: float, t_lo: float = 80.0, t_hi: float = 395.0, excess=None) -> pd.DataFrame:
-    """Raw heat pulses of a Cu specimen: fore period, heating, after period; the heat leak drifts the temperature
-    at d(T) = d_ref (T/300)^3 K/s throughout (before, during and after the heating)."""
-    gt, gh = cu_h_grid(sub, excess)
+H298_CU_HANDBOOK = 5004.0          # JANAF H(298.15 K) - H(0 K) of copper, J/mol: the software's default reference shift
+
+
+@functools.lru_cache(maxsize=8)
+def _alloy_grid(theta_hi: float, gamma: float, a: float, molar_mass: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-gram Cp and H(T) - H(0 K) of the Cu-Ni block alloy on a 0.1-K grid (Debye lattice term with the alloy's own
+    drawn high-temperature Debye temperature, electronic term gamma T, Cp - Cv term A Cv^2 T)."""
+    t = np.round(np.arange(0, 4201) * 0.1, 1)
+    cv = _debye_cv(t, theta_hi)
+    cp = (cv + gamma * t + a * cv ** 2 * t) / molar_mass
+    h = np.concatenate([[0.0], np.cumsum(0.5 * (cp[1:] + cp[:-1]) * 0.1)])
+    return t, cp, h
+
+
+def alloy_h_grid(alloy: dict) -> tuple[np.ndarray, np.ndarray]:
+    gt, _, gh = _alloy_grid(alloy["theta_hi"], alloy["gamma"], alloy["A"], alloy["M"])
+    return gt, gh
+
+
+def _drift(d_ref: float, t: float) -> float:
+    """Heat-leak drift (K/s) of a lagging adiabatic shield: the leak is radiative, about T^3."""
+    return d_ref * (t / 300.0) ** 3
+
+
+def _pulses(gt: np.ndarray, gh: np.ndarray, rng, amount: float, d_ref: float, k_energy: float = 1.0,
+            t_lo: float = 80.0, t_hi: float = 395.0) -> pd.DataFrame:
+    """Raw heat pulses (intermittent heating) of a specimen of `amount` units of the grid (mol or g).
+    The heat leak drifts the temperature at d(T) = d_ref (T/300)^3 K/s: the fore period drifts at the rate of the
+    starting temperature, the after period at the rate of the final one, and during the heating the shield lags the
+    rising calorimeter so the leak moves from the one rate to the other (Stout 1968); the fore and after drift lines
+    extrapolated to the mid-time of heating therefore bracket the true rise. energy_J is the heater energy as the
+    calorimeter's electrical measurement reports it: the true energy times k_energy (1 for a calibrated heater)."""
     t, clock, rows, k = t_lo + float(rng.uniform(0, 1.0)), 0.0, [], 0
+    T_on = t
     while True:
-        target = float(np.clip(0.06 * t, 2.0, 6.0)) * float(rng.uniform(0.95, 1.05))
-        h0 = float(np.interp(t, gt, gh))
-        e_mol = float(np.interp(t + target, gt, gh)) - h0
-        t_after = float(np.interp(h0 + e_mol, gh, gt))
-        if t_after > t_hi:
-            break
-        k += 1
+        target = float(np.clip(0.01 * t, 1.0, 3.0)) * float(rng.uniform(0.95, 1.05))
         heat = float(rng.choice([300.0, 360.0, 420.0]))
-        settle = float(rng.choice([600.0, 720.0, 900.0]))
-        d = d_ref * (t / 300.0) ** 3
+        settle = float(rng.choice([900.0, 1080.0, 1200.0]))
         t_on = clock + 600.0
+        t_mid = t_on + 0.5 * heat
         t_off = t_on + heat
         t_read = t_off + settle
-        T_on = t + d * 600.0
-        T_read = T_on + (t_after - t) + d * (t_read - t_on)
-        e = n * e_mol * (1.0 + float(rng.normal(0, 0.0004)))
-        a = d * 60000.0 * (1.0 + float(rng.normal(0, 0.02)))   # mK/min
-        b = d * 60000.0 * (1.0 + float(rng.normal(0, 0.02)))
+        d_on = _drift(d_ref, T_on)
+        T1 = T_on + d_on * (t_mid - t_on)                 # fore line at mid-time: the true start of the rise
+        h1 = float(np.interp(T1, gt, gh))
+        e = float(np.interp(T1 + target, gt, gh)) - h1
+        T2 = float(np.interp(h1 + e, gh, gt))
+        if T2 > t_hi:
+            break
+        k += 1
+        d_after = _drift(d_ref, T2)
+        T_read = T2 + d_after * (t_read - t_mid)
+        en = amount * e * k_energy * (1.0 + float(rng.normal(0, 0.0003)))
+        a = d_on * 60000.0 * (1.0 + float(rng.normal(0, 0.02))) + float(rng.normal(0, 0.002))   # mK/min
+        b = d_after * 60000.0 * (1.0 + float(rng.normal(0, 0.02))) + float(rng.normal(0, 0.002))
         rows.append({"pulse": k, "t_on_s": round(t_on, 1), "t_off_s": round(t_off, 1), "t_read_s": round(t_read, 1),
-                     "energy_J": round(e, 5), "T_on_K": round(T_on + float(rng.normal(0, 2e-4)), 4),
-                     "T_read_K": round(T_read + float(rng.normal(0, 2e-4)), 4),
+                     "energy_J": round(en, 5), "T_on_K": round(T_on + float(rng.normal(0, 1e-4)), 5),
+                     "T_read_K": round(T_read + float(rng.normal(0, 1e-4)), 5),
                      "fore_drift_mK_per_min": round(a, 4), "after_drift_mK_per_min": round(b, 4)})
         clock = t_read
-        t = T_read
+        T_on = T_read + d_after * 600.0
+        t = T_on
     return pd.DataFrame(rows)
 
 
@@ -363,29 +404,44 @@ def hep_table(sub: dict, rng) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _software_table(pul: pd.DataFrame, n: float, hep: pd.DataFrame, splice: bool, h298_0: float) -> pd.DataFrame:
-    """The lab reduction software: Cp = E / (n (T_read - T_on)) at (T_on + T_read)/2 (no drift correction),
-    trapezoid integration; heptane: one smooth trapezoid through every row (phase-blind, no fusion)."""
+def standard_table(sub: dict, rng) -> pd.DataFrame:
+    """Reference molar heat capacity of the Cu calibration standard (the Debye model anchored to JANAF/CRC), tabulated
+    on a 4-K grid whose origin is drawn per world (as the heptane table's)."""
+    t0 = round(float(rng.uniform(72.0, 76.0)), 2)
+    t = np.round(t0 + 4.0 * np.arange(0, 82), 2)
+    t = t[t <= 401.0]
+    return pd.DataFrame({"T_K": t, "Cp_J_per_mol_K": np.round(cu_cp(sub, t), 4)})
+
+
+def _software_table(pul: pd.DataFrame, m_spec: float, hep: pd.DataFrame, splice_shift: float | None) -> pd.DataFrame:
+    """The lab reduction software: Cp = E / (m (T_read - T_on)) at (T_on + T_read)/2 (nominal heater energy, no
+    drift correction), trapezoid integration; heptane: one smooth trapezoid through every row (phase-blind, no fusion).
+    splice_shift: the low-temperature segment (below 298.15 K) put on the 298.15-K reference with the handbook copper
+    H(298.15) - H(0) per gram instead of the specimen's own (the integral of its own Cp from 0 K)."""
     tm = 0.5 * (pul["T_on_K"] + pul["T_read_K"]).to_numpy()
-    cp = (pul["energy_J"] / (n * (pul["T_read_K"] - pul["T_on_K"]))).to_numpy()
+    cp = (pul["energy_J"] / (m_spec * (pul["T_read_K"] - pul["T_on_K"]))).to_numpy()
     hc = np.concatenate([[0.0], np.cumsum(0.5 * (cp[1:] + cp[:-1]) * np.diff(tm))])
     ht = hep["T_K"].to_numpy(dtype=float)
     hcp = hep["Cp_J_per_mol_K"].to_numpy(dtype=float)
     hh = np.concatenate([[0.0], np.cumsum(0.5 * (hcp[1:] + hcp[:-1]) * np.diff(ht))])
     grid = np.arange(125, 381).astype(float)
-    h_cu = np.interp(grid, tm, hc) - np.interp(T298, tm, hc)
-    if splice:
-        h_cu = np.where(grid < T298, h_cu + h298_0, h_cu)
+    h_b = np.interp(grid, tm, hc) - np.interp(T298, tm, hc)
+    if splice_shift is not None:
+        h_b = np.where(grid < T298, h_b + splice_shift, h_b)
     h_hep = np.interp(grid, ht, hh) - np.interp(T298, ht, hh)
-    return pd.DataFrame({"T_K": grid.astype(int), "H_Cu_J_per_mol": np.round(h_cu, 2),
+    return pd.DataFrame({"T_K": grid.astype(int), "H_block_J_per_g": np.round(h_b, 4),
                          "H_heptane_J_per_mol": np.round(h_hep, 2)})
 
 
-def _tf_truth(sub, n_cu, t_cu, n_hep, t_hep, excess=None) -> float:
-    ct, ch = cu_h_grid(sub, excess)
+def _balance_fn(sub, grid_b, m_b, t_b, n_hep, t_hep):
+    bt, bh = grid_b
     ht, hh = hep_h_grid(sub)
+    return lambda x: m_b * (np.interp(x, bt, bh) - np.interp(t_b, bt, bh)) + n_hep * (np.interp(x, ht, hh) - np.interp(t_hep, ht, hh))  # noqa: E731
+
+
+def _tf_truth(sub, n_cu, t_cu, n_hep, t_hep, excess=None, grid=None) -> float:
+    f = _balance_fn(sub, grid if grid is not None else cu_h_grid(sub, excess), n_cu, t_cu, n_hep, t_hep)
     lo, hi = min(t_cu, t_hep), max(t_cu, t_hep)
-    f = lambda x: n_cu * (np.interp(x, ct, ch) - np.interp(t_cu, ct, ch)) + n_hep * (np.interp(x, ht, hh) - np.interp(t_hep, ht, hh))  # noqa: E731
     for _ in range(80):
         mid = 0.5 * (lo + hi)
         if f(mid) > 0:
@@ -395,21 +451,46 @@ def _tf_truth(sub, n_cu, t_cu, n_hep, t_hep, excess=None) -> float:
     return 0.5 * (lo + hi)
 
 
+BAL_GRID = list(range(190, 361, 5))
+
+
 @recipe(TRACK, "equilibrium")
 def equilibrium(sub: dict, rng, d_ref: float, m_cu: float, t_cu: float, m_hep: float, t_hep: float,
-                splice: bool = False) -> Cal:
-    n_spec = round(float(rng.uniform(0.12, 0.16)), 6)
-    pul = _pulses(sub, rng, n_spec, d_ref / 60000.0)
+                splice: bool = False, k_energy: float = 1.0, theta_hi: float = 330.0, gamma_mJ: float = 3.0,
+                x_ni: float = 0.3, d_std: float = 0.02) -> Cal:
+    """d_ref: heat-leak drift at 300 K (mK/min); m_cu, t_cu: the block's mass and initial temperature (the block is
+    the Cu-Ni alloy); k_energy: the heater's reported energy over the true one (1: calibrated); theta_hi, gamma_mJ,
+    x_ni: the alloy's own Debye temperature, electronic coefficient (mJ/(mol K^2)) and Ni fraction (its molar mass,
+    never published); d_std: the drift of the Cu standard's run at 300 K (mK/min; the standard is measured in a session
+    of its own)."""
+    alloy = {"theta_hi": float(theta_hi), "gamma": float(gamma_mJ) / 1000.0, "A": sub["A"],
+             "M": round((1.0 - x_ni) * M_CU + x_ni * 58.6934, 4)}
+    bt, bh = alloy_h_grid(alloy)
+    m_spec = round(float(rng.uniform(7.0, 10.0)), 4)
+    pul = _pulses(bt, bh, rng, m_spec, d_ref / 60000.0, k_energy)
+    n_std = round(float(rng.uniform(0.12, 0.16)), 6)
+    st_grid = cu_h_grid(sub)
+    std = _pulses(st_grid[0], st_grid[1], rng, n_std, d_std / 60000.0, k_energy)
     hep = hep_table(sub, rng)
-    gt, gh = cu_h_grid(sub)
-    h298_0 = round(float(np.interp(T298, gt, gh)), 2)
-    tab = _software_table(pul, n_spec, hep, splice, h298_0)
+    h298_0 = float(np.interp(T298, bt, bh))
+    err = round(h298_0 - H298_CU_HANDBOOK / M_CU, 4) if splice else None
+    tab = _software_table(pul, m_spec, hep, err)
     p = Cal(kind="equilibrium")
-    p.tables = {"cu_pulses.csv": pul, "heptane_cp.csv": hep, "enthalpy_table.csv": tab}
+    p.tables = {"specimen_pulses.csv": pul, "standard_pulses.csv": std, "standard_cp.csv": standard_table(sub, rng),
+                "heptane_cp.csv": hep, "enthalpy_table.csv": tab}
     m_cu, m_hep, t_cu, t_hep = round(m_cu, 2), round(m_hep, 2), round(t_cu, 2), round(t_hep, 2)
-    p.meta.update({"n_spec": n_spec, "m_cu": m_cu, "m_hep": m_hep, "T_cu0": t_cu, "T_hep0": t_hep,
+    p.meta.update({"m_spec": m_spec, "n_std": n_std, "m_cu": m_cu, "m_hep": m_hep, "T_cu0": t_cu, "T_hep0": t_hep,
                    "hfus": sub["hfus"], "ttp": round(sub["ttp"], 3), "splice": splice})
-    p.truth["Tf"] = round(_tf_truth(sub, m_cu / M_CU, t_cu, m_hep / M_HEP, t_hep), 4)
+    n_hep = m_hep / M_HEP
+    bal = _balance_fn(sub, (bt, bh), m_cu, t_cu, n_hep, t_hep)
+    tf = _tf_truth(sub, m_cu, t_cu, n_hep, t_hep, grid=(bt, bh))
+    ht, hh = hep_h_grid(sub)
+    p.truth.update({"Tf_K": round(tf, 4),
+                    "Q_heptane_J": round(float(n_hep * (np.interp(tf, ht, hh) - np.interp(t_hep, ht, hh))), 2),
+                    "balance": {str(x): round(float(bal(float(x))), 2) for x in BAL_GRID},
+                    "alloy_cp_298_J_per_g_K": round(float(np.interp(T298, bt, _alloy_grid(alloy["theta_hi"], alloy["gamma"], alloy["A"], alloy["M"])[1])), 5),
+                    "energy_scale": k_energy, "drift_300K_mK_per_min": d_ref,
+                    "splice_error_J_per_g": err})
     return p
 
 
@@ -464,7 +545,8 @@ def dossier(sub: dict, rng, kind: str, amp_b: float = 0.0, amp_a: float = 0.0) -
         "T_Cu0 meets liquid n-heptane at T_heptane0, from the bulk-Cu heat capacity (Debye model, theta_D = 343 K,",
         "anchored to the JANAF/CRC tables: reference_cp.csv) and the n-heptane liquid heat capacity (DIPPR-114).",
         "Two follow-up specimens were measured in the same adiabatic calorimeter (standard uncertainty 0.1 %), and",
-        "blocks of the same material were used in four equilibrium runs each.",
+        "blocks of the same material were used in four equilibrium runs each. All measurements in this dossier are",
+        "simulated (the bulk prior is the Debye model anchored to the evaluated JANAF/CRC copper tables).",
         "",
         "## Tables",
         "- specimens.csv: specimen, preparation, grain_size_nm (XRD line broadening), density_fraction, calorimetric_mass_g",
@@ -509,7 +591,9 @@ def write(p: Cal, w: CanonicalWriter) -> None:
         w.table("cp_series.csv", t, float_format="%.6g")
         files.update(L1_FILES)
         s = p.meta["sample"]
-        meta.update({"sample": "copper, 99.999 %" if s == "Cu" else "n-heptane, 99.9 % (sealed in the vessel)",
+        meta.update({"data": "simulated heat-pulse series (around the JANAF/CRC copper and DIPPR/CRC n-heptane reference "
+                             "data)",
+                     "sample": "copper, 99.999 %" if s == "Cu" else "n-heptane, 99.9 % (sealed in the vessel)",
                      "amount_mol": p.meta["n_mol"], "molar_mass_g_per_mol": p.meta["molar_mass"],
                      "mass_g": round(p.meta["n_mol"] * p.meta["molar_mass"], 4), "calorimeter": p.meta["calorimeter"],
                      "units": {"T": "K", "energy": "J", "Cp": "J/(mol K)", "u_Cp": "J/(mol K), standard uncertainty k = 1"},
@@ -517,30 +601,41 @@ def write(p: Cal, w: CanonicalWriter) -> None:
                              "in temperature"})
     elif p.kind == "equilibrium":
         m = p.meta
-        w.table("cu_pulses.csv", p.tables["cu_pulses.csv"], float_format="%.10g")
-        w.table("heptane_cp.csv", p.tables["heptane_cp.csv"], float_format="%.10g")
-        w.table("enthalpy_table.csv", p.tables["enthalpy_table.csv"], float_format="%.10g")
-        files["cu_pulses.csv"] = (
-            "raw heat pulses of the Cu calibration specimen (CSV: pulse, t_on_s, t_off_s, t_read_s, energy_J, T_on_K, "
-            "T_read_K, fore_drift_mK_per_min, after_drift_mK_per_min): heating from t_on to t_off delivers energy_J "
-            "(addenda subtracted); T_on_K = temperature at t_on (end of the fore period), T_read_K = temperature read "
-            "at t_read after equilibration; the drift rates are the slopes of temperature against time measured in the "
-            "fore period (before t_on) and the after period (from t_read)")
+        for name in ("specimen_pulses.csv", "standard_pulses.csv", "standard_cp.csv", "heptane_cp.csv",
+                     "enthalpy_table.csv"):
+            w.table(name, p.tables[name], float_format="%.10g")
+        cols = ("(CSV: pulse, t_on_s, t_off_s, t_read_s, energy_J, T_on_K, T_read_K, fore_drift_mK_per_min, "
+                "after_drift_mK_per_min): heating from t_on to t_off; energy_J = heater energy as the calorimeter's "
+                "electrical measurement reports it (addenda subtracted); T_on_K = temperature at t_on (end of the fore "
+                "period), T_read_K = temperature read at t_read after equilibration; the drift rates are the slopes of "
+                "temperature against time measured in the fore period (before t_on) and the after period (from t_read)")
+        files["specimen_pulses.csv"] = ("simulated raw heat pulses of a specimen cut from the block's alloy (mass in "
+                                        "meta.json) " + cols)
+        files["standard_pulses.csv"] = ("simulated raw heat pulses of the calorimeter's Cu heat-capacity standard "
+                                        "(99.999 % Cu, amount in meta.json), measured in the same calorimeter with the "
+                                        "same heater and electrical measurement " + cols)
+        files["standard_cp.csv"] = ("reference molar heat capacity of the Cu standard (CSV: T_K, Cp_J_per_mol_K; a Debye "
+                                    "model anchored to the JANAF 1998 and CRC copper tables)")
         files["heptane_cp.csv"] = ("evaluated molar heat capacity of n-heptane (CSV: T_K, phase, Cp_J_per_mol_K), solid "
-                                   "rows up to the triple point and liquid rows from it")
-        files["enthalpy_table.csv"] = ("the lab reduction software's enthalpy table (CSV: T_K, H_Cu_J_per_mol, "
-                                       "H_heptane_J_per_mol), integrated from the two files above")
+                                   "rows up to the triple point (simulated: no solid-heptane table ships) and liquid rows "
+                                   "from it (DIPPR-114)")
+        files["enthalpy_table.csv"] = ("the lab reduction software's enthalpy table (CSV: T_K, H_block_J_per_g, "
+                                       "H_heptane_J_per_mol), integrated from specimen_pulses.csv and heptane_cp.csv")
         meta.update({
-            "experiment": {"Cu_block_mass_g": m["m_cu"], "Cu_initial_T_K": m["T_cu0"], "heptane_mass_g": m["m_hep"],
+            "data": "simulated: the pulses, drifts, noise and experiment are simulated around evaluated reference tables",
+            "experiment": {"block_material": "Cu-Ni alloy of undisclosed composition (heat capacity not tabulated)",
+                           "block_mass_g": m["m_cu"], "block_initial_T_K": m["T_cu0"], "heptane_mass_g": m["m_hep"],
                            "heptane_initial_T_K": m["T_hep0"],
-                           "vessel": "adiabatic; the Cu block and the n-heptane exchange heat only with each other; "
+                           "vessel": "adiabatic; the block and the n-heptane exchange heat only with each other; "
                                      "the vessel's own heat capacity is negligible"},
-            "Cu_calibration_specimen_mol": m["n_spec"], "molar_mass_g_per_mol": {"Cu": M_CU, "n-heptane": M_HEP},
+            "specimen_mass_g": m["m_spec"], "standard_amount_mol": m["n_std"],
+            "molar_mass_g_per_mol": {"Cu (standard)": M_CU, "n-heptane": M_HEP},
             "heptane_triple_point_K": m["ttp"], "heptane_enthalpy_of_fusion_J_per_mol": m["hfus"],
             "enthalpy_table": {
                 "software": "lab reduction software, default settings",
-                "H_Cu_J_per_mol": ("H(T) - H(0 K) below 298.15 K (low-temperature adiabatic series) and H(T) - H(298.15 K) "
-                                   "from 298.15 K up (high-temperature tabulation), as merged by the software")
+                "H_block_J_per_g": ("below 298.15 K: the low-temperature series H(T) - H(0 K) less the software's default "
+                                    "H(298.15 K) - H(0 K) (copper, JANAF: 5004 J/mol = 78.75 J/g); from 298.15 K up: "
+                                    "H(T) - H(298.15 K); merged by the software")
                 if m["splice"] else "H(T) - H(298.15 K) at every temperature",
                 "H_heptane_J_per_mol": "H(T) - H(298.15 K, liquid)"},
         })

@@ -3,7 +3,8 @@
 calorimetry.L1.integrity     worlds.calorimetry.analysis.detect: duplicated point ids, gaps in a run's pulse numbering,
                              Cp against energy / (n dT) (J/(g K) runs, Cp shifted by one row), run-to-run continuity of
                              Cp (calorie runs) and of u/Cp (expanded uncertainties written as standard).
-calorimetry.L2.equilibrium   Cu Cp from the raw pulses with the drift correction, trapezoid enthalpy; n-heptane enthalpy
+calorimetry.L2.equilibrium   the heater's energy scale from the Cu standard's pulses; the block alloy's Cp from the
+                             specimen's raw pulses with the drift correction and that scale, trapezoid enthalpy; n-heptane enthalpy
                              by phase with the enthalpy of fusion at the triple point; Tf from the adiabatic energy
                              balance; the software table's (trap) answer beside it.
 calorimetry.L3.dossier       specimen excess heat capacity over the bulk prior and the equilibrium residuals.
@@ -29,15 +30,15 @@ def l1_integrity(world_dir: Path, world) -> dict:
     return v
 
 
-@solver("calorimetry.L2.equilibrium", version="1")
+@solver("calorimetry.L2.equilibrium", version="2")
 def l2_equilibrium(world_dir: Path, world) -> dict:
     L = A.load_l2(world_dir)
     good, trap = A.solve(L), A.solve(L, naive=True)
     out = {"Tf_K": good["Tf_K"], "Q_heptane_J": good["Q_J"], "balance": good["balance"],
            "trap_Tf_K": trap["Tf_K"], "trap_Q_heptane_J": trap["Q_J"], "trap_balance": trap["balance"],
            "Tf_shift_K": round(trap["Tf_K"] - good["Tf_K"], 3),
-           "n_Cu_mol": round(L["n_cu"], 5), "n_heptane_mol": round(L["n_hep"], 5),
-           "T_Cu0_K": L["T_cu"], "T_heptane0_K": L["T_hep"], "heptane_melts": bool(L["T_hep"] < L["ttp"] < good["Tf_K"])}
+           "block_mass_g": L["m_b"], "n_heptane_mol": round(L["n_hep"], 5),
+           "T_block0_K": L["T_b"], "T_heptane0_K": L["T_hep"], "heptane_melts": bool(L["T_hep"] < L["ttp"] < good["Tf_K"])}
     out.update(A.diagnostics(L))
     return out
 
