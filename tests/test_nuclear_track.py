@@ -155,7 +155,7 @@ def test_nuclear_clean_no_gain_drift_observed_scores_100(tmp_path):
 
 
 def test_nuclear_dead_time_uncertainty_band(tmp_path):
-    """dead_time accepts a half-life uncertainty from half the statistical standard error up to 8.5 times it (~7.6 d):
+    """dead_time accepts a half-life uncertainty from half the statistical standard error up to 8.5 times it (~13 d):
     a systematic for the live-time clock at ~24% dead time may be added (issue 23 item 3)."""
     from benchmark.suite.freeze import read_golden
 

@@ -159,6 +159,35 @@ def fit_decay(t, counts, exposure):
             "half_life_se_days": LN2 / lam * se / lam, "chi2_red": chi2}
 
 
+def fit_decay_steps(t, counts, exposure, segment):
+    """fit_decay with one amplitude per segment (integer labels 0..k): ln(rate) = c_seg - lambda t, Poisson weights,
+    a common decay constant (a source re-seated at a slightly different distance changes the efficiency, not the decay)."""
+    t = np.asarray(t, dtype=float)
+    c = np.asarray(counts, dtype=float)
+    y = np.log(c / np.asarray(exposure, dtype=float))
+    seg = np.asarray(segment, dtype=int)
+    k = int(seg.max()) + 1
+    cols = [(seg == j).astype(float) for j in range(k)] + [-t]
+    m = [[float(np.sum(c * ci * cj)) for cj in cols] for ci in cols]
+    v = [float(np.sum(c * ci * y)) for ci in cols]
+    x = solve(m, v)
+    fit = sum(x[j] * cols[j] for j in range(k + 1))
+    chi2 = float(np.sum(c * (y - fit) ** 2)) / max(len(t) - k - 1, 1)
+    # the variance of lambda: the last diagonal element of the inverse normal matrix (solve against a unit vector)
+    var = solve(m, [0.0] * k + [1.0])[k]
+    se = math.sqrt(var) * math.sqrt(max(chi2, 1.0))
+    lam = x[k]
+    return {"decay_constant_per_day": lam, "decay_constant_se": se, "half_life_days": LN2 / lam,
+            "half_life_se_days": LN2 / lam * se / lam, "chi2_red": chi2, "steps": [math.exp(x[j] - x[0]) for j in range(k)]}
+
+
+def remount_segments(meta, start_times):
+    """Segment label of each spectrum from meta.json's source_log: every entry that re-seats the source starts a new
+    segment with the first acquisition after that day."""
+    days = sorted(e["date"] for e in meta.get("source_log", []) if "re-seat" in e["entry"])
+    return np.array([sum(1 for dd in days if str(s)[:10] > dd) for s in start_times], dtype=int)
+
+
 def mn_scale(y, ref, e0, sig, a, b, gain):
     """Least-squares scale of the reference spectrum `ref` (gain 1) in spectrum y (at `gain`) over e0 +- 1.5 sig,
     with a straight background."""
@@ -345,7 +374,13 @@ def co60_series(d, naive=False):
     expo = real if naive else live
     net = win - mn - bg_rate * expo
     rate = net / expo
-    fit = fit_decay(t, net, expo)
+    seg = np.zeros(len(ids), dtype=int) if naive else remount_segments(meta, acq.loc[ids, "start_time"].tolist())
+    if seg.max() > 0:
+        fit = fit_decay_steps(t, net, expo, seg)
+        info["remount_steps"] = [round(x, 4) for x in fit["steps"]]
+        info["remount_first"] = [ids[int(np.argmax(seg == j))] for j in range(1, int(seg.max()) + 1)]
+    else:
+        fit = fit_decay(t, net, expo)
     info["dead_time_fraction_first"] = round(float(1 - live[0] / real[0]), 5)
     return ids, t, rate, fit, info
 

@@ -179,7 +179,7 @@ def _environment(rng, ids, t_days, temp) -> pd.DataFrame:
                          "relative_humidity_pct": np.round(hum, 1), "room_background_uSv_h": np.round(bkg, 3)})
 
 
-def _simulate(rng, n, start, co60_total, temp, kappa, cal, shift=None, mn54_ratio=0.0, t_offset=0.0):
+def _simulate(rng, n, start, co60_total, temp, kappa, cal, shift=None, mn54_ratio=0.0, t_offset=0.0, eff=None):
     """Counts, real and live times of n daily spectra (activity referenced to the first spectrum's start)."""
     tmpl = co60_template()
     per = total_rate(tmpl)
@@ -194,7 +194,7 @@ def _simulate(rng, n, start, co60_total, temp, kappa, cal, shift=None, mn54_rati
     net = np.zeros(n)
     for i in range(n):
         ti = i + t_offset
-        dens = tmpl * scale * math.exp(-math.log(2) * ti / T_CO60) + bkg
+        dens = tmpl * scale * (1.0 if eff is None else eff[i]) * math.exp(-math.log(2) * ti / T_CO60) + bkg
         if mn is not None:
             dens = dens + mn * mn_scale * math.exp(-math.log(2) * ti / T_MN54)
         g = 1.0 + kappa * (temp[i] - T_CAL)
@@ -367,7 +367,8 @@ def summary_rows(p: Nuc, roi: dict, nb: int) -> pd.DataFrame:
 
 @recipe(TRACK, "l2_series")
 def l2_series(sub, rng, n: int, co60_total: float, mn54_ratio: float = 0.0, seasonal: bool = False,
-              kappa: float = -0.004, t_mid: float = 26.0, t_amp: float = 7.0, phase: float = -45.0) -> Nuc:
+              kappa: float = -0.004, t_mid: float = 26.0, t_amp: float = 7.0, phase: float = -45.0,
+              remount_factor: float = 1.0, remount_at: float = 0.5) -> Nuc:
     start = datetime(2016, 1, 1, 8, 0, 0, tzinfo=timezone.utc) + timedelta(days=int(rng.integers(0, 900)))
     a, b = _cal0(rng)
     t = np.arange(n, dtype=float)
@@ -380,7 +381,20 @@ def l2_series(sub, rng, n: int, co60_total: float, mn54_ratio: float = 0.0, seas
     p.start = _schedule(rng, n, start)
     p.cal = [(a, b)] * n
     p.hv = [710] * n
-    counts, live, _, net = _simulate(rng, n, start, co60_total, temp, kappa, p.cal, None, mn54_ratio)
+    eff = None
+    if remount_factor != 1.0:
+        # a logged leak (wipe) test: the source taken out of its holder and re-seated before acquisition j; the holder
+        # sits a millimetre or two further from the detector, so the full-energy efficiency steps by remount_factor
+        j = int(round(remount_at * n))
+        eff = np.where(np.arange(n) < j, 1.0, remount_factor)
+        day = (start + timedelta(days=j - 1)).date().isoformat()
+        p.meta["source_log"] = [
+            {"date": (start - timedelta(days=30)).date().isoformat(),
+             "entry": "source mounted in the counting holder; leak (wipe) test passed"},
+            {"date": day, "entry": "six-monthly leak (wipe) test: source taken out of the holder, wiped, re-seated in "
+                                   "the holder after the last acquisition of the day; wipe below 185 Bq, passed"}]
+        p.truth.update(remount_index=j, remount_factor=remount_factor)
+    counts, live, _, net = _simulate(rng, n, start, co60_total, temp, kappa, p.cal, None, mn54_ratio, eff=eff)
     p.counts, p.live, p.real = counts, live, np.full(n, REAL_S)
     bg = background_template()
     p.background = rng.poisson(expected(bg, a, b) * 86400.0)
@@ -390,7 +404,8 @@ def l2_series(sub, rng, n: int, co60_total: float, mn54_ratio: float = 0.0, seas
     p.meta.update(calibration={"offset_keV": a, "slope_keV_per_ch": b})
     win = window_rate(co60_template(), *A.WINDOW_KEV) * co60_total / total_rate(co60_template())
     p.truth["co60_rate"] = {s: round(float(net[i]), 4) for i, s in enumerate(p.ids)}
-    p.truth["co60_rate_expected"] = {s: round(win * math.exp(-math.log(2) * i / T_CO60), 4) for i, s in enumerate(p.ids)}
+    p.truth["co60_rate_expected"] = {s: round(win * (1.0 if eff is None else float(eff[i]))
+                                              * math.exp(-math.log(2) * i / T_CO60), 4) for i, s in enumerate(p.ids)}
     p.truth.update(half_life_days=T_CO60, dead_time_fraction_first=round(float(1 - live[0] / REAL_S), 4),
                    mn54_ratio=mn54_ratio, kappa=kappa if seasonal else 0.0)
     return p
@@ -549,6 +564,8 @@ def write(p: Nuc, w: CanonicalWriter) -> None:
                                   "detector at 22 C (channel, counts; background included), live time in meta.json"})
         meta["calibration"] = dict(p.meta["calibration"], note="energy = offset + slope x channel, established at "
                                                                "commissioning at 22 C")
+        if "source_log" in p.meta:
+            meta["source_log"] = p.meta["source_log"]
         meta["counting_window_keV"] = list(A.WINDOW_KEV)
         meta["counting_window_note"] = ("the laboratory's integral Co-60 counting window: both full-energy peaks "
                                         "and the upper Compton continuum")

@@ -83,6 +83,8 @@ if not NAIVE:
         issues.append(f"dead time {info['dead_time_fraction_first']:.0%} at the start, falling as the source decays: counts divided by live time, not real time (a real-time rate understates the early rates and lengthens the half-life)")
     if info.get('mn54_fraction_first', 0) > 0:
         issues.append(f"a Mn-54 834.8 keV peak sits inside the counting window ({info['mn54_fraction_first']:.0%} of the window counts at the start, decaying with 312 d): subtracted with the reference Mn-54 spectrum")
+    for sid, f in zip(info.get('remount_first', []), info.get('remount_steps', [])[1:]):
+        issues.append(f"the source was re-seated after the logged leak test (from {sid} on): the efficiency steps by {100 * (f - 1):+.1f}%, so the decay was fitted with one amplitude per mounting and a common decay constant")
     if info['gain_max'] - info['gain_min'] > 0.02:
         issues.append(f"the 1332.5 keV peak moves by {100 * (info['gain_max'] - info['gain_min']):.1f}% in gain with the detector temperature: the window was set per spectrum from the tracked peak, not in fixed channels")
 print(json.dumps({'half_life_days': round(fit['half_life_days'], 2), 'half_life_uncertainty_days': round(fit['half_life_se_days'], 2),
