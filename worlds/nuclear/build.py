@@ -384,7 +384,7 @@ def l2_series(sub, rng, n: int, co60_total: float, mn54_ratio: float = 0.0, seas
     eff = None
     if remount_factor != 1.0:
         # a logged leak (wipe) test: the source taken out of its holder and re-seated before acquisition j; the holder
-        # sits a millimetre or two further from the detector, so the full-energy efficiency steps by remount_factor
+        # sits a millimetre or two closer to the detector, so the efficiency steps by remount_factor
         j = int(round(remount_at * n))
         eff = np.where(np.arange(n) < j, 1.0, remount_factor)
         day = (start + timedelta(days=j - 1)).date().isoformat()
