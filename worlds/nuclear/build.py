@@ -37,8 +37,15 @@ acquisitions whose spectra are absent), clock_reset (a block of start times from
 live_exceeds_real (live and real time swapped in the export), summary_mismatch (summary net counts that do not come
 from the spectra), channel_shift (a block of spectra offset by some channels, calibration unchanged). Boundary:
 `service` (a documented detector service: HV changed and the calibration re-recorded from a date on).
-L2 `l2_series`: 274 daily spectra; traps: a hot source with ~25% dead time (`co60_total_cps`), a Mn-54 source in
-the counting position (`mn54_ratio`), an unconditioned room with seasonal temperature (`seasonal`, `kappa`).
+L2 `l2_series`: 274 daily spectra on a 0-3000 keV range with a 50 Hz pulser at 2900 keV in every spectrum and Co-60
+true-coincidence summing at the source distance (co60_template); traps: a hot source with ~25% dead time
+(`co60_total`), pulse pile-up with the rejector off (`tau_p_us`, `pileup_rejection`: S = exp(-n tau_p) of the pulses
+recorded undistorted, the rest at the summed amplitude, unseen by the live-time clock), a Mn-54 source in the
+counting position (`mn54_ratio`), an unconditioned room with seasonal temperature (`seasonal`, `kappa`), a source
+moved closer (`move_to_cm`: the window rate steps by the solid angle and the summing change); a logged leak-test
+re-seat (`remount_factor`) in the hot worlds. The per-spectrum truth is the spectrum's own drawn counts in the window
+(survivors restored by S) less the expected background and Mn-54, per live second, so no curve drawn from a few
+spectra and the tabulated half-life reproduces it; meta.json ships no half-life.
 L3 `dossier`: the frozen 274-day series as daily net peak rates, regenerated with a changed effective Co-60 decay
 constant (`factor`) on the same schedule, with the Mn-54 control source and the background unchanged.
 """
