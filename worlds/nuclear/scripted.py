@@ -87,7 +87,7 @@ if not NAIVE:
         issues.append(f"the source was re-seated after the logged leak test (from {sid} on): the efficiency steps by {100 * (f - 1):+.1f}%, so the decay was fitted with one amplitude per mounting and a common decay constant")
     if info.get('pileup_loss_first', 0) > 0:
         issues.append(f"pulse pile-up with the rejector off: the pulser peak shows {info['pileup_loss_first']:.1%} of the pulses piled at the start (resolving time {info['pileup_tau_us']:.2f} us), a loss the analyser's clock misses; rates restored with the pulser's undistorted fraction and the piled pulses inside the window removed")
-    if any('moved' in e['entry'] for e in read_meta('.').get('source_log', [])):
+    if len(info.get('remount_steps', [])) > 1 and any('moved' in e['entry'] for e in read_meta('.').get('source_log', [])):
         issues.append("the source was moved closer to the detector (source_log): the rate steps by more than the solid angle because true-coincidence summing of the 1173/1332 keV cascade grows at close geometry (the 2505.7 keV sum peak grows); fitted with one free amplitude per geometry rather than an inverse-square or single-line efficiency transfer")
     if info['gain_max'] - info['gain_min'] > 0.02:
         issues.append(f"the 1332.5 keV peak moves by {100 * (info['gain_max'] - info['gain_min']):.1f}% in gain with the detector temperature: the window was set per spectrum from the tracked peak, not in fixed channels")
