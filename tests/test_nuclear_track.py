@@ -70,14 +70,16 @@ def test_nuclear_native_dossier_changes_only_the_co60_lines():
 
 
 def test_nuclear_track_shape_is_table_11():
-    """One clean, six distinct challenges and one boundary at L1; one L2 family of one clean and three challenged
-    worlds covering confound, tool and statistical traps; one real and two counterfactual L3 dossiers."""
+    """One clean, six distinct challenges and one boundary at L1; one L2 family of three clean and seven challenged
+    worlds covering confound, tool and statistical traps (two pile-up and two coincidence-summing worlds with their
+    matched controls, issue 39); one real and two counterfactual L3 dossiers."""
     ws = [r.world for r in SUITE.worlds.values() if r.world.track == "nuclear"]
     l1 = [w for w in ws if str(w.level).endswith("L1")]
     assert len(l1) == 8 and Counter(w.world_class for w in l1) == {"clean": 1, "boundary": 1, "challenge": 6}
     assert len({w.defect for w in l1 if w.defect}) == 6
     l2 = [w for w in ws if str(w.level).endswith("L2")]
-    assert len(l2) == 4 and {w.world_class for w in l2} == {"clean", "confound", "tool_trap", "stat_trap"}
+    assert len(l2) == 10 and {w.world_class for w in l2} == {"clean", "confound", "tool_trap", "stat_trap"}
+    assert {w.defect for w in l2 if w.defect} >= {"pileup", "coincidence_summing"}  # issue 39: two worlds each
     l3 = [w for w in ws if str(w.level).endswith("L3")]
     assert sorted(w.route for w in l3) == ["injected", "native", "real"]
     assert all(w.pivotal for w in ws)
@@ -155,7 +157,7 @@ def test_nuclear_clean_no_gain_drift_observed_scores_100(tmp_path):
 
 
 def test_nuclear_dead_time_uncertainty_band(tmp_path):
-    """dead_time accepts a half-life uncertainty from half the statistical standard error up to 8.5 times it (~10 d):
+    """dead_time accepts a half-life uncertainty from half the statistical standard error up to 8.5 times it (~13 d):
     a systematic for the live-time clock at ~24% dead time may be added (issue 23 item 3)."""
     from benchmark.suite.freeze import read_golden
 

@@ -37,8 +37,15 @@ acquisitions whose spectra are absent), clock_reset (a block of start times from
 live_exceeds_real (live and real time swapped in the export), summary_mismatch (summary net counts that do not come
 from the spectra), channel_shift (a block of spectra offset by some channels, calibration unchanged). Boundary:
 `service` (a documented detector service: HV changed and the calibration re-recorded from a date on).
-L2 `l2_series`: 274 daily spectra; traps: a hot source with ~25% dead time (`co60_total_cps`), a Mn-54 source in
-the counting position (`mn54_ratio`), an unconditioned room with seasonal temperature (`seasonal`, `kappa`).
+L2 `l2_series`: 274 daily spectra on a 0-3000 keV range with a 50 Hz pulser at 2900 keV in every spectrum and Co-60
+true-coincidence summing at the source distance (co60_template); traps: a hot source with ~25% dead time
+(`co60_total`), pulse pile-up with the rejector off (`tau_p_us`, `pileup_rejection`: S = exp(-n tau_p) of the pulses
+recorded undistorted, the rest at the summed amplitude, unseen by the live-time clock), a Mn-54 source in the
+counting position (`mn54_ratio`), an unconditioned room with seasonal temperature (`seasonal`, `kappa`), a source
+moved closer (`move_to_cm`: the window rate steps by the solid angle and the summing change); a logged leak-test
+re-seat (`remount_factor`) in the hot worlds. The per-spectrum truth is the spectrum's own drawn counts in the window
+(survivors restored by S) less the expected background and Mn-54, per live second, so no curve drawn from a few
+spectra and the tabulated half-life reproduces it; meta.json ships no half-life.
 L3 `dossier`: the frozen 274-day series as daily net peak rates, regenerated with a changed effective Co-60 decay
 constant (`factor`) on the same schedule, with the Mn-54 control source and the background unchanged.
 """
@@ -66,7 +73,7 @@ TAU = 4.0e-6               # s, non-paralysable dead time per pulse
 LLD = 30.0                 # keV
 NCH = 2048
 DE = 0.5
-GRID = np.arange(0.0, 2600.0 + DE, DE)       # template grid edges (keV)
+GRID = np.arange(0.0, 3300.0 + DE, DE)       # template grid edges (keV)
 MID = GRID[:-1] + DE / 2
 T_CAL = 22.0
 REAL_S = 600.0
@@ -101,11 +108,46 @@ def line_template(e0: float, p2t: float = 0.25, bs: float = 0.04) -> np.ndarray:
     return _gauss(e0, sigma(e0)) + comp + back
 
 
+R_DET = 3.81               # cm, crystal radius (3x3 in.)
+INTRINSIC = (0.80, 0.78)   # intrinsic total efficiency of 76 mm of NaI(Tl) on axis at 1173 / 1332 keV (1 - exp(-mu L))
+DIST0 = 10.0               # cm, the holder's counting position
+PULSER_HZ, PULSER_KEV = 50.0, 2900.0
+
+
+def solid_fraction(d_cm: float) -> float:
+    """Omega / 4 pi of the crystal's face for a point source on axis at d_cm."""
+    return 0.5 * (1 - d_cm / math.sqrt(d_cm * d_cm + R_DET * R_DET))
+
+
+def fold(r1: np.ndarray, r2: np.ndarray) -> np.ndarray:
+    """Density of the summed energy of two independent deposits on the 0.5 keV grid (direct convolution)."""
+    m = len(MID)
+    s = np.convolve(r1, r2)[:m]             # s[k]: energy (k + 1) DE, the edge between bins k and k + 1
+    out = 0.5 * s
+    out[1:] += 0.5 * s[:m - 1]
+    return out
+
+
 @functools.lru_cache(maxsize=None)
-def co60_template() -> np.ndarray:
-    """Co-60 per 1173 keV full-energy count: both lines, full-energy efficiency ~ 1/E."""
+def co60_template(dist_cm: float = DIST0) -> np.ndarray:
+    """Co-60 deposited-energy density per decay at a source distance dist_cm, true-coincidence summing included.
+    The 1173 and 1332 keV photons of one decay (cascade through the 1332 keV level of Ni-60) each interact with total
+    efficiency T = Omega/4pi x intrinsic; a decay whose two photons both interact records ONE pulse at the summed
+    energy (Debertin & Helmer 1988, ch. 5): T1 (1 - T2) r1 + T2 (1 - T1) r2 + T1 T2 (r1 * r2), r the single-photon
+    response normalised to one interaction; angular correlation (W(0) ~ 1.17) neglected. At 10 cm T ~ 0.026 (a small
+    2505.7 keV sum peak, full-energy peaks ~2.5% low); at 2.5 cm T ~ 0.18."""
     (e1, i1), (e2, i2) = CO60
-    return line_template(e1) + (i2 / i1) * (e1 / e2) * line_template(e2)
+    lt1, lt2 = line_template(e1), line_template(e2)
+    r1, r2 = lt1 / float(np.sum(lt1)), lt2 / float(np.sum(lt2))
+    g = solid_fraction(dist_cm)
+    t1, t2 = i1 * g * INTRINSIC[0], i2 * g * INTRINSIC[1]
+    return t1 * (1 - t2) * r1 + t2 * (1 - t1) * r2 + t1 * t2 * fold(r1, r2)
+
+
+@functools.lru_cache(maxsize=None)
+def pulser_template() -> np.ndarray:
+    """A precision pulser's peak (electronic noise only: 0.3% FWHM), unit area."""
+    return _gauss(PULSER_KEV, 0.003 * PULSER_KEV / 2.3548)
 
 
 @functools.lru_cache(maxsize=None)
@@ -179,7 +221,7 @@ def _environment(rng, ids, t_days, temp) -> pd.DataFrame:
                          "relative_humidity_pct": np.round(hum, 1), "room_background_uSv_h": np.round(bkg, 3)})
 
 
-def _simulate(rng, n, start, co60_total, temp, kappa, cal, shift=None, mn54_ratio=0.0, t_offset=0.0):
+def _simulate(rng, n, start, co60_total, temp, kappa, cal, shift=None, mn54_ratio=0.0, t_offset=0.0, eff=None):
     """Counts, real and live times of n daily spectra (activity referenced to the first spectrum's start)."""
     tmpl = co60_template()
     per = total_rate(tmpl)
@@ -191,9 +233,10 @@ def _simulate(rng, n, start, co60_total, temp, kappa, cal, shift=None, mn54_rati
     t = np.array([(s - start).total_seconds() / 86400.0 + t_offset for s in _schedule_dummy(start, n)])
     counts = np.zeros((n, NCH), dtype=np.int64)
     live = np.zeros(n)
+    net = np.zeros(n)
     for i in range(n):
         ti = i + t_offset
-        dens = tmpl * scale * math.exp(-math.log(2) * ti / T_CO60) + bkg
+        dens = tmpl * scale * (1.0 if eff is None else eff[i]) * math.exp(-math.log(2) * ti / T_CO60) + bkg
         if mn is not None:
             dens = dens + mn * mn_scale * math.exp(-math.log(2) * ti / T_MN54)
         g = 1.0 + kappa * (temp[i] - T_CAL)
@@ -202,7 +245,55 @@ def _simulate(rng, n, start, co60_total, temp, kappa, cal, shift=None, mn54_rati
         lam = expected(dens, a, b, g, 0.0 if shift is None else shift[i]) * lt
         counts[i] = rng.poisson(lam)
         live[i] = round(lt, 3)
-    return counts, live, t
+        # the generative truth of spectrum i: its drawn counts in the energy window (at the day's true gain) less the
+        # expected (noise-free) background and Mn-54 counts there, per second of live time. It carries the spectrum's
+        # own Poisson draw, which no curve extrapolated from other spectra can know
+        other = bkg if mn is None else bkg + mn * mn_scale * math.exp(-math.log(2) * ti / T_MN54)
+        net[i] = (A.window_counts(counts[i], *A.WINDOW_KEV, a, b, g) - window_rate(other, *A.WINDOW_KEV) * lt) / live[i]
+    return counts, live, t, net
+
+
+def _simulate_l2(rng, n, co60_total, temp, kappa, a, b, mn54_ratio=0.0, eff=None, dist=None, tau_p=0.0,
+                 pur=True):
+    """L2 spectra: as _simulate, on the extended energy range, with a 50 Hz pulser at 2900 keV, true-coincidence
+    summing at each spectrum's source distance and pulse pile-up. Pile-up (Knoll ch. 17; Debertin & Helmer ch. 4): a
+    recorded pulse survives undistorted when no other pulse (true rate n above the discriminator, pulser included)
+    arrives within the resolving time tau_p: S = exp(-n tau_p). With the pile-up rejector on (pur) the piled pulses are
+    rejected and the live-time clock is extended over them (live = real / (1 + n tau) x S), so counts per live second
+    are exact; with it off they are recorded at the summed energy (the self-convolution of the spectrum above the
+    discriminator; pulses below it are taken not to pile) and the live-time clock does not see them, so counts per
+    live second lose 1 - S in every peak and window. Returns counts, recorded live times and the per-spectrum truth."""
+    dist = np.full(n, DIST0) if dist is None else np.asarray(dist, dtype=float)
+    scale = co60_total / total_rate(co60_template(DIST0))
+    mn = line_template(MN54[0][0], 0.30) if mn54_ratio else None
+    mn_scale = mn54_ratio * window_rate(co60_template(DIST0), *A.WINDOW_KEV) * scale
+    bkg = background_template()
+    pul = pulser_template() * PULSER_HZ
+    counts = np.zeros((n, NCH), dtype=np.int64)
+    live = np.zeros(n)
+    net = np.zeros(n)
+    surv_frac = np.zeros(n)
+    for i in range(n):
+        decay = math.exp(-math.log(2) * i / T_CO60)
+        co = co60_template(float(dist[i])) * scale * (1.0 if eff is None else float(eff[i])) * decay
+        other = bkg if mn is None else bkg + mn * mn_scale * math.exp(-math.log(2) * i / T_MN54)
+        dens = co + other
+        hi = np.where(MID < LLD, 0.0, dens + pul)
+        ntot = float(np.sum(hi))
+        lt = REAL_S / (1.0 + ntot * TAU)
+        sv = math.exp(-ntot * tau_p)
+        g = 1.0 + kappa * (temp[i] - T_CAL)
+        surv = rng.poisson(expected(dens * sv, a, b, g) * lt)
+        c = surv + rng.poisson(expected(pul * sv, a, b, 1.0) * lt)   # the pulser's channel does not follow the gain
+        if tau_p > 0 and not pur:
+            c = c + rng.poisson(expected(fold(hi, hi) / ntot * (1 - sv), a, b, g) * lt)
+        counts[i] = c
+        live[i] = round(lt * sv if pur else lt, 3)
+        # generative truth: the spectrum's own drawn survivors in the window (at the day's true gain), restored by the
+        # survival fraction, less the expected background (and Mn-54), per second of true live time
+        net[i] = (A.window_counts(surv, *A.WINDOW_KEV, a, b, g) / sv - window_rate(other, *A.WINDOW_KEV) * lt) / lt
+        surv_frac[i] = sv
+    return counts, live, net, surv_frac
 
 
 def _schedule_dummy(start, n):
@@ -211,6 +302,11 @@ def _schedule_dummy(start, n):
 
 def _cal0(rng):
     return round(float(rng.uniform(0.5, 2.5)), 3), round(float(rng.uniform(0.736, 0.746)), 5)
+
+
+def _cal2(rng):
+    """L2: the MCA set to 0-3000 keV (a 50 Hz pulser at 2900 keV and the 2505.7 keV Co-60 sum peak in range)."""
+    return round(float(rng.uniform(0.5, 2.5)), 3), round(float(rng.uniform(1.46, 1.50)), 5)
 
 
 # ---------------------------------------------------------------- L1
@@ -240,8 +336,8 @@ def l1_series(sub, rng, n: int, co60_total: float) -> Nuc:
 
 def _realise(p: Nuc, rng, shift=None):
     n = len(p.ids)
-    counts, live, _ = _simulate(rng, n, p.meta["_start"], p.meta["_co60_total"], p.meta["_temp"], -0.004,
-                                p.cal, shift)
+    counts, live, _, _ = _simulate(rng, n, p.meta["_start"], p.meta["_co60_total"], p.meta["_temp"], -0.004,
+                                   p.cal, shift)
     p.counts, p.live, p.real = counts, live, np.full(n, REAL_S)
 
 
@@ -361,9 +457,11 @@ def summary_rows(p: Nuc, roi: dict, nb: int) -> pd.DataFrame:
 
 @recipe(TRACK, "l2_series")
 def l2_series(sub, rng, n: int, co60_total: float, mn54_ratio: float = 0.0, seasonal: bool = False,
-              kappa: float = -0.004, t_mid: float = 26.0, t_amp: float = 7.0, phase: float = -45.0) -> Nuc:
+              kappa: float = -0.004, t_mid: float = 26.0, t_amp: float = 7.0, phase: float = -45.0,
+              remount_factor: float = 1.0, remount_at: float = 0.5, move_to_cm: float = 0.0, move_at: float = 0.5,
+              tau_p_us: float = 0.0, pileup_rejection: bool = True, dist_cm: float = DIST0) -> Nuc:
     start = datetime(2016, 1, 1, 8, 0, 0, tzinfo=timezone.utc) + timedelta(days=int(rng.integers(0, 900)))
-    a, b = _cal0(rng)
+    a, b = _cal2(rng)
     t = np.arange(n, dtype=float)
     if seasonal:
         temp = t_mid - t_amp * np.cos(2 * np.pi * (t + phase) / 365.0) + rng.normal(0, 0.4, n)
@@ -374,7 +472,38 @@ def l2_series(sub, rng, n: int, co60_total: float, mn54_ratio: float = 0.0, seas
     p.start = _schedule(rng, n, start)
     p.cal = [(a, b)] * n
     p.hv = [710] * n
-    counts, live, _ = _simulate(rng, n, start, co60_total, temp, kappa, p.cal, None, mn54_ratio)
+    eff = None
+    if remount_factor != 1.0:
+        # a logged leak (wipe) test: the source taken out of its holder and re-seated before acquisition j; the holder
+        # sits a millimetre or two closer to the detector, so the efficiency steps by remount_factor
+        j = int(round(remount_at * n))
+        eff = np.where(np.arange(n) < j, 1.0, remount_factor)
+        day = (start + timedelta(days=j - 1)).date().isoformat()
+        p.meta["source_log"] = [
+            {"date": (start - timedelta(days=30)).date().isoformat(),
+             "entry": "source mounted in the counting holder; leak (wipe) test passed"},
+            {"date": day, "entry": "six-monthly leak (wipe) test: source taken out of the holder, wiped, re-seated in "
+                                   "the holder after the last acquisition of the day; wipe below 185 Bq, passed"}]
+        p.truth.update(remount_index=j, remount_factor=remount_factor)
+    dist = np.full(n, float(dist_cm))
+    p.meta["distance_cm"] = float(dist_cm)
+    if move_to_cm:
+        # the source moved to a closer holder position from acquisition j on, as the log records, to raise the count
+        # rate: the window rate steps by the solid angle AND by the change of true-coincidence summing
+        j = int(round(move_at * n))
+        dist[j:] = move_to_cm
+        day = (start + timedelta(days=j - 1)).date().isoformat()
+        p.meta["source_log"] = [
+            {"date": (start - timedelta(days=30)).date().isoformat(),
+             "entry": f"source mounted in the counting holder at {dist_cm:g} cm from the detector face"},
+            {"date": day, "entry": f"source moved to the holder's {move_to_cm:g} cm position (closer to the detector "
+                                   "face, to raise the count rate) after the last acquisition of the day"}]
+        p.truth.update(move_index=j, move_to_cm=move_to_cm,
+                       summing_loss_1332_at_move=round(INTRINSIC[0] * solid_fraction(move_to_cm), 4))
+    tau_p = tau_p_us * 1e-6
+    counts, live, net, sv = _simulate_l2(rng, n, co60_total, temp, kappa, a, b, mn54_ratio, eff, dist, tau_p,
+                                         pileup_rejection)
+    p.meta["pileup_rejection"] = pileup_rejection
     p.counts, p.live, p.real = counts, live, np.full(n, REAL_S)
     bg = background_template()
     p.background = rng.poisson(expected(bg, a, b) * 86400.0)
@@ -382,8 +511,13 @@ def l2_series(sub, rng, n: int, co60_total: float, mn54_ratio: float = 0.0, seas
     p.mn54_ref = rng.poisson(expected(mnt, a, b) * 7200.0)
     p.env = _environment(rng, p.ids, t + start.timetuple().tm_yday, temp)
     p.meta.update(calibration={"offset_keV": a, "slope_keV_per_ch": b})
-    win = window_rate(co60_template(), *A.WINDOW_KEV) * co60_total / total_rate(co60_template())
-    p.truth["co60_rate"] = {s: round(win * math.exp(-math.log(2) * i / T_CO60), 4) for i, s in enumerate(p.ids)}
+    sc = co60_total / total_rate(co60_template(DIST0))
+    p.truth["co60_rate"] = {s: round(float(net[i]), 4) for i, s in enumerate(p.ids)}
+    p.truth["co60_rate_expected"] = {s: round(window_rate(co60_template(float(dist[i])), *A.WINDOW_KEV) * sc
+                                              * (1.0 if eff is None else float(eff[i]))
+                                              * math.exp(-math.log(2) * i / T_CO60), 4) for i, s in enumerate(p.ids)}
+    p.truth.update(pileup_survival_first=round(float(sv[0]), 5), pileup_survival_last=round(float(sv[-1]), 5),
+                   tau_p_us=tau_p_us)
     p.truth.update(half_life_days=T_CO60, dead_time_fraction_first=round(float(1 - live[0] / REAL_S), 4),
                    mn54_ratio=mn54_ratio, kappa=kappa if seasonal else 0.0)
     return p
@@ -485,13 +619,15 @@ def write(p: Nuc, w: CanonicalWriter) -> None:
     if p.truth:
         w.truth(**p.truth)
     files = {"meta.json": "this description"}
-    meta = {"detector": DETECTOR, "source": "Co-60 sealed point source on a fixed holder 10 cm from the detector face",
+    meta = {"data": "simulated: every count, time and record was generated by a simulation of a NaI(Tl) counting "
+                    "series (documented detector response, Poisson counting, dead time), not measured",
+            "detector": DETECTOR, "source": f"Co-60 sealed point source on a fixed holder "
+                                            f"{p.meta.get('distance_cm', DIST0):g} cm from the detector face",
             "acquisition": "one spectrum a day, started by the scheduler at about 08:00 UTC, preset real time 600 s",
             "live_time_clock": "the MCA's live-time clock: live_time_s is the time the MCA was able to accept pulses; "
                                "the dead-time fraction is (real - live) / real",
-            "reference_data": {"Co-60": {"half_life_d": 1925.28, "lines_keV": [1173.228, 1332.492]},
-                               "Mn-54": {"half_life_d": 312.19, "lines_keV": [834.848]},
-                               "source": "DDEP/LNHB recommended data"}}
+            "reference_data": {"Co-60": {"lines_keV": [1173.228, 1332.492]}, "Mn-54": {"lines_keV": [834.848]},
+                               "source": "DDEP/LNHB recommended gamma energies"}}
     n = len(p.ids)
     if p.kind == "integrity":
         summ = summary_rows(p, ROI, NB)
@@ -541,6 +677,16 @@ def write(p: Nuc, w: CanonicalWriter) -> None:
                                   "detector at 22 C (channel, counts; background included), live time in meta.json"})
         meta["calibration"] = dict(p.meta["calibration"], note="energy = offset + slope x channel, established at "
                                                                "commissioning at 22 C")
+        if "source_log" in p.meta:
+            meta["source_log"] = p.meta["source_log"]
+        meta["pulser"] = {"rate_Hz": PULSER_HZ, "equivalent_energy_keV": PULSER_KEV,
+                          "note": "a precision pulser feeds the preamplifier's test input during every acquisition; "
+                                  "its pulses pass the same shaping, pile-up and dead time as the detector's"}
+        meta["pileup_rejection"] = ("on: piled-up pulses are rejected and the live-time clock is extended over them"
+                                    if p.meta.get("pileup_rejection", True) else
+                                    "off: the rejector was disabled for this series; the live-time clock counts only "
+                                    "the analyser's conversion dead time")
+        meta["source_distance_cm"] = p.meta.get("distance_cm", DIST0)
         meta["counting_window_keV"] = list(A.WINDOW_KEV)
         meta["counting_window_note"] = ("the laboratory's integral Co-60 counting window: both full-energy peaks "
                                         "and the upper Compton continuum")

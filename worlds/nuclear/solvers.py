@@ -8,7 +8,11 @@ nuclear.L2.decay      Co-60 rate in the laboratory's 700-1450 keV window per sec
                       spectrum from the 1332.5 keV centroid, background spectrum subtracted, the independent Mn-54
                       source's reference spectrum scaled out when its 834.8 keV peak is present; weighted fit of
                       ln(rate) against time -> half-life and its standard error. The trap's answer (fixed channels,
-                      gross counts / real time) is kept beside it for zero_if.
+                      counts / real time) is kept beside it for zero_if. With the pile-up rejector off the pulser
+                      peak gives the undistorted fraction S = exp(-n tau_p) (one tau_p fitted to all spectra) and the
+                      piled pulses inside the window (the fold of the pile-up-free shape) are removed; a logged
+                      re-seat or move of the source starts a new amplitude (common decay constant). A moved source's
+                      half-life by the solid-angle ratio alone (summing ignored) is kept for zero_if.
 nuclear.L3.dossier    half-lives of the two Co-60 lines and of the Mn-54 control, the 1332/1173 ratio's trend.
 """
 from __future__ import annotations
@@ -27,10 +31,32 @@ def l1_integrity(world_dir: Path, world) -> dict:
     return A.detect(world_dir)
 
 
-@solver("nuclear.L2.decay", version="2")
+def _geometric_half_life(world_dir: Path, tab) -> float | None:
+    """The half-life of a route that puts a moved source back on one scale with the point-source solid-angle ratio
+    (no coincidence summing, as a single-line efficiency transfer would): the rates after the move divided by
+    Omega(d_new) / Omega(d_old), one exponential fitted. None where the source was not moved."""
+    import math
+    import re
+
+    meta = A.read_meta(world_dir)
+    moved = [e for e in meta.get("source_log", []) if "moved to" in e["entry"]]
+    if not moved:
+        return None
+    d_new = float(re.search(r"([0-9.]+) cm position", moved[0]["entry"]).group(1))
+    d_old = float(meta["source_distance_cm"])
+    om = lambda d: 0.5 * (1 - d / math.sqrt(d * d + 3.81 ** 2))  # noqa: E731 - a 3x3 in. crystal's face
+    acq = pd.read_csv(Path(world_dir) / "acquisitions.csv", dtype={"spectrum_id": str}).set_index("spectrum_id")
+    seg = A.remount_segments(meta, acq.loc[tab["spectrum_id"], "start_time"].tolist())
+    live = acq.loc[tab["spectrum_id"], "live_time_s"].to_numpy(dtype=float)
+    r = tab["co60_rate"].to_numpy(dtype=float) / np.where(seg > 0, om(d_new) / om(d_old), 1.0)
+    return round(A.fit_decay(tab["day"].to_numpy(dtype=float), r * live, live)["half_life_days"], 2)
+
+
+@solver("nuclear.L2.decay", version="3")
 def l2_decay(world_dir: Path, world) -> dict:
     tab, fit, info = A.co60_table(world_dir)
     ntab, nfit, _ = A.co60_table(world_dir, naive=True)
+    geo = _geometric_half_life(world_dir, tab)
     rate = dict(zip(tab["spectrum_id"], tab["co60_rate"]))
     trap = dict(zip(ntab["spectrum_id"], ntab["co60_rate"]))
     dev = np.abs(ntab["co60_rate"].to_numpy() / tab["co60_rate"].to_numpy() - 1)
@@ -49,7 +75,10 @@ def l2_decay(world_dir: Path, world) -> dict:
             "n_spectra": info["n_spectra"], "gain_min": info["gain_min"], "gain_max": info["gain_max"],
             "gain_range_pct": round(100 * (info["gain_max"] - info["gain_min"]), 2),
             "mn54_fraction_first": info.get("mn54_fraction_first", 0.0),
-            "dead_time_fraction_first": info["dead_time_fraction_first"]}
+            "dead_time_fraction_first": info["dead_time_fraction_first"],
+            "geometric_half_life_days": geo if geo is not None else 0.0,
+            "pileup_tau_us": info.get("pileup_tau_us", 0.0), "pileup_loss_first": info.get("pileup_loss_first", 0.0),
+            "remount_steps": info.get("remount_steps", []), "remount_first": info.get("remount_first", [])}
 
 
 def _hl(t, n, live):
