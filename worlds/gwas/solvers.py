@@ -5,6 +5,7 @@ gwas.L1.integrity   worlds.gwas.analysis.detect: duplicated rows, build (share o
                     P against BETA/SE; corrected reference rows for the product validator.
 gwas.L2.inflation   genomic control (Devlin & Roeder 1999): lambda = median chi2 / 0.4549, chi2 / max(lambda, 1).
 gwas.L2.meta        fixed-effect inverse-variance meta-analysis after aligning study B to study A's effect allele.
+gwas.L2.ldscore     LD-score regression (Bulik-Sullivan 2015) on the shipped LD scores: chi2 / max(intercept, 1).
 gwas.L2.loci        PLINK-style clumping of genome-wide significant SNPs (r^2 >= 0.1 within 500 kb).
 """
 from __future__ import annotations
@@ -67,6 +68,27 @@ def l2_inflation(world_dir: Path, world) -> dict:
     return {"lambda_gc": round(lam, 4), "hits": hits, "n_hits": len(hits), "trap_hits": trap, "n_trap_hits": len(trap),
             "chisq_gc": {s: round(float(g.loc[s, "chisq"]), 3) for s in sorted(top)},
             "trap_chisq": {s: round(float(raw[t["SNP"] == s].iloc[0]), 3) for s in sorted(top)}}
+
+
+@solver("gwas.L2.ldscore", version="1")
+def l2_ldscore(world_dir: Path, world) -> dict:
+    d = Path(world_dir)
+    t = A.read(d / "sumstats.tsv")
+    fit = A.ldsc(t, pd.read_csv(d / "ldscores.tsv", sep="\t"))
+    cor = A.ldsc_table(t, fit["intercept"])
+    gc, lam = A.gc_table(t)
+    raw = (t["BETA"] / t["SE"]) ** 2
+    top = t.assign(c=raw).sort_values(["c", "SNP"], ascending=[False, True])["SNP"].head(60).tolist()
+    c, g = cor.set_index("SNP"), gc.set_index("SNP")
+    r = raw.set_axis(t["SNP"])
+    hits = sorted(cor.loc[cor["p"] < A.GWS, "SNP"])
+    return {"ldsc_intercept": round(fit["intercept"], 4), "intercept_se": round(fit["intercept_se"], 4),
+            "intercept_z": round((fit["intercept"] - 1) / fit["intercept_se"], 2), "mean_chisq": round(fit["mean_chisq"], 4),
+            "lambda_gc": round(lam, 4), "hits": hits, "n_hits": len(hits),
+            "n_raw_hits": int((t["P"] < A.GWS).sum()), "n_gc_hits": int((gc["p"] < A.GWS).sum()),
+            "chisq_ldsc": {s: round(float(c.loc[s, "chisq"]), 3) for s in sorted(top)},
+            "gc_chisq": {s: round(float(g.loc[s, "chisq"]), 3) for s in sorted(top)},
+            "raw_chisq": {s: round(float(r.loc[s]), 3) for s in sorted(top)}}
 
 
 @solver("gwas.L2.meta", version="1")
