@@ -14,7 +14,9 @@ on a clean control, naming any trap does).
 
 World score = mean(A, I, M, C), then in order:
   invented effect  a claim that a trap the world does not have changes the result  -> min(score, 0.2)
-  zero_if       every zero_if value/product check passes (the trap's own result) -> 0; not applied when a zero_if
+  zero_if       every zero_if value/product check passes (the trap's own result) -> 0, and so does a report whose
+                zero_if products are missing where its other zero_if checks pass (a missing product is worth no
+                more than the trap's); not applied when a zero_if
                 overlap check is tripped by the reference's own answer (the `reference` of a scored overlap check
                 on the same field): the trap's list is then not distinguishable from the sound answer (e.g. an
                 empty trap list where the reference calls nothing too: nothing to match is not a match)
@@ -29,11 +31,11 @@ from typing import Any
 
 from graders.manifest import FamilyManifest, L2World
 from graders import claims
-from graders.checks import CheckResult, get_path, run_check, run_checks
+from graders.checks import PRODUCT_KINDS, CheckResult, get_path, product_path, run_check, run_checks
 from graders.report import parse_report
 
 GRADER_ID = "graders.l2"
-GRADER_VERSION = "5"
+GRADER_VERSION = "6"
 ISSUES_FIELD = "issues_found"
 COMPONENTS = ("A", "I", "M", "C")
 # a trap the world does not have, asserted as changing the result: the report's conclusion rests on a fabrication,
@@ -149,6 +151,12 @@ def _trap_is_the_reference(world: L2World, golden: dict[str, Any]) -> list[str]:
     return out
 
 
+def _unread(c, report: dict[str, Any], products: Path | None) -> bool:
+    """A zero_if product check whose product the report does not name or did not write: nothing in the report
+    tells its result from the trap's, so it cannot escape the zero by withholding the product (issue 38 item 6)."""
+    return c.kind in PRODUCT_KINDS and product_path(products, get_path(report, c.field) if c.field else None)[0] is None
+
+
 def _recognised_by_work(world: L2World, results: list[CheckResult], zero_if: list[CheckResult]) -> list[CheckResult]:
     """On a trap world, an analysis whose values and products are all right (every A and M check full) while none of
     the trap's own results is reproduced (no zero_if check holds) has handled the trap in its numbers, whatever its
@@ -201,6 +209,10 @@ def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw
             caps.append(f"zero_if not applied: the reference's own answer matches the trap's list ({', '.join(moot)})")
         elif all(r.credit >= 1.0 for r in zr):
             caps.append("zero_if: trap followed without qualification")
+            score = 0.0
+        elif all(r.credit >= 1.0 or _unread(c, report, products) for c, r in zip(rub.zero_if, zr)):
+            caps.append("zero_if: the product that tells the trap's result from the sound one was not written; a missing "
+                        "product is worth no more than the trap's own")
             score = 0.0
         results += zr
     usable = get_path(report, rub.usable_field)
