@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+ERR_SHARE = 0.1       # a one-mismatch neighbour with at most this share of a mapped barcode's reads: a sequencing error
 MIN_BC = 5             # an element with fewer mapped barcodes than this went through a plasmid bottleneck
 WHOLE = 0.9            # a property of >= 90% of rows is a whole-column property
 MIN_DNA = 10           # barcodes with fewer plasmid reads than this: their RNA/DNA ratio is not measured
@@ -50,8 +51,21 @@ def detect(world="."):
     if v["n_missing"]:
         findings.append("truncated_table")
 
-    # counted barcodes absent from the association map
-    v["unmapped_barcodes"] = sorted(set(c["barcode"]) - mapped)
+    # counted barcodes absent from the association map; a one-mismatch neighbour of a mapped barcode with at most
+    # ERR_SHARE of its reads is a sequencing error of that barcode (background of every library), not an unmapped one
+    reads = c.groupby("barcode")[["dna_count"] + rna_cols].sum().sum(axis=1)
+    errors, unmapped = [], []
+    for b in sorted(set(c["barcode"]) - mapped):
+        par = [b[:i] + x + b[i + 1:] for i in range(len(b)) for x in "ACGT" if x != b[i]]
+        par = [q for q in par if q in mapped]
+        if par and any(q not in reads.index or reads[b] <= ERR_SHARE * reads[q] for q in par):
+            errors.append(b)
+        else:
+            unmapped.append(b)
+    v["error_barcodes"] = errors
+    v["n_error_barcodes"] = len(errors)
+    v["n_collisions"] = int((m.groupby("barcode")["element"].nunique() > 1).sum())
+    v["unmapped_barcodes"] = unmapped
     v["n_unmapped"] = len(v["unmapped_barcodes"])
     if v["n_unmapped"]:
         findings.append("unmapped_barcodes")
@@ -101,7 +115,7 @@ def detect(world="."):
         fixed["dna_count"] = complete[v["swapped_with"]]
     if "dna_normalised" in findings:
         fixed["dna_count"] = np.round(fixed["dna_count"] * meta["sequenced_reads"]["dna_count"] / 1e6)
-    fixed = fixed.groupby("barcode", sort=True)["dna_count"].sum()
+    fixed = fixed[fixed["barcode"].isin(mapped)].groupby("barcode", sort=True)["dna_count"].sum()
     keys = list(fixed.index[:: max(len(fixed) // 60, 1)])
     v["corrected_dna"] = {k: int(round(float(fixed[k]))) for k in keys}
     v["findings"] = findings

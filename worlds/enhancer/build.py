@@ -1,30 +1,45 @@
-"""Enhancer track: massively parallel reporter assay (MPRA) barcode counts built on real reporter activities.
+"""Enhancer track: barcoded reporter-assay (MPRA design) counts, simulated on the real exon inclusion of 5' splice sites.
 
-Substrate (real data, no network)
----------------------------------
-`package_file("mavenn", "mpsa_data.csv.gz")` (mavenn 1.1.4 sdist, mavenn/examples/datasets/): the massively parallel
-splicing assay of Wong et al. 2018 (Mol Cell 71:1012): 30,483 9-nt 5' splice-site variants (positions -3..+6 around
-the exon-intron junction, written in RNA letters, the +1/+2 dinucleotide GU or GC) cloned into a barcoded three-exon
-minigene reporter, each with its measured activity `y` (log10 of percent spliced in, PSI, as mavenn ships it; total
-and inclusion read counts tot_ct >= 10, ex_ct). The distribution is MPRA-like: most variants sit at a basal mode
-(y about -0.3) and a minority (consensus-like CAG|GUAAGU sites) are up to 2.5 log10 units more active. No package
-ships true enhancer-MPRA barcode counts (worlds/../SUBSTRATES.md), so the real per-element activities are the truth
-and the MPRA barcode layer is simulated on top.
+What the data are
+-----------------
+REAL: `package_file("mavenn", "mpsa_data.csv.gz")` (mavenn 1.1.4 sdist, mavenn/examples/datasets/): the massively
+parallel splicing assay (MPSA) of Wong et al. 2018 (Mol Cell 71:1012): 30,483 9-nt 5' splice-site variants (positions
+-3..+6 around the exon-intron junction, written in RNA letters, the +1/+2 dinucleotide GU or GC) cloned into a barcoded
+three-exon minigene reporter, each with its measured `y` (log10 of percent spliced in, PSI, of the middle exon, as
+mavenn ships it; total and inclusion read counts tot_ct >= 10, ex_ct). This is a SPLICING measure: a 5' splice-site
+change alters exon inclusion (which isoform the reporter makes), not reporter RNA level. Most variants sit at a basal
+mode (y about -0.3: barely any inclusion) and a minority (consensus-like CAG|GUAAGU sites) include the exon up to 2.5
+log10 units more.
 
-Each element is one real variant, named by its DNA sequence (U -> T); its true log2 activity is
-a = log2(10) * (y - y0), y0 = the median y of the pool (0 = the library's typical basal element).
+Each element is one real variant, named by its DNA sequence (U -> T); its true log2 activity is its exon inclusion,
+a = log2(10) * (y - y0), y0 = the median y of the pool (0 = the library's typical, basal element).
 
-Simulated MPRA layer (documented, seeded; Melnikov 2012, Tewhey 2016 design)
----------------------------------------------------------------------------
+SIMULATED (seeded; barcoded-reporter design after Melnikov 2012 and Tewhey 2016): the barcode count layer. No package
+ships true enhancer-MPRA barcode counts (shared/SUBSTRATES.md). The RNA column counts reads of the exon-INCLUDED
+reporter isoform (barcode read out across the exon junctions), so RNA / plasmid DNA per barcode is proportional to
+PSI under the assumption, made by this simulation, that every variant is transcribed alike per plasmid copy (the
+splice site lies in the transcript body, not the promoter). Every text of the track names the activity as exon
+inclusion relative to the library median and the counts as simulated.
 - barcodes: every element carries n_bc barcodes (drawn per element within the world's range), random 14-mers;
 - plasmid (DNA) counts: barcode abundance w = r_e * exp(Normal(0, bc_sd)) (r_e = the element's representation in
   the plasmid pool, 1 unless skewed); dna_count ~ Poisson(dna_depth * w);
-- RNA counts: rna_count ~ NegativeBinomial(mean = rna_depth * w * 2^a, size = phi): barcode-level RNA counts are
+- RNA counts: rna_count ~ NegativeBinomial(mean = rna_depth * w * 2^(a + t), size = phi): barcode-level RNA counts are
   overdispersed relative to Poisson, which is why MPRAnalyze (Ashuach et al. 2019 Genome Biol 20:183) models them
-  with a negative binomial and mpralm (Myint et al. 2019 Genome Biol 20:209) with a mean-variance trend; phi is drawn
-  per world (5-20, i.e. squared coefficient of variation 0.05-0.2 above Poisson);
-- negative controls (`neg_001`...): scrambled sequences without a splice donor, true activity Normal(0, sd_neg)
-  (sd_neg = element-to-element basal variation, drawn).
+  with a negative binomial and mpralm (Myint et al. 2019 BMC Genomics 20:209) with a mean-variance trend; phi is drawn
+  per world (5-20, i.e. squared coefficient of variation 0.05-0.2 above Poisson: a range chosen for this simulation,
+  not taken from a publication);
+- transfection-level variance (L1 and L2 calling): each replicate shifts each element's log2 activity by
+  t ~ Normal(0, rep_sd) and has its own RNA yield, so biological replicates correlate like independent transfections
+  (element-level r about 0.96-0.99 here), not like resampled reads (r above 0.995);
+- plasmid carry-over (L1 and L2 calling): each RNA library also holds Poisson(carry * rna_depth * w) plasmid reads
+  per barcode (carry 0.2-1%: a low level chosen for this simulation);
+- barcode collisions and sequencing-error barcodes (L1, `_background`; the L1 family's declared nuisance features):
+  about 0.2% of barcodes are assigned by the association to two elements (the collided barcode's counts are the sum
+  of both clones), and about 0.2% of rows are one-mismatch neighbours of a mapped barcode holding 0.5-3% of its reads,
+  absent from the map. The L1 defects `unmapped` and `uncollapse` are drawn well above this background (150-400
+  unmapped barcodes with full-size counts; 100-250 exact barcodes on two rows) and their goldens count only the defect;
+- negative controls (`neg_001`...): scrambled sequences without a splice donor (the assay's background inclusion),
+  true activity Normal(0, sd_neg) (sd_neg = element-to-element basal variation, drawn).
 
 L1 `library` (barcode-level counts, barcode map, design): edits `swap_columns` (dna_count <-> rna_rep1),
 `uncollapse` (drawn barcodes split over two rows, counts split binomially), `unmapped` (drawn extra barcodes absent
@@ -36,7 +51,8 @@ ratio), `low_dna` (most barcodes of drawn elements get 1-3 plasmid reads, RNA ke
 L2 calling (`calling_lib`): three RNA replicates, negative controls with drawn element-level basal variation.
 L2 batch (`batch_lib`): two transfection batches, RNA yield of batch 2 = 2^b times batch 1 (drawn b), elements with
 G at +5 assigned to batch 2 with a drawn probability.
-L3 `dossier`: per-element activities and per-position summaries of the real MPSA table.
+L3 `dossier`: per-element exon inclusion (log2 PSI relative to the median) and per-position summaries of the real
+MPSA table, presented as splicing.
 """
 from __future__ import annotations
 
@@ -120,8 +136,10 @@ def _nb(rng, mu: np.ndarray, phi: float) -> np.ndarray:
 
 def _simulate(e: pd.DataFrame, rng, bc_low: int, bc_high: int, dna_depth: float, rna_depth: float, phi: float,
               reps: int = 1, bc_sd: float = 0.35, rep_depths: list | None = None,
-              rep_col: str = "rna_rep") -> pd.DataFrame:
-    """Barcode-level counts for the elements `e` (element, activity, [rep_factor]); see the module docstring."""
+              rep_col: str = "rna_rep", rep_sd: float = 0.0, carry: float = 0.0) -> pd.DataFrame:
+    """Barcode-level counts for the elements `e` (element, activity, [rep_factor]); see the module docstring.
+    rep_sd: transfection-level variance (each replicate shifts each element's log2 activity by Normal(0, rep_sd));
+    carry: plasmid carry-over (each RNA library also holds Poisson(carry * rna_depth * w) plasmid reads per barcode)."""
     nbc = rng.integers(bc_low, bc_high + 1, len(e))
     el = np.repeat(e["element"].to_numpy(), nbc)
     act = np.repeat(e["activity"].to_numpy(), nbc)
@@ -133,19 +151,68 @@ def _simulate(e: pd.DataFrame, rng, bc_low: int, bc_high: int, dna_depth: float,
     depths = rep_depths or [1.0] * reps
     for r in range(reps):
         name = "rna_count" if reps == 1 else f"{rep_col}{r + 1}"
-        t[name] = _nb(rng, rna_depth * depths[r] * yld * w * np.power(2.0, act), phi)
+        tv = np.repeat(rng.normal(0.0, rep_sd, len(e)), nbc) if rep_sd > 0 else 0.0
+        t[name] = _nb(rng, rna_depth * depths[r] * yld * w * np.power(2.0, act + tv), phi)
+        if carry > 0:
+            t[name] = t[name] + rng.poisson(carry * rna_depth * depths[r] * w)
     return t
+
+
+def _neighbour(rng, bc: str) -> str:
+    """A one-mismatch neighbour of a barcode (a sequencing error)."""
+    i = int(rng.integers(0, len(bc)))
+    return bc[:i] + str(rng.choice([x for x in "ACGT" if x != bc[i]])) + bc[i + 1:]
+
+
+def _background(p: "Lib", rng, f_collide: float, f_error: float) -> None:
+    """The barcode-level background of a real library (the L1 family's nuisance features): barcode collisions (the
+    association assigns a barcode to two elements; its counts are the sum of both clones), sequencing-error barcodes
+    (one-mismatch neighbours of a mapped barcode with a few per cent of its reads, absent from the map)."""
+    t = p.bc.copy()
+    t["origin"] = ""
+    n = len(t)
+    k = max(int(round(n * f_collide)), 2)
+    pairs = rng.choice(n, 2 * k, replace=False).reshape(k, 2)
+    pairs = pairs[t["element"].to_numpy()[pairs[:, 0]] != t["element"].to_numpy()[pairs[:, 1]]]
+    cols = [c for c in t.columns if c.endswith("_count") or c.startswith("rna_rep")]
+    keep_i, drop_i = pairs[:, 0], pairs[:, 1]
+    t.loc[t.index[keep_i], cols] = t.iloc[keep_i][cols].to_numpy() + t.iloc[drop_i][cols].to_numpy()
+    extra_map = pd.DataFrame({"barcode": t["barcode"].to_numpy()[keep_i], "element": t["element"].to_numpy()[drop_i]})
+    t = t.drop(index=t.index[drop_i]).reset_index(drop=True)
+    p.bmap = pd.concat([t[["barcode", "element"]], extra_map], ignore_index=True)
+    m = int(round(len(t) * f_error))
+    src = t.iloc[np.sort(rng.choice(len(t), m, replace=False))]
+    seen = set(t["barcode"])
+    rows = []
+    for _, r in src.iterrows():
+        nb = _neighbour(rng, r["barcode"])
+        if nb in seen:
+            continue
+        seen.add(nb)
+        frac = float(rng.uniform(0.005, 0.03))
+        row = {"barcode": nb, "element": "", "origin": r["barcode"]}
+        for c in cols:
+            row[c] = int(rng.binomial(int(r[c]), frac))
+        if sum(row[c] for c in cols) == 0:
+            row[cols[0]] = 1
+        rows.append(row)
+    p.bc = pd.concat([t, pd.DataFrame(rows)], ignore_index=True)
+    p.truth["n_collisions"] = int(len(extra_map))
+    p.truth["n_error_barcodes"] = int(len(rows))
 
 
 # ---------------------------------------------------------------- L1: the barcode library
 
 @recipe(TRACK, "library")
 def library(sub: pd.DataFrame, rng, n: int, n_neg: int, bc_low: int, bc_high: int, phi: float,
-            a_max: float | None = None, rep2_depth: float = 1.0, bc_sd: float = 0.35) -> Lib:
+            a_max: float | None = None, rep2_depth: float = 1.0, bc_sd: float = 0.35, rep_sd: float = 0.25,
+            carry: float = 0.005, f_collide: float = 0.002, f_error: float = 0.002) -> Lib:
     e = pd.concat([_pick(sub, rng, n, a_max), _controls(rng, n_neg, 0.15)], ignore_index=True)
-    t = _simulate(e, rng, bc_low, bc_high, 120.0, 60.0, phi, reps=2, bc_sd=bc_sd, rep_depths=[1.0, rep2_depth])
+    t = _simulate(e, rng, bc_low, bc_high, 120.0, 60.0, phi, reps=2, bc_sd=bc_sd, rep_depths=[1.0, rep2_depth],
+                  rep_sd=rep_sd, carry=carry)
     p = Lib(kind="integrity", elements=e, bc=t, bmap=t[["barcode", "element"]].copy())
     p.truth["n_barcodes"] = int(len(t))
+    _background(p, rng, f_collide, f_error)
     return p
 
 
@@ -208,7 +275,7 @@ def truncate(p: Lib, rng, keep_low: float, keep_high: float) -> Lib:
     nxt = t.iloc[keep]
     text = body.to_csv(index=False, lineterminator="\n") + f"{nxt['barcode']},{int(nxt['dna_count'])}\n"
     p.text_counts = text
-    p.truth["missing"] = sorted(t["barcode"].iloc[keep:])
+    p.truth["missing"] = sorted(set(t["barcode"].iloc[keep:]) & set(p.bmap["barcode"]))
     return p
 
 
@@ -233,8 +300,11 @@ def bottleneck(p: Lib, rng, n_low: int, n_high: int) -> Lib:
         drop.extend(idx[keep:])
         # the survivors were amplified through the bottleneck (jackpot): their plasmid counts rise accordingly
         p.bc.loc[p.bc.index[idx[:keep]], ["dna_count", "rna_rep1", "rna_rep2"]] *= int(rng.integers(3, 8))
+    gone = set(p.bc["barcode"].iloc[drop])
+    # sequencing-error barcodes of a lost clone are lost with it
+    drop = sorted(set(drop) | set(np.flatnonzero(p.bc["origin"].isin(gone).to_numpy())))
     p.bc = p.bc.drop(index=p.bc.index[drop]).reset_index(drop=True)
-    p.bmap = p.bc[["barcode", "element"]].copy()
+    p.bmap = p.bmap[~p.bmap["barcode"].isin(gone)].reset_index(drop=True)
     p.truth["bottlenecked"] = chosen
     return p
 
@@ -277,14 +347,23 @@ def low_dna(p: Lib, rng, n_low: int, n_high: int, min_activity: float = 0.3, max
 
 @recipe(TRACK, "calling_lib")
 def calling_lib(sub: pd.DataFrame, rng, n: int, n_neg: int, phi: float, sd_neg: float, bc_low: int,
-                bc_high: int) -> Lib:
+                bc_high: int, rep_sd: float = 0.0, carry: float = 0.0) -> Lib:
+    """Three transfections: each shifts every element's log2 activity by Normal(0, rep_sd) (transfection-level
+    variance) and yields a drawn 0.7-1.4 of the nominal RNA depth; RNA libraries carry `carry` plasmid reads."""
     test = _pick(sub, rng, n)
     # element-to-element basal variation: inactive test elements vary like the controls do
     test["activity"] = np.round(test["activity"] + rng.normal(0.0, sd_neg, len(test)), 4)
     e = pd.concat([test, _controls(rng, n_neg, sd_neg)], ignore_index=True)
-    t = _simulate(e, rng, bc_low, bc_high, 100.0, 100.0, phi, reps=3, bc_sd=0.3)
+    depths = [1.0, 1.0, 1.0] if rep_sd <= 0 else [float(x) for x in rng.uniform(0.7, 1.4, 3)]
+    t = _simulate(e, rng, bc_low, bc_high, 100.0, 100.0, phi, reps=3, bc_sd=0.3, rep_depths=depths, rep_sd=rep_sd,
+                  carry=carry)
     p = Lib(kind="calling", elements=e, bc=t)
     p.truth["sd_neg"] = round(float(sd_neg), 3)
+    p.truth["rep_sd"] = round(float(rep_sd), 3)
+    te = e[e["role"] == "test"]
+    # generative truth: test elements whose true activity lies above the basal (negative-control) distribution,
+    # more than 3 sd_neg over its mean 0
+    p.truth["active_elements"] = sorted(te.loc[te["activity"] > 3.0 * sd_neg, "element"])
     return p
 
 
@@ -373,11 +452,17 @@ def write(p: Lib, w: CanonicalWriter) -> None:
     if p.truth:
         w.truth(**p.truth)
     files = {"meta.json": "this description"}
-    meta: dict = {"assay": "massively parallel reporter assay: each element (a 9-nt 5' splice-site variant, positions "
-                           "-3..+6, in a three-exon minigene reporter) is cloned with many random 14-nt barcodes; the "
-                           "plasmid library (DNA) and the reporter transcripts (RNA) are sequenced and barcodes counted",
+    meta: dict = {"assay": "massively parallel splicing reporter assay (MPRA design): each element (a 9-nt 5' "
+                           "splice-site variant, positions -3..+6, of the middle exon of a three-exon minigene reporter) "
+                           "is cloned with many random 14-nt barcodes; the plasmid library (DNA) and the reporter "
+                           "transcripts that include the middle exon (RNA) are sequenced and barcodes counted. RNA/DNA "
+                           "measures exon inclusion (percent spliced in) up to a constant, not transcript abundance",
+                  "data_origin": "the elements and their exon inclusion are real (the 5' splice-site library of Wong "
+                                 "et al. 2018, as distributed with the mavenn package); the barcode counts are "
+                                 "simulated around them",
                   "element_naming": "test elements are named by their 9-nt sequence (DNA letters, the sense strand of "
-                                    "the reporter); neg_### are scrambled negative controls without a splice donor"}
+                                    "the reporter); neg_### are scrambled negative controls without a splice donor "
+                                    "(the assay's background inclusion)"}
     e = p.elements.sort_values("element", kind="stable").reset_index(drop=True)
     if p.kind == "integrity":
         w.table("elements.csv", e[["element", "role"]])
@@ -392,7 +477,8 @@ def write(p: Lib, w: CanonicalWriter) -> None:
             "barcode_map.csv": "the barcode-to-element association from subassembly sequencing of the plasmid library "
                                "(CSV: barcode, element)",
             "counts.csv": "read counts per barcode, collapsed (one row per barcode; CSV: barcode, dna_count = plasmid "
-                          "library reads, rna_rep1, rna_rep2 = reporter RNA reads of two transfection replicates)"})
+                          "library reads, rna_rep1, rna_rep2 = reads of the exon-included reporter RNA of two "
+                          "transfection replicates)"})
         reads = {c: int(p.bc[c].sum()) for c in ("dna_count", "rna_rep1", "rna_rep2")}
         if "dna_total" in p.meta:
             reads["dna_count"] = p.meta["dna_total"]
@@ -408,10 +494,11 @@ def write(p: Lib, w: CanonicalWriter) -> None:
                                     if p.kind == "batch" else ")"))
         if p.kind == "calling":
             files["counts.csv"] = ("read counts per barcode (CSV: barcode, element, dna_count = plasmid library reads, "
-                                   "rna_rep1..rna_rep3 = reporter RNA reads of three independent transfections)")
+                                   "rna_rep1..rna_rep3 = reads of the exon-included reporter RNA of three independent "
+                                   "transfections)")
         else:
             files["counts.csv"] = ("read counts per barcode (CSV: barcode, element, dna_count = plasmid library reads, "
-                                   "rna_count = reporter RNA reads)")
+                                   "rna_count = reads of the exon-included reporter RNA)")
         if p.kind == "batch":
             meta["batches"] = ("the library was split in two sub-pools transfected and sequenced on different days "
                                "(batch 1, batch 2); half of the negative controls are in each")

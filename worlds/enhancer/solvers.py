@@ -68,10 +68,15 @@ def l2_calling(world_dir: Path, world) -> dict:
     t, el = A.load(world_dir)
     g, active, sd = A.call_careful(t, el)
     ng, trap = A.call_naive(t, el)
+    reps = sorted(c for c in t.columns if c.startswith("rna_rep"))
+    per = pd.concat([A.ratios(t, el, r).set_index("element")["activity"] for r in reps], axis=1).dropna()
+    cor = per.corr().to_numpy()
+    rep_r = [round(float(cor[i, j]), 4) for i in range(len(reps)) for j in range(i + 1, len(reps))]
     return {"active_elements": active, "n_active": len(active), "control_sd": sd,
             "n_test": int((el["role"] == "test").sum()), "trap_active": trap, "n_trap_active": len(trap),
             "n_extra_trap": len(set(trap) - set(active)),
             "barcodes_per_element": float(t.groupby("element").size().median()),
+            "replicate_r": rep_r,
             "activity": _sample(g, active[:40])}
 
 
