@@ -364,6 +364,7 @@ def calling_lib(sub: pd.DataFrame, rng, n: int, n_neg: int, phi: float, sd_neg: 
     # generative truth: test elements whose true activity lies above the basal (negative-control) distribution,
     # more than 3 sd_neg over its mean 0
     p.truth["active_elements"] = sorted(te.loc[te["activity"] > 3.0 * sd_neg, "element"])
+    p.truth["activity"] = {k: float(v) for k, v in zip(te["element"], te["activity"])}
     return p
 
 
