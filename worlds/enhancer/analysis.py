@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ERR_SHARE = 0.1       # a one-mismatch neighbour with at most this share of a mapped barcode's reads: a sequencing error
+ERR_SHARE = 1.0       # a one-mismatch neighbour with no more reads than a mapped barcode: a sequencing error of it
+BACKGROUND = 0.01     # error barcodes or collisions above this share of barcodes: more than a library's background
 MIN_BC = 5             # an element with fewer mapped barcodes than this went through a plasmid bottleneck
 WHOLE = 0.9            # a property of >= 90% of rows is a whole-column property
 MIN_DNA = 10           # barcodes with fewer plasmid reads than this: their RNA/DNA ratio is not measured
@@ -64,7 +65,15 @@ def detect(world="."):
             unmapped.append(b)
     v["error_barcodes"] = errors
     v["n_error_barcodes"] = len(errors)
-    v["n_collisions"] = int((m.groupby("barcode")["element"].nunique() > 1).sum())
+    v["error_fraction"] = round(len(errors) / max(len(set(c["barcode"])), 1), 4)
+    if v["error_fraction"] > BACKGROUND:
+        findings.append("error_barcodes")
+    multi = m.groupby("barcode")["element"].nunique()
+    v["collided_barcodes"] = sorted(multi.index[multi > 1])
+    v["n_collisions"] = len(v["collided_barcodes"])
+    v["collision_fraction"] = round(v["n_collisions"] / max(len(multi), 1), 4)
+    if v["collision_fraction"] > BACKGROUND:
+        findings.append("barcode_collisions")
     v["unmapped_barcodes"] = unmapped
     v["n_unmapped"] = len(v["unmapped_barcodes"])
     if v["n_unmapped"]:

@@ -45,7 +45,9 @@ L1 `library` (barcode-level counts, barcode map, design): edits `swap_columns` (
 `uncollapse` (drawn barcodes split over two rows, counts split binomially), `unmapped` (drawn extra barcodes absent
 from the association map), `strand_flip` (drawn elements written reverse-complemented in the map), `truncate` (the
 counts file cut after a drawn fraction, last line partial), `normalise_dna` (dna_count written as counts per million),
-`bottleneck` (drawn elements keep 1-3 barcodes), `copy_replicate` (rna_rep2 = rna_rep1).
+`bottleneck` (drawn elements keep 1-3 barcodes), `copy_replicate` (rna_rep2 = rna_rep1), `collisions` (a drawn
+1.5-8% of barcodes cloned with two elements: an association not filtered for collisions), `error_barcodes` (a drawn
+1.5-8% of barcodes get a one-mismatch neighbour holding 5-20% of their reads: no Hamming error correction).
 L2 activity (`activity_lib`): one replicate; edits `depth` (RNA library sequenced at a drawn 2^c times the basal
 ratio), `low_dna` (most barcodes of drawn elements get 1-3 plasmid reads, RNA kept: undersampled plasmid library).
 L2 calling (`calling_lib`): three RNA replicates, negative controls with drawn element-level basal variation.
@@ -164,41 +166,63 @@ def _neighbour(rng, bc: str) -> str:
     return bc[:i] + str(rng.choice([x for x in "ACGT" if x != bc[i]])) + bc[i + 1:]
 
 
-def _background(p: "Lib", rng, f_collide: float, f_error: float) -> None:
-    """The barcode-level background of a real library (the L1 family's nuisance features): barcode collisions (the
-    association assigns a barcode to two elements; its counts are the sum of both clones), sequencing-error barcodes
-    (one-mismatch neighbours of a mapped barcode with a few per cent of its reads, absent from the map)."""
-    t = p.bc.copy()
-    t["origin"] = ""
+def _collide(p: "Lib", rng, f_collide: float, min_k: int = 2) -> list:
+    """Barcode collisions: a drawn share of barcodes is cloned with two elements; the association lists the barcode
+    under both, and its counts are the sum of both clones (the second clone's own barcode row disappears)."""
+    t = p.bc
+    if "origin" not in t:
+        t["origin"] = ""
     n = len(t)
-    k = max(int(round(n * f_collide)), 2)
+    k = max(int(round(n * f_collide)), min_k)
     pairs = rng.choice(n, 2 * k, replace=False).reshape(k, 2)
     pairs = pairs[t["element"].to_numpy()[pairs[:, 0]] != t["element"].to_numpy()[pairs[:, 1]]]
+    pairs = pairs[(t["origin"].to_numpy()[pairs] == "").all(axis=1) & (t["element"].to_numpy()[pairs] != "").all(axis=1)]
     cols = [c for c in t.columns if c.endswith("_count") or c.startswith("rna_rep")]
     keep_i, drop_i = pairs[:, 0], pairs[:, 1]
     t.loc[t.index[keep_i], cols] = t.iloc[keep_i][cols].to_numpy() + t.iloc[drop_i][cols].to_numpy()
     extra_map = pd.DataFrame({"barcode": t["barcode"].to_numpy()[keep_i], "element": t["element"].to_numpy()[drop_i]})
-    t = t.drop(index=t.index[drop_i]).reset_index(drop=True)
-    p.bmap = pd.concat([t[["barcode", "element"]], extra_map], ignore_index=True)
+    gone = set(t["barcode"].to_numpy()[drop_i])
+    p.bc = t.drop(index=t.index[drop_i]).reset_index(drop=True)
+    base = p.bmap[~p.bmap["barcode"].isin(gone)] if p.bmap is not None else p.bc[["barcode", "element"]]
+    p.bmap = pd.concat([base, extra_map], ignore_index=True)
+    return sorted(extra_map["barcode"])
+
+
+def _errors(p: "Lib", rng, f_error: float, lo: float = 0.005, hi: float = 0.03, take: bool = False) -> list:
+    """Sequencing-error barcodes: a drawn share of rows gets a one-mismatch neighbour holding lo-hi of its reads
+    (taken from the parent when `take`), absent from the association map."""
+    t = p.bc
+    cols = [c for c in t.columns if c.endswith("_count") or c.startswith("rna_rep")]
     m = int(round(len(t) * f_error))
-    src = t.iloc[np.sort(rng.choice(len(t), m, replace=False))]
-    seen = set(t["barcode"])
+    cand = np.flatnonzero(((t["origin"] == "") & (t["element"] != "")).to_numpy())
+    src = t.iloc[np.sort(rng.choice(cand, min(m, len(cand)), replace=False))]
+    seen = set(t["barcode"]) | set(p.bmap["barcode"])
     rows = []
-    for _, r in src.iterrows():
+    for ix, r in src.iterrows():
         nb = _neighbour(rng, r["barcode"])
         if nb in seen:
             continue
         seen.add(nb)
-        frac = float(rng.uniform(0.005, 0.03))
+        frac = float(rng.uniform(lo, hi))
         row = {"barcode": nb, "element": "", "origin": r["barcode"]}
         for c in cols:
             row[c] = int(rng.binomial(int(r[c]), frac))
+            if take:
+                t.loc[ix, c] = int(r[c]) - row[c]
         if sum(row[c] for c in cols) == 0:
             row[cols[0]] = 1
         rows.append(row)
-    p.bc = pd.concat([t, pd.DataFrame(rows)], ignore_index=True)
-    p.truth["n_collisions"] = int(len(extra_map))
-    p.truth["n_error_barcodes"] = int(len(rows))
+    p.bc = pd.concat([t, pd.DataFrame(rows, columns=list(t.columns))], ignore_index=True)
+    return sorted(r["barcode"] for r in rows)
+
+
+def _background(p: "Lib", rng, f_collide: float, f_error: float) -> None:
+    """The barcode-level background of a real library (the L1 family's nuisance features): barcode collisions (the
+    association assigns a barcode to two elements; its counts are the sum of both clones), sequencing-error barcodes
+    (one-mismatch neighbours of a mapped barcode with a few per cent of its reads, absent from the map)."""
+    p.bc["origin"] = ""
+    p.truth["n_collisions"] = len(_collide(p, rng, f_collide))
+    p.truth["n_error_barcodes"] = len(_errors(p, rng, f_error))
 
 
 # ---------------------------------------------------------------- L1: the barcode library
@@ -309,6 +333,22 @@ def bottleneck(p: Lib, rng, n_low: int, n_high: int) -> Lib:
     return p
 
 
+@recipe(TRACK, "collisions")
+def collisions(p: Lib, rng, f_low: float, f_high: float) -> Lib:
+    """The association was not filtered for collisions: a drawn f_low-f_high of the barcodes are listed under two
+    elements (each cloned with both), far above the library's ~0.2% background."""
+    p.truth["collided"] = _collide(p, rng, float(rng.uniform(f_low, f_high)))
+    return p
+
+
+@recipe(TRACK, "error_barcodes")
+def error_barcodes(p: Lib, rng, f_low: float, f_high: float, share_low: float = 0.05, share_high: float = 0.2) -> Lib:
+    """Counting without barcode error correction (no Hamming collapsing): a drawn f_low-f_high of the barcodes get a
+    one-mismatch neighbour holding share_low-share_high of their reads (taken from them), absent from the map."""
+    p.truth["errors_added"] = _errors(p, rng, float(rng.uniform(f_low, f_high)), share_low, share_high, take=True)
+    return p
+
+
 @recipe(TRACK, "copy_replicate")
 def copy_replicate(p: Lib, rng) -> Lib:
     p.bc["rna_rep2"] = p.bc["rna_rep1"]
@@ -326,6 +366,8 @@ def activity_lib(sub: pd.DataFrame, rng, n: int, n_neg: int, phi: float, bc_low:
     p = Lib(kind="activity", elements=e, bc=t)
     p.truth["activity"] = {k: float(v) for k, v in zip(e["element"], e["activity"])}
     p.truth["depth_log2"] = round(float(depth_log2), 3)
+    te = e[e["role"] == "test"].assign(r=e["activity"].round(6))
+    p.truth["top_elements"] = te.sort_values(["r", "element"], ascending=[False, True])["element"].head(20).tolist()
     return p
 
 

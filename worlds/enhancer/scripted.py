@@ -50,6 +50,14 @@ if 'unmapped_barcodes' in f:
     issues.append({'category': 'unmapped barcodes', 'severity': 'warning', 'where': 'counts.csv vs barcode_map.csv',
                    'value': v['n_unmapped'], 'description': f"{v['n_unmapped']} counted barcodes are not in the association map: they cannot be assigned to an element",
                    'action': 'excluded and listed them', 'output': write_lines('unmapped_barcodes.txt', v['unmapped_barcodes'])})
+if 'error_barcodes' in f:
+    issues.append({'category': 'sequencing-error barcodes', 'severity': 'warning', 'where': 'counts.csv barcode',
+                   'value': v['n_error_barcodes'], 'description': f"{v['n_error_barcodes']} counted barcodes ({v['error_fraction']:.1%}) are one mismatch from a mapped barcode and hold part of its reads: barcode error correction (Hamming collapsing) was not done",
+                   'action': 'merged them into their parent barcodes; listed them', 'output': write_lines('error_barcodes.txt', v['error_barcodes'])})
+if 'barcode_collisions' in f:
+    issues.append({'category': 'barcode collisions', 'severity': 'warning', 'where': 'barcode_map.csv barcode',
+                   'value': v['n_collisions'], 'description': f"{v['n_collisions']} barcodes ({v['collision_fraction']:.1%}) are assigned to two elements in barcode_map.csv: each was cloned with two elements and cannot be attributed",
+                   'action': 'dropped them; listed them', 'output': write_lines('collided_barcodes.txt', v['collided_barcodes'])})
 if 'strand_flipped' in f:
     issues.append({'category': 'elements on the opposite strand', 'severity': 'warning', 'where': 'barcode_map.csv element',
                    'value': v['n_flipped'], 'description': f"{v['n_flipped']} designed elements are written in the map as their reverse complement ({v['n_flipped_barcodes']} barcodes): the map names are on the other strand",
