@@ -8,6 +8,7 @@ import pandas as pd
 
 ERR_SHARE = 1.0       # a one-mismatch neighbour with no more reads than a mapped barcode: a sequencing error of it
 BACKGROUND = 0.01     # error barcodes or collisions above this share of barcodes: more than a library's background
+MAX_REP_SD = 0.6     # element-level log2 difference of two transfections (robust sd) above this: a failed replicate
 MIN_BC = 5             # an element with fewer mapped barcodes than this went through a plasmid bottleneck
 WHOLE = 0.9            # a property of >= 90% of rows is a whole-column property
 MIN_DNA = 10           # barcodes with fewer plasmid reads than this: their RNA/DNA ratio is not measured
@@ -117,6 +118,16 @@ def detect(world="."):
         findings.append("swapped_columns")
         v["swapped_with"] = min(rna_cols, key=lambda r: (sd[r], r))
         v["swap_fraction"] = 1.0
+
+    # replicate agreement: element-level log2(RNA/DNA) of the two replicates (elements with >= MIN_BC barcodes)
+    jj = j[j.groupby("element")["barcode"].transform("size") >= MIN_BC].groupby("element")[["dna_count"] + rna_cols].sum()
+    lr = [np.log2((jj[r] + 1.0) / (jj["dna_count"] + 1.0)) for r in rna_cols]
+    v["replicate_r"] = round(float(np.corrcoef(lr[0], lr[1])[0, 1]), 4) if len(jj) > 2 else None
+    dd = (lr[0] - lr[1]) - float(np.median(lr[0] - lr[1]))
+    v["replicate_diff_sd"] = round(float(1.4826 * np.median(np.abs(dd))), 4) if len(jj) > 2 else None
+    if (v["replicate_diff_sd"] is not None and v["replicate_diff_sd"] > MAX_REP_SD and not v["swapped_with"]
+            and "replicate_copy" not in findings):
+        findings.append("low_replicate_correlation")
 
     # corrected plasmid counts for a fixed sample of barcodes
     fixed = complete.copy()

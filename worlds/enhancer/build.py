@@ -47,7 +47,8 @@ from the association map), `strand_flip` (drawn elements written reverse-complem
 counts file cut after a drawn fraction, last line partial), `normalise_dna` (dna_count written as counts per million),
 `bottleneck` (drawn elements keep 1-3 barcodes), `copy_replicate` (rna_rep2 = rna_rep1), `collisions` (a drawn
 1.5-8% of barcodes cloned with two elements: an association not filtered for collisions), `error_barcodes` (a drawn
-1.5-8% of barcodes get a one-mismatch neighbour holding 5-20% of their reads: no Hamming error correction).
+1.5-8% of barcodes get a one-mismatch neighbour holding 5-20% of their reads: no Hamming error correction),
+`discordant` (rna_rep2 of every element scaled by 2^Normal(0, sd): a failed second transfection).
 L2 activity (`activity_lib`): one replicate; edits `depth` (RNA library sequenced at a drawn 2^c times the basal
 ratio), `low_dna` (most barcodes of drawn elements get 1-3 plasmid reads, RNA kept: undersampled plasmid library).
 L2 calling (`calling_lib`): three RNA replicates, negative controls with drawn element-level basal variation.
@@ -346,6 +347,20 @@ def error_barcodes(p: Lib, rng, f_low: float, f_high: float, share_low: float = 
     """Counting without barcode error correction (no Hamming collapsing): a drawn f_low-f_high of the barcodes get a
     one-mismatch neighbour holding share_low-share_high of their reads (taken from them), absent from the map."""
     p.truth["errors_added"] = _errors(p, rng, float(rng.uniform(f_low, f_high)), share_low, share_high, take=True)
+    return p
+
+
+@recipe(TRACK, "discordant")
+def discordant(p: Lib, rng, sd_low: float, sd_high: float) -> Lib:
+    """A failed second transfection: every element's rna_rep2 reads scaled by 2^Normal(0, sd) (sd drawn in
+    sd_low-sd_high, per element, on top of the ordinary transfection variance), so the replicates correlate poorly."""
+    sd = float(rng.uniform(sd_low, sd_high))
+    els = p.elements["element"].to_numpy()
+    z = dict(zip(els, rng.normal(0.0, sd, len(els))))
+    t = p.bc
+    f = np.power(2.0, t["element"].map(z).fillna(0.0).to_numpy())
+    t["rna_rep2"] = rng.poisson(t["rna_rep2"].to_numpy() * f).astype(np.int64)
+    p.truth["discordant_sd"] = round(sd, 3)
     return p
 
 

@@ -58,6 +58,10 @@ if 'barcode_collisions' in f:
     issues.append({'category': 'barcode collisions', 'severity': 'warning', 'where': 'barcode_map.csv barcode',
                    'value': v['n_collisions'], 'description': f"{v['n_collisions']} barcodes ({v['collision_fraction']:.1%}) are assigned to two elements in barcode_map.csv: each was cloned with two elements and cannot be attributed",
                    'action': 'dropped them; listed them', 'output': write_lines('collided_barcodes.txt', v['collided_barcodes'])})
+if 'low_replicate_correlation' in f:
+    issues.append({'category': 'low replicate correlation', 'severity': 'warning', 'where': 'counts.csv rna_rep2',
+                   'value': v['replicate_r'], 'description': f"element-level log2 RNA/DNA of rna_rep1 and rna_rep2 correlate at r = {v['replicate_r']:.2f} and differ with a robust sd of {v['replicate_diff_sd']:.2f} log2 (sound transfections: about 0.4): a failed second transfection",
+                   'action': 'excluded rna_rep2 from activity estimates; request a repeat', 'output': None})
 if 'strand_flipped' in f:
     issues.append({'category': 'elements on the opposite strand', 'severity': 'warning', 'where': 'barcode_map.csv element',
                    'value': v['n_flipped'], 'description': f"{v['n_flipped']} designed elements are written in the map as their reverse complement ({v['n_flipped_barcodes']} barcodes): the map names are on the other strand",
