@@ -55,6 +55,37 @@ def activity_mean_ratio(world_dir: Path, out: Path) -> dict:
             "issues_found": issues, "analysis_usable": True, "summary": f"{len(test)} elements scored"}
 
 
+@alternative("enhancer.L2.activity", "median of per-barcode log2(RNA/DNA) ratios per element (pseudocount 1), barcodes "
+             "with >= 10 plasmid reads, library-size normalised, centred on the median of the negative controls",
+             ["enhancer.L2.activity.clean", "enhancer.L2.activity.depth", "enhancer.L2.activity.low_dna",
+              "enhancer.L2.activity.low_dna_many", "enhancer.L2.activity.outlier_rna",
+              "enhancer.L2.activity.outlier_rna_many"])
+def activity_barcode_median(world_dir: Path, out: Path) -> dict:
+    t, el = _load(world_dir)
+    t = t[t["dna_count"] >= 10]
+    lr = np.log2((t["rna_count"] + 1.0) / (t["dna_count"] + 1.0)) + np.log2(t["dna_count"].sum() / t["rna_count"].sum())
+    n = t.groupby("element").size()
+    a = lr.groupby(t["element"]).median()[n >= 2]
+    role = el.set_index("element")["role"].reindex(a.index)
+    a = a - float(a[role == "negative_control"].median())
+    test = a[role == "test"]
+    pd.DataFrame({"element": test.index, "activity": test.to_numpy()}).to_csv(out / "activity_med.csv", index=False)
+    top = test.round(6).reset_index().sort_values([0, "element"], ascending=[False, True])["element"].head(20)
+    dev = lr - lr.groupby(t["element"]).transform("median")
+    issues = []
+    if int((dev > 3).sum()):
+        issues.append(f"{int((dev > 3).sum())} outlier barcodes (RNA jackpots) read > 8-fold above their element's "
+                      "median barcode; the per-barcode median ignores them")
+    raw = np.log2((el.merge(t, on="element").groupby("role")["rna_count"].sum()
+                   / el.merge(t, on="element").groupby("role")["dna_count"].sum()))
+    if abs(float(raw.get("negative_control", 0.0))) > 0.3:
+        issues.append("negative controls read a raw log2 ratio away from 0: activities normalised to the negative controls")
+    if (world_dir / "counts.csv").exists() and int((pd.read_csv(world_dir / "counts.csv")["dna_count"] < 10).sum()):
+        issues.append("barcodes with fewer than 10 plasmid reads (low counts) excluded")
+    return {"top_elements": top.tolist(), "n_active": int((test.round(6) >= 1.0).sum()), "table": "activity_med.csv",
+            "issues_found": issues, "analysis_usable": True, "summary": f"{len(test)} elements scored"}
+
+
 @alternative("enhancer.L2.calling", "robust z against the negative controls (median and MAD of their element-level "
              "activities), per-replicate activities from barcodes with >= 5 plasmid reads averaged, "
              "Benjamini-Hochberg 5%",

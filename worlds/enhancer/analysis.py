@@ -14,6 +14,7 @@ WHOLE = 0.9            # a property of >= 90% of rows is a whole-column property
 MIN_DNA = 10           # barcodes with fewer plasmid reads than this: their RNA/DNA ratio is not measured
 MIN_GOOD_BC = 2        # an element needs this many measured barcodes
 PSEUDO = 0.5
+OUTLIER_LOG2 = 3.0     # a barcode 8-fold above its element's median barcode ratio: an RNA jackpot, excluded
 TOP_N = 20
 ACTIVE = 1.0           # log2 activity over the negative controls at or above this: active (two-fold)
 FDR = 0.05
@@ -150,12 +151,19 @@ def load(world="."):
             pd.read_csv(d / "elements.csv", dtype={"element": str}))
 
 
+def outlier_barcodes(t, rna):
+    """Barcodes whose log2(RNA/DNA) exceeds their element's median barcode by more than OUTLIER_LOG2 (an RNA jackpot)."""
+    lr = np.log2((t[rna] + 1.0) / (t["dna_count"] + 1.0))
+    return (lr - lr.groupby(t["element"]).transform("median")) > OUTLIER_LOG2
+
+
 def ratios(t, el, rna, careful=True, by=None):
-    """Per-element log2(RNA/DNA) over the barcodes with >= MIN_DNA plasmid reads (careful) or over every barcode
-    (naive); careful: library-size normalised and centred on the median negative control (of the element's own
-    `by` group when given)."""
+    """Per-element log2(RNA/DNA) over the barcodes with >= MIN_DNA plasmid reads and no RNA jackpot (careful) or over
+    every barcode (naive); careful: library-size normalised and centred on the median negative control (of the
+    element's own `by` group when given)."""
     if careful:
         t = t[t["dna_count"] >= MIN_DNA]
+        t = t[~outlier_barcodes(t, rna)]
     g = t.groupby("element").agg(dna=("dna_count", "sum"), rna=(rna, "sum"), n_bc=("barcode", "size")).reset_index()
     if careful:
         g = g[g["n_bc"] >= MIN_GOOD_BC]

@@ -50,7 +50,8 @@ counts file cut after a drawn fraction, last line partial), `normalise_dna` (dna
 1.5-8% of barcodes get a one-mismatch neighbour holding 5-20% of their reads: no Hamming error correction),
 `discordant` (rna_rep2 of every element scaled by 2^Normal(0, sd): a failed second transfection).
 L2 activity (`activity_lib`): one replicate; edits `depth` (RNA library sequenced at a drawn 2^c times the basal
-ratio), `low_dna` (most barcodes of drawn elements get 1-3 plasmid reads, RNA kept: undersampled plasmid library).
+ratio), `low_dna` (most barcodes of drawn elements get 1-3 plasmid reads, RNA kept: undersampled plasmid library),
+`outlier_rna` (one barcode of each of a few drawn elements gets 2^k times its RNA reads: an RNA jackpot).
 L2 calling (`calling_lib`): three RNA replicates, negative controls with drawn element-level basal variation.
 L2 batch (`batch_lib`): two transfection batches, RNA yield of batch 2 = 2^b times batch 1 (drawn b), elements with
 G at +5 assigned to batch 2 with a drawn probability.
@@ -397,6 +398,29 @@ def low_dna(p: Lib, rng, n_low: int, n_high: int, min_activity: float = 0.3, max
         idx = np.flatnonzero((t["element"] == el).to_numpy())
         t.loc[t.index[idx], "dna_count"] = rng.integers(1, 3, len(idx))
     p.truth["low_dna"] = chosen
+    return p
+
+
+@recipe(TRACK, "outlier_rna")
+def outlier_rna(p: Lib, rng, n_low: int, n_high: int, log2_low: float, log2_high: float, min_activity: float = -1.0,
+                max_activity: float = 1.0) -> Lib:
+    """RNA jackpots: one barcode of each of n_low-n_high drawn test elements (true activity in min-max) gets its RNA
+    reads multiplied by 2^k (k drawn per barcode in log2_low-log2_high), as a PCR jackpot or a barcode in an
+    integration hot spot does; the plasmid count is kept."""
+    e = p.elements
+    m = (e["role"] == "test") & (e["activity"] >= min_activity) & (e["activity"] <= max_activity)
+    chosen = sorted(str(x) for x in rng.choice(e.loc[m, "element"].to_numpy(), int(rng.integers(n_low, n_high + 1)),
+                                                replace=False))
+    t = p.bc
+    bcs = []
+    for el in chosen:
+        idx = np.flatnonzero(((t["element"] == el) & (t["dna_count"] >= 20)).to_numpy())
+        i = int(rng.choice(idx))
+        k = float(rng.uniform(log2_low, log2_high))
+        t.loc[t.index[i], "rna_count"] = int(round(max(int(t["rna_count"].iloc[i]), 5) * 2.0 ** k))
+        bcs.append(str(t["barcode"].iloc[i]))
+    p.truth["outlier_elements"] = chosen
+    p.truth["outlier_barcodes"] = sorted(bcs)
     return p
 
 

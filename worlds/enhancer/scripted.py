@@ -121,6 +121,10 @@ low = sorted(set(t.loc[t['dna_count'] < MIN_DNA, 'element']))
 issues = []
 if not NAIVE and abs(shift) > 0.3:
     issues.append(f'the negative controls themselves have log2(RNA/DNA) = {shift:.2f}: activities normalised to the negative controls (raw ratios carry the libraries depth)')
+kept = t[t['dna_count'] >= MIN_DNA]
+out = kept[outlier_barcodes(kept, 'rna_count')]
+if not NAIVE and len(out):
+    issues.append(f"{len(out)} barcodes of {out['element'].nunique()} elements read more than {2 ** OUTLIER_LOG2:.0f}-fold above their element's median barcode ratio (RNA jackpots, outliers): excluded before summing")
 if not NAIVE and low:
     issues.append(f'{len(low)} elements have barcodes with fewer than {MIN_DNA} plasmid reads (low counts): those barcodes excluded, elements left with < {MIN_GOOD_BC} measured barcodes not scored')
 print(json.dumps({'top_elements': tv, 'n_active': na, 'table': 'activity.csv', 'issues_found': issues,

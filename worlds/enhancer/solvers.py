@@ -54,10 +54,13 @@ def l2_activity(world_dir: Path, world) -> dict:
     g = A.ratios(t, el, "rna_count")
     raw = A.ratios(t, el, "rna_count", careful=False)
     low = sorted(set(t.loc[t["dna_count"] < A.MIN_DNA, "element"]))
+    kept = t[t["dna_count"] >= A.MIN_DNA]
+    out = kept[A.outlier_barcodes(kept, "rna_count")]
     neg = raw[raw["role"] == "negative_control"]["activity"]
     tv = A.top(g)
     return {"top_elements": tv, "n_active": A.n_active(g), "n_scored": int((g["role"] == "test").sum()),
             "n_low_dna_elements": len(low), "low_dna_elements": low,
+            "n_outlier_barcodes": int(len(out)), "outlier_elements": sorted(set(out["element"])),
             "control_log2_ratio": round(float(neg.median()), 4),
             "activity": _sample(g, tv), "trap_top": A.top(raw), "n_trap_active": A.n_active(raw),
             "trap_activity": _sample(raw.set_index("element").loc[g["element"]].reset_index(), tv)}
