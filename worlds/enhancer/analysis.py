@@ -6,11 +6,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+ERR_SHARE = 1.0       # a one-mismatch neighbour with no more reads than a mapped barcode: a sequencing error of it
+BACKGROUND = 0.01     # error barcodes or collisions above this share of barcodes: more than a library's background
+MAX_REP_SD = 0.6     # element-level log2 difference of two transfections (robust sd) above this: a failed replicate
 MIN_BC = 5             # an element with fewer mapped barcodes than this went through a plasmid bottleneck
 WHOLE = 0.9            # a property of >= 90% of rows is a whole-column property
 MIN_DNA = 10           # barcodes with fewer plasmid reads than this: their RNA/DNA ratio is not measured
 MIN_GOOD_BC = 2        # an element needs this many measured barcodes
 PSEUDO = 0.5
+OUTLIER_LOG2 = 3.0     # a barcode 8-fold above its element's median barcode ratio: an RNA jackpot, excluded
 TOP_N = 20
 ACTIVE = 1.0           # log2 activity over the negative controls at or above this: active (two-fold)
 FDR = 0.05
@@ -50,8 +54,29 @@ def detect(world="."):
     if v["n_missing"]:
         findings.append("truncated_table")
 
-    # counted barcodes absent from the association map
-    v["unmapped_barcodes"] = sorted(set(c["barcode"]) - mapped)
+    # counted barcodes absent from the association map; a one-mismatch neighbour of a mapped barcode with at most
+    # ERR_SHARE of its reads is a sequencing error of that barcode (background of every library), not an unmapped one
+    reads = c.groupby("barcode")[["dna_count"] + rna_cols].sum().sum(axis=1)
+    errors, unmapped = [], []
+    for b in sorted(set(c["barcode"]) - mapped):
+        par = [b[:i] + x + b[i + 1:] for i in range(len(b)) for x in "ACGT" if x != b[i]]
+        par = [q for q in par if q in mapped]
+        if par and any(q not in reads.index or reads[b] <= ERR_SHARE * reads[q] for q in par):
+            errors.append(b)
+        else:
+            unmapped.append(b)
+    v["error_barcodes"] = errors
+    v["n_error_barcodes"] = len(errors)
+    v["error_fraction"] = round(len(errors) / max(len(set(c["barcode"])), 1), 4)
+    if v["error_fraction"] > BACKGROUND:
+        findings.append("error_barcodes")
+    multi = m.groupby("barcode")["element"].nunique()
+    v["collided_barcodes"] = sorted(multi.index[multi > 1])
+    v["n_collisions"] = len(v["collided_barcodes"])
+    v["collision_fraction"] = round(v["n_collisions"] / max(len(multi), 1), 4)
+    if v["collision_fraction"] > BACKGROUND:
+        findings.append("barcode_collisions")
+    v["unmapped_barcodes"] = unmapped
     v["n_unmapped"] = len(v["unmapped_barcodes"])
     if v["n_unmapped"]:
         findings.append("unmapped_barcodes")
@@ -95,13 +120,23 @@ def detect(world="."):
         v["swapped_with"] = min(rna_cols, key=lambda r: (sd[r], r))
         v["swap_fraction"] = 1.0
 
+    # replicate agreement: element-level log2(RNA/DNA) of the two replicates (elements with >= MIN_BC barcodes)
+    jj = j[j.groupby("element")["barcode"].transform("size") >= MIN_BC].groupby("element")[["dna_count"] + rna_cols].sum()
+    lr = [np.log2((jj[r] + 1.0) / (jj["dna_count"] + 1.0)) for r in rna_cols]
+    v["replicate_r"] = round(float(np.corrcoef(lr[0], lr[1])[0, 1]), 4) if len(jj) > 2 else None
+    dd = (lr[0] - lr[1]) - float(np.median(lr[0] - lr[1]))
+    v["replicate_diff_sd"] = round(float(1.4826 * np.median(np.abs(dd))), 4) if len(jj) > 2 else None
+    if (v["replicate_diff_sd"] is not None and v["replicate_diff_sd"] > MAX_REP_SD and not v["swapped_with"]
+            and "replicate_copy" not in findings):
+        findings.append("low_replicate_correlation")
+
     # corrected plasmid counts for a fixed sample of barcodes
     fixed = complete.copy()
     if v["swapped_with"]:
         fixed["dna_count"] = complete[v["swapped_with"]]
     if "dna_normalised" in findings:
         fixed["dna_count"] = np.round(fixed["dna_count"] * meta["sequenced_reads"]["dna_count"] / 1e6)
-    fixed = fixed.groupby("barcode", sort=True)["dna_count"].sum()
+    fixed = fixed[fixed["barcode"].isin(mapped)].groupby("barcode", sort=True)["dna_count"].sum()
     keys = list(fixed.index[:: max(len(fixed) // 60, 1)])
     v["corrected_dna"] = {k: int(round(float(fixed[k]))) for k in keys}
     v["findings"] = findings
@@ -116,12 +151,19 @@ def load(world="."):
             pd.read_csv(d / "elements.csv", dtype={"element": str}))
 
 
+def outlier_barcodes(t, rna):
+    """Barcodes whose log2(RNA/DNA) exceeds their element's median barcode by more than OUTLIER_LOG2 (an RNA jackpot)."""
+    lr = np.log2((t[rna] + 1.0) / (t["dna_count"] + 1.0))
+    return (lr - lr.groupby(t["element"]).transform("median")) > OUTLIER_LOG2
+
+
 def ratios(t, el, rna, careful=True, by=None):
-    """Per-element log2(RNA/DNA) over the barcodes with >= MIN_DNA plasmid reads (careful) or over every barcode
-    (naive); careful: library-size normalised and centred on the median negative control (of the element's own
-    `by` group when given)."""
+    """Per-element log2(RNA/DNA) over the barcodes with >= MIN_DNA plasmid reads and no RNA jackpot (careful) or over
+    every barcode (naive); careful: library-size normalised and centred on the median negative control (of the
+    element's own `by` group when given)."""
     if careful:
         t = t[t["dna_count"] >= MIN_DNA]
+        t = t[~outlier_barcodes(t, rna)]
     g = t.groupby("element").agg(dna=("dna_count", "sum"), rna=(rna, "sum"), n_bc=("barcode", "size")).reset_index()
     if careful:
         g = g[g["n_bc"] >= MIN_GOOD_BC]

@@ -50,6 +50,18 @@ if 'unmapped_barcodes' in f:
     issues.append({'category': 'unmapped barcodes', 'severity': 'warning', 'where': 'counts.csv vs barcode_map.csv',
                    'value': v['n_unmapped'], 'description': f"{v['n_unmapped']} counted barcodes are not in the association map: they cannot be assigned to an element",
                    'action': 'excluded and listed them', 'output': write_lines('unmapped_barcodes.txt', v['unmapped_barcodes'])})
+if 'error_barcodes' in f:
+    issues.append({'category': 'sequencing-error barcodes', 'severity': 'warning', 'where': 'counts.csv barcode',
+                   'value': v['n_error_barcodes'], 'description': f"{v['n_error_barcodes']} counted barcodes ({v['error_fraction']:.1%}) are one mismatch from a mapped barcode and hold part of its reads: barcode error correction (Hamming collapsing) was not done",
+                   'action': 'merged them into their parent barcodes; listed them', 'output': write_lines('error_barcodes.txt', v['error_barcodes'])})
+if 'barcode_collisions' in f:
+    issues.append({'category': 'barcode collisions', 'severity': 'warning', 'where': 'barcode_map.csv barcode',
+                   'value': v['n_collisions'], 'description': f"{v['n_collisions']} barcodes ({v['collision_fraction']:.1%}) are assigned to two elements in barcode_map.csv: each was cloned with two elements and cannot be attributed",
+                   'action': 'dropped them; listed them', 'output': write_lines('collided_barcodes.txt', v['collided_barcodes'])})
+if 'low_replicate_correlation' in f:
+    issues.append({'category': 'low replicate correlation', 'severity': 'warning', 'where': 'counts.csv rna_rep2',
+                   'value': v['replicate_r'], 'description': f"element-level log2 RNA/DNA of rna_rep1 and rna_rep2 correlate at r = {v['replicate_r']:.2f} and differ with a robust sd of {v['replicate_diff_sd']:.2f} log2 (sound transfections: about 0.4): a failed second transfection",
+                   'action': 'excluded rna_rep2 from activity estimates; request a repeat', 'output': None})
 if 'strand_flipped' in f:
     issues.append({'category': 'elements on the opposite strand', 'severity': 'warning', 'where': 'barcode_map.csv element',
                    'value': v['n_flipped'], 'description': f"{v['n_flipped']} designed elements are written in the map as their reverse complement ({v['n_flipped_barcodes']} barcodes): the map names are on the other strand",
@@ -109,6 +121,10 @@ low = sorted(set(t.loc[t['dna_count'] < MIN_DNA, 'element']))
 issues = []
 if not NAIVE and abs(shift) > 0.3:
     issues.append(f'the negative controls themselves have log2(RNA/DNA) = {shift:.2f}: activities normalised to the negative controls (raw ratios carry the libraries depth)')
+kept = t[t['dna_count'] >= MIN_DNA]
+out = kept[outlier_barcodes(kept, 'rna_count')]
+if not NAIVE and len(out):
+    issues.append(f"{len(out)} barcodes of {out['element'].nunique()} elements read more than {2 ** OUTLIER_LOG2:.0f}-fold above their element's median barcode ratio (RNA jackpots, outliers): excluded before summing")
 if not NAIVE and low:
     issues.append(f'{len(low)} elements have barcodes with fewer than {MIN_DNA} plasmid reads (low counts): those barcodes excluded, elements left with < {MIN_GOOD_BC} measured barcodes not scored')
 print(json.dumps({'top_elements': tv, 'n_active': na, 'table': 'activity.csv', 'issues_found': issues,

@@ -55,10 +55,13 @@ def l2_activity(world_dir: Path, world) -> dict:
     g = A.ratios(t, el, "rna_count")
     raw = A.ratios(t, el, "rna_count", careful=False)
     low = sorted(set(t.loc[t["dna_count"] < A.MIN_DNA, "element"]))
+    kept = t[t["dna_count"] >= A.MIN_DNA]
+    out = kept[A.outlier_barcodes(kept, "rna_count")]
     neg = raw[raw["role"] == "negative_control"]["activity"]
     tv = A.top(g)
     return {"top_elements": tv, "n_active": A.n_active(g), "n_scored": int((g["role"] == "test").sum()),
             "n_low_dna_elements": len(low), "low_dna_elements": low,
+            "n_outlier_barcodes": int(len(out)), "outlier_elements": sorted(set(out["element"])),
             "control_log2_ratio": round(float(neg.median()), 4),
             "activity": _sample(g, tv), "trap_top": A.top(raw), "n_trap_active": A.n_active(raw),
             "trap_activity": _sample(raw.set_index("element").loc[g["element"]].reset_index(), tv)}
@@ -69,10 +72,15 @@ def l2_calling(world_dir: Path, world) -> dict:
     t, el = A.load(world_dir)
     g, active, sd = A.call_careful(t, el)
     ng, trap = A.call_naive(t, el)
+    reps = sorted(c for c in t.columns if c.startswith("rna_rep"))
+    per = pd.concat([A.ratios(t, el, r).set_index("element")["activity"] for r in reps], axis=1).dropna()
+    cor = per.corr().to_numpy()
+    rep_r = [round(float(cor[i, j]), 4) for i in range(len(reps)) for j in range(i + 1, len(reps))]
     return {"active_elements": active, "n_active": len(active), "control_sd": sd,
             "n_test": int((el["role"] == "test").sum()), "trap_active": trap, "n_trap_active": len(trap),
             "n_extra_trap": len(set(trap) - set(active)),
             "barcodes_per_element": float(t.groupby("element").size().median()),
+            "replicate_r": rep_r,
             "activity": _sample(g, active[:40])}
 
 
