@@ -166,6 +166,20 @@ def test_tampered_file_is_caught(tmp_path):
         ensure_built(ref, tmp_path)
 
 
+def test_a_build_left_by_an_earlier_checkout_is_rebuilt(tmp_path):
+    """A cached build made for another lock (the world changed since: a pulled commit) is stale, not tampered: it is
+    set aside and rebuilt, so a run after an update does not fail on its own cache; an edit under the same lock
+    is still refused (test_tampered_file_is_caught)."""
+    ref = next(r for r in REFS if r.world.track == "histone" and isinstance(r.world, L1World))
+    d = ensure_built(ref, tmp_path)
+    victim = sorted(ref.world.public_files)[0]
+    (d / victim).write_bytes(b"an older version of this world")
+    stamp = d.with_name(f".{d.name}.lock-sha256")
+    assert stamp.exists()
+    stamp.write_text("0" * 64)  # built for another lock
+    assert ensure_built(ref, tmp_path) == d and compare(ref, read_lock(ref), d) == []
+
+
 def test_extra_file_is_caught(tmp_path):
     ref = next(r for r in REFS if r.world.track == "scrna" and isinstance(r.world, L2World))
     d = ensure_built(ref, tmp_path)

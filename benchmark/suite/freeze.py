@@ -323,6 +323,15 @@ def _building_dir(out: Path) -> Path:
     return out.with_name(f".{out.name}.{os.getpid()}.{secrets.token_hex(4)}.building")
 
 
+def _stamp_path(d: Path) -> Path:
+    """Beside a cached build: the hash of the lock it was built for (a later checkout's lock makes it stale)."""
+    return d.with_name(f".{d.name}.lock-sha256")
+
+
+def _lock_stamp(lock: Lock) -> str:
+    return sha256_bytes(lock_bytes(lock))
+
+
 def freeze_world(ref: WorldRef, cache_root: Path | None = None) -> Lock:
     """Build into the cache, solve, and write golden + lock beside the manifest (or in the campaign), atomically."""
     out = world_cache(ref, cache_root)
@@ -333,6 +342,7 @@ def freeze_world(ref: WorldRef, cache_root: Path | None = None) -> Lock:
         files = build_files(ref, tmp, truth)
         g = solve(ref, tmp, truth)
         lock = make_lock(ref, tmp, files, g)  # hashed before it is installed: another freeze may replace `out`
+        _atomic_write(_stamp_path(out), _lock_stamp(lock).encode())
         _install(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -416,14 +426,24 @@ def check_world(ref: WorldRef, scratch: Path) -> list[str]:
 
 
 def ensure_built(ref: WorldRef, cache_root: Path | None = None) -> Path:
-    """The world's verified public files: rebuilt into the cache when absent, refused when they differ from the lock."""
+    """The world's verified public files: rebuilt into the cache when absent or stale (built for another lock: an
+    earlier checkout's version of the world), refused when they differ from the lock they were built for (edited)."""
     lock = read_lock(ref)
     d = world_cache(ref, cache_root)
+    stamp, want = _stamp_path(d), _lock_stamp(lock)
+    if d.exists() and (not stamp.exists() or stamp.read_text() != want):  # built for another lock: stale, set aside
+        stale = _building_dir(d).with_suffix(".stale")
+        try:
+            os.rename(d, stale)
+        except OSError:  # another process moved it first
+            pass
+        shutil.rmtree(stale, ignore_errors=True)
     if not d.exists():  # built aside under a name of this process, then renamed: two processes may race here
         tmp = _building_dir(d)
         tmp.parent.mkdir(parents=True, exist_ok=True)
         try:
             build_files(ref, tmp)
+            _atomic_write(stamp, want.encode())
             os.rename(tmp, d)
         except OSError:
             if not d.exists():
