@@ -88,7 +88,9 @@ def _code_hash(track: str) -> str:
     h = hashlib.sha256(BUILD_VERSION.encode())
     h.update(gold.COMMON_SOURCE.encode())
     h.update(Path(__file__).read_bytes())
-    h.update(Path(inspect.getfile(type(load_host(track)))).read_bytes())
+    for cls in type(load_host(track)).__mro__:  # the host's module and the modules of the classes it builds on
+        if cls.__module__ not in ("builtins", "abc"):
+            h.update(Path(inspect.getfile(cls)).read_bytes())
     return h.hexdigest()[:16]
 
 

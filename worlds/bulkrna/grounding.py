@@ -44,9 +44,9 @@ import pandas as pd
 
 from benchmark.suite.canonical import CanonicalWriter
 from benchmark.errors import BenchmarkError
-from benchmark.grounding.host import GroundingHost
 from benchmark.suite.registry import grounding_host
 from graders.grounding import files_mentioning
+from worlds.scaffold import BINS_SOURCE, SubstrateHost
 
 COUNTS, SAMPLES, GENES = "counts.tsv", "samples.tsv", "genes.tsv"
 
@@ -136,9 +136,6 @@ def op_exchange_lanes(d: Lanes, rng, pairs: list[list[str]], gene: str | None = 
     return Lanes(C, d.samples.copy(), d.genes.copy())
 
 
-OPS = {"delete_gene": op_delete_gene, "drop_lanes": op_drop_lanes, "drop_tissue": op_drop_tissue,
-       "swap_genes": op_swap_genes, "exchange_lanes": op_exchange_lanes}
-
 # ---------------------------------------------------------------- statistics (run on the host and in the sandbox)
 
 STAT_SOURCE = r'''
@@ -214,13 +211,11 @@ def reference_statistic(spec, options, data):
             c = counts.to_numpy(np.float64)
             cpm = pd.DataFrame(c / c.sum(0, keepdims=True) * 1e6, index=counts.index, columns=counts.columns)
             n = int((cpm[a].mean(1) >= thr).sum()) - (int((cpm[b].mean(1) >= thr).sum()) if b else 0)
-        for letter in options:
-            lo, hi = spec["bins"][letter]
-            values[letter] = None if n is None else float(-max(lo - n, n - hi, 0))
+        values.update(in_bins(spec, options, n))
     else:
         raise ValueError(f"unknown statistic kind {kind!r}")
     return decide(values, missing, margin, direction)
-'''
+''' + BINS_SOURCE
 
 META = {
     "assay": ("bulk RNA-seq (Illumina Genome Analyzer, 32-bp reads): read counts per gene of one human kidney and one "
@@ -241,18 +236,20 @@ META = {
 # ---------------------------------------------------------------- the host
 
 @grounding_host("bulkrna")
-class BulkRnaHost(GroundingHost):
+class BulkRnaHost(SubstrateHost):
+    """The lanes of one kidney and one liver library (Marioni et al. 2008, chromosomes 1-4); withdrawal and flip
+    operations act on genes or on lanes."""
+
     families = ("tissue_specificity", "abundance", "lane_identity", "detection_breadth")
     assay = "bulk RNA-seq read counts of kidney and liver lanes"
     files = ("counts.tsv (tab-separated: gene_id, an Ensembl gene ID, then raw read counts per sequencing lane, "
              "columns named by lane, e.g. R1L1), samples.tsv (lane, tissue, run), genes.tsv (gene_id, chrom, biotype, "
              "length, gc) and meta.json.")
+    ops = {"delete_gene": op_delete_gene, "drop_lanes": op_drop_lanes, "drop_tissue": op_drop_tissue,
+           "swap_genes": op_swap_genes, "exchange_lanes": op_exchange_lanes}
     stat_source = STAT_SOURCE
-    ops = OPS
 
-    def base_data(self, dataset: str | None, datasets: dict) -> Lanes:
-        if dataset is not None:
-            raise BenchmarkError(f"the bulkrna grounding host has no datasets (item names {dataset!r})")
+    def substrate(self) -> Lanes:
         C, S, G = _substrate()
         return Lanes(C.copy(), S.copy(), G.copy())
 

@@ -6,9 +6,10 @@ as source text (inspect.getsource). Registered on import of worlds.bulkrna.solve
 from __future__ import annotations
 
 import inspect
+from functools import partial
 
-from benchmark.suite.registry import naive, oracle
 from worlds.bulkrna import solvers as S
+from worlds.scaffold import scripted
 
 _CONSTS = ("SEX_Y", "SLOPE_FINDING", "SHIFT_FINDING", "TOP_K", "CONDITION_GENES", "TECHREP_RATIO", "CHI2_1_MEDIAN", "NUISANCE",
            "CONTAM_LOG2", "CONTAM_MIN_GENES")
@@ -106,15 +107,9 @@ print(json.dumps({'assessment': 'usable', 'issues': [], 'summary': f'Loaded {X.s
 """
 
 
-@oracle("bulkrna.L1.integrity", version="2")
-def l1_oracle(ref) -> list[str]:
-    return [_helpers(S.length_slopes, S.infer_sex, S.expressed_condition, S.pair_poisson_ratios, S.restore_sheet, S.detect),
-            _L1_ORACLE]
-
-
-@naive("bulkrna.L1.integrity", version="1")
-def l1_naive(ref) -> list[str]:
-    return [_L1_NAIVE]
+scripted("bulkrna.L1.integrity",
+         [partial(_helpers, S.length_slopes, S.infer_sex, S.expressed_condition, S.pair_poisson_ratios, S.restore_sheet, S.detect), _L1_ORACLE],
+         [_L1_NAIVE], versions=("2", "1"))
 
 
 _DE_COMMON = r"""
@@ -193,7 +188,8 @@ res = res.loc[dec['endo']]
 finish(res, '~condition', 'spike-in size factors (ERCC)' if dec['use_spikes'] else 'median-of-ratios (spike-ins agree)', 'all')
 """
 
-_DE_NAIVE = r"""
+# The naive agent's DE: pydeseq2 with its defaults on the matrix and sheet as they come (~condition).
+_DESEQ_DEFAULTS = r"""
 import json, logging, warnings
 import pandas as pd
 from pydeseq2.dds import DeseqDataSet
@@ -209,7 +205,9 @@ dds = DeseqDataSet(counts=X.T, metadata=s, design='~condition', inference=inf, q
 dds.deseq2()
 st = DeseqStats(dds, contrast=['condition', test, ref], inference=inf, quiet=True)
 st.summary()
-res = st.results_df
+"""
+
+_DE_NAIVE = _DESEQ_DEFAULTS + r"""res = st.results_df
 padj = res['padj'].fillna(1.0)
 de = sorted(res.index[padj < 0.05])
 pd.DataFrame({'gene': res.index, 'log2fc': res['log2FoldChange'].to_numpy(), 'padj': padj.to_numpy()}).to_csv('de.csv', index=False)
@@ -255,35 +253,17 @@ print(json.dumps({'test_condition': test, 'reference_condition': ref, 'top_genes
 """
 
 
-@oracle("bulkrna.L2.condition_de", version="2")
-def cde_oracle(ref) -> list[str]:
-    return [_helpers(S.length_slopes, S.run_deseq, S.estimable_design, S.contamination_scan, S.outcome_filter_scan),
-            _DE_COMMON + _CDE_ORACLE]
+scripted("bulkrna.L2.condition_de",
+         [partial(_helpers, S.length_slopes, S.run_deseq, S.estimable_design, S.contamination_scan, S.outcome_filter_scan), _DE_COMMON + _CDE_ORACLE],
+         [_DE_NAIVE], versions=("2", "1"))
 
 
-@naive("bulkrna.L2.condition_de", version="1")
-def cde_naive(ref) -> list[str]:
-    return [_DE_NAIVE]
+scripted("bulkrna.L2.normalisation",
+         [partial(_helpers, S.run_deseq, S.spike_decision), _DE_COMMON + _NORM_ORACLE],
+         [_NORM_NAIVE])
 
 
-@oracle("bulkrna.L2.normalisation", version="1")
-def norm_oracle(ref) -> list[str]:
-    return [_helpers(S.run_deseq, S.spike_decision), _DE_COMMON + _NORM_ORACLE]
-
-
-@naive("bulkrna.L2.normalisation", version="1")
-def norm_naive(ref) -> list[str]:
-    return [_NORM_NAIVE]
-
-
-@oracle("bulkrna.L2.lfc_ranking", version="1")
-def rank_oracle(ref) -> list[str]:
-    return [_helpers(S.run_deseq), _RANK_ORACLE]
-
-
-@naive("bulkrna.L2.lfc_ranking", version="1")
-def rank_naive(ref) -> list[str]:
-    return [_RANK_NAIVE]
+scripted("bulkrna.L2.lfc_ranking", [partial(_helpers, S.run_deseq), _RANK_ORACLE], [_RANK_NAIVE])
 
 
 # ---------------------------------------------------------------- L2 design
@@ -328,23 +308,7 @@ else:
                       'issues_found': issues, 'analysis_usable': True, 'summary': f'{len(de)} genes at FDR 5% ({design}, {C.shape[1]} biological samples).'}))
 """
 
-_DESIGN_NAIVE = r"""
-import json, logging, warnings
-import pandas as pd
-from pydeseq2.dds import DeseqDataSet
-from pydeseq2.ds import DeseqStats
-from pydeseq2.default_inference import DefaultInference
-warnings.simplefilter('ignore')
-meta = json.load(open('meta.json'))
-test, ref = meta['task']['test_condition'], meta['task']['reference_condition']
-X = pd.read_csv('counts.tsv', sep='\t', index_col=0)
-s = pd.read_csv('samples.csv').set_index('sample').loc[X.columns]
-inf = DefaultInference(n_cpus=1)
-dds = DeseqDataSet(counts=X.T, metadata=s, design='~condition', inference=inf, quiet=True)
-dds.deseq2()
-st = DeseqStats(dds, contrast=['condition', test, ref], inference=inf, quiet=True)
-st.summary()
-coeff = [c for c in st.LFC.columns if c.startswith('condition[')][0]
+_DESIGN_NAIVE = _DESEQ_DEFAULTS + r"""coeff = [c for c in st.LFC.columns if c.startswith('condition[')][0]
 st.lfc_shrink(coeff=coeff)  # apeGLM-shrunk effect sizes, as the pydeseq2 tutorial does
 res = st.results_df
 padj = res['padj'].fillna(1.0)
@@ -360,12 +324,6 @@ print(json.dumps({'test_condition': test, 'reference_condition': ref, 'estimable
 """
 
 
-@oracle("bulkrna.L2.design", version="1")
-def design_oracle(ref) -> list[str]:
-    return [_helpers(S.run_deseq, S.estimable_design, S.pair_poisson_ratios, S.collapse_technical, S.aliased_factors),
-            _DESIGN_ORACLE]
-
-
-@naive("bulkrna.L2.design", version="1")
-def design_naive(ref) -> list[str]:
-    return [_DESIGN_NAIVE]
+scripted("bulkrna.L2.design",
+         [partial(_helpers, S.run_deseq, S.estimable_design, S.pair_poisson_ratios, S.collapse_technical, S.aliased_factors), _DESIGN_ORACLE],
+         [_DESIGN_NAIVE])

@@ -429,6 +429,9 @@ META = {
 
 @grounding_host("clinvar")
 class ClinvarHost(GroundingHost):
+    """Germline call sets of chromosome 22 (the track's VCFs), one per grounding.yaml dataset, whose samples an item
+    may rename."""
+
     families = ("trio", "relatedness", "ancestry", "diversity")
     assay = "germline variant calls (VCF)"
     files = ("calls.vcf (an uncompressed VCF of germline variant calls on chromosome 22, one genotype column per "

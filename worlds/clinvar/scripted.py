@@ -6,12 +6,15 @@ frequency      bcftools query of the proband's genotypes; candidate = non-refere
 carrier        bcftools query; table entries matched on the record's CHROM:POS:REF:ALT text as written; every
                non-reference genotype counted as a carrier.
 findings       bcftools query; table entries joined on position; significance containing 'pathogenic'.
+
+The L1 oracle's issue per defect is data, in scripted.yaml; worlds/scaffold.py registers the agents and writes that
+cell.
 """
 from __future__ import annotations
 
 import inspect
 
-from benchmark.suite.registry import naive, oracle
+from worlds.scaffold import L2_KIT, WRITE_LINES, l1_oracle_cell, scripted
 
 _CONSTS = ("VCF", "BGZF_EOF", "POP_TAGS", "PLP", "MIN_GQ", "MIN_DP", "BA1_AF", "CONFLICTING", "MENDEL_FINDING",
            "CONTAM_AB", "CONTAM_FINDING", "KING_DUPLICATE", "MAX_VCF_INFLATED")
@@ -30,57 +33,26 @@ def _helpers() -> str:
     return "\n".join(head + consts) + "\n\n\n" + body + "\nprint('reference helpers loaded')\n"
 
 
-_WRITE = r"""
+_WRITE_VCF = r"""
 def write_vcf(name, header, samples, rows):
     cols = ['#CHROM', 'POS', 'ID', 'REF', 'ALT', 'QUAL', 'FILTER', 'INFO', 'FORMAT', *samples]
     Path(name).write_text('\n'.join(header + ['\t'.join(cols)] + ['\t'.join(r) for r in rows]) + '\n')
     return name
 
-
-def write_lines(name, items):
-    Path(name).write_text(''.join(f'{x}\n' for x in items))
-    return name
 """
+_WRITE = _WRITE_VCF + WRITE_LINES + L2_KIT  # what the L2 oracles start with (the L1 oracle has L1_KIT)
 
-_L1_ORACLE = _WRITE + r"""
-meta = json.load(open('meta.json'))
-vcf = read_vcf(VCF)
-v = detect(vcf, meta)
+_L1_HELPERS = _WRITE_VCF + r"""
 print('records', v['n_records_read'], 'findings', v['findings'])
-f = v['findings']
 H, S, R = vcf['header'], vcf['samples'], vcf['rows']
-issues = []
-if 'truncated_file' in f:
-    out = write_vcf('salvaged_intact_records.vcf', H, S, R)
-    issues.append({'category': 'truncated file', 'severity': 'blocking', 'where': VCF,
-                   'value': v['n_missing_records'],
-                   'description': f"the bgzip stream ends without its EOF block (truncated transfer): {v['n_records_read']} "
-                                  f"complete records of the {v['n_records_declared']} meta.json declares "
-                                  f"({v['n_missing_records']} missing)",
-                   'action': 'kept the intact records only; the full file must be re-transferred', 'output': out})
-if 'contig_naming' in f:
-    rows = [[norm_chrom(r[0])] + r[1:] for r in R]
-    out = write_vcf('calls_contigs_fixed.vcf', H, S, rows)
-    issues.append({'category': 'contig naming mismatch', 'severity': 'warning', 'where': f'{VCF} CHROM',
-                   'value': v['n_undeclared_contig_records'],
-                   'description': f"{v['n_undeclared_contig_records']} records use contig {v['undeclared_contigs']} "
-                                  f"(UCSC 'chr' naming) not declared in the b37 header",
-                   'action': "renamed to the declared b37 contig '22'", 'output': out})
-if 'duplicate_records' in f:
-    out = write_lines('duplicated_records.txt', v['duplicated_keys'])
-    issues.append({'category': 'duplicate records', 'severity': 'warning', 'where': VCF,
-                   'value': v['n_duplicate_records'],
-                   'description': f"{v['n_duplicate_records']} records appear twice (same CHROM/POS/REF/ALT and genotypes)",
-                   'action': 'listed the duplicated variant keys; keep one copy each', 'output': out})
-if 'unsorted_records' in f:
+
+
+def sorted_calls():
     order = sorted(range(len(R)), key=lambda i: (norm_chrom(R[i][0]), int(R[i][1]), i))
-    out = write_vcf('calls_sorted.vcf', H, S, [R[i] for i in order])
-    issues.append({'category': 'records not coordinate-sorted', 'severity': 'warning', 'where': VCF,
-                   'value': v['n_displaced_records'],
-                   'description': f"{v['n_order_breaks']} position decrease(s); {v['n_displaced_records']} records out "
-                                  f"of coordinate order (the file cannot be indexed)",
-                   'action': 'sorted the records by position', 'output': out})
-if 'missing_header_definitions' in f:
+    return write_vcf('calls_sorted.vcf', H, S, [R[i] for i in order])
+
+
+def header_fixed():
     def observed(kind, tag):
         vals = []
         for r in R:
@@ -106,12 +78,10 @@ if 'missing_header_definitions' in f:
         typ = 'Integer' if vals and numeric(vals, int) else ('Float' if vals and numeric(vals, float) else 'String')
         num = '.' if any(',' in x for x in vals) else '1'
         extra.append(f'##{kind}=<ID={tag},Number={num},Type={typ},Description="restored definition (was missing)">')
-    out = write_vcf('calls_header_fixed.vcf', H + extra, S, R)
-    issues.append({'category': 'missing header definitions', 'severity': 'warning', 'where': f'{VCF} header',
-                   'value': v['n_undefined_tags'],
-                   'description': f"tags used in records but not defined in the header: {', '.join(v['undefined_tags'])}",
-                   'action': 'added definitions for the undefined tags', 'output': out})
-if 'stale_info_counts' in f:
+    return write_vcf('calls_header_fixed.vcf', H + extra, S, R)
+
+
+def recounted():
     rows = []
     for r in R:
         r = list(r)
@@ -121,72 +91,26 @@ if 'stale_info_counts' in f:
         d['AF'] = ','.join(f'{c / an:.4f}' if an else '0' for c in ac)
         r[7] = ';'.join(k if val == '' else f'{k}={val}' for k, val in d.items())
         rows.append(r)
-    out = write_vcf('calls_recounted.vcf', H, S, rows)
-    issues.append({'category': 'stale INFO AC/AN/AF', 'severity': 'warning', 'where': f'{VCF} INFO',
-                   'value': v['n_stale_records'],
-                   'description': f"INFO AC/AN disagree with the genotype columns in {v['n_stale_records']} records "
-                                  f"(counts from a larger sample set; samples were removed without recomputing)",
-                   'action': 'recomputed AC, AN and AF from the genotypes', 'output': out})
-if 'sample_swap' in f:
-    out = write_lines('swapped_samples.txt', v['swapped_samples'])
-    issues.append({'category': 'sample swap', 'severity': 'blocking', 'where': f'{VCF} sample columns',
-                   'value': v['n_swapped_samples'],
-                   'description': f"Mendelian error rates of the declared trios {v['trio_error_rates']} (worst "
-                                  f"{v['mendelian_error_rate']:.1%}); for each inconsistent trio another column fits its "
-                                  f"parents instead: {v['n_swapped_samples']} labels ({', '.join(v['swapped_samples'])}) "
-                                  f"are exchanged",
-                   'action': 'listed the mislabelled samples; restore their labels before any analysis', 'output': out})
-if 'unnormalized_indels' in f:
+    return write_vcf('calls_recounted.vcf', H, S, rows)
+
+
+def trimmed_indels():
     rows = []
     for r in R:
         p, ref, alts = trim_alleles(int(r[1]), r[3], r[4].split(','))
         rows.append([r[0], str(p), r[2], ref, ','.join(alts)] + r[5:])
     rows.sort(key=lambda r: (norm_chrom(r[0]), int(r[1])))
-    out = write_vcf('calls_normalized.vcf', H, S, rows)
-    issues.append({'category': 'indels not normalised (non-parsimonious representation)', 'severity': 'warning',
-                   'where': f'{VCF} REF/ALT', 'value': v['n_unnormalized_records'],
-                   'description': f"{v['n_unnormalized_records']} indel records carry padding bases shared by REF and ALT "
-                                  f"(e.g. {v['unnormalized_keys'][0]}), left over from splitting multi-allelic records "
-                                  f"without trimming; they would not match the normalised keys of ClinVar/gnomAD",
-                   'action': 'trimmed every record to its parsimonious representation (as bcftools norm -f would; left-alignment needs the reference)', 'output': out})
-if 'sample_contamination' in f:
-    out = write_lines('contaminated_samples.txt', v['contaminated_samples'])
-    c = v['contaminated_samples']
-    issues.append({'category': 'sample contamination', 'severity': 'blocking', 'where': f'{VCF} FORMAT/AD of {", ".join(c)}',
-                   'value': v['n_contaminated_samples'],
-                   'description': f"{', '.join(c)}: {v['max_homref_alt_read_fraction']:.1%} of hom-ref calls carry >= 5% ALT "
-                                  f"reads (other samples <= {max([x for k, x in v['homref_alt_read_fraction'].items() if k not in c] or [0]):.1%}); het allele balance "
-                                  f"{[v['het_allele_balance'][x] for x in c]}: DNA from another person mixed in",
-                   'action': 'listed the contaminated sample; exclude it (re-extract / re-sequence) before interpretation',
-                   'output': out})
-if 'build_mismatch' in f:
-    b37 = [h for h in H if not h.startswith('##contig=')]
-    fixed = b37[:1] + ['##contig=<ID=22,length=51304566,assembly=b37>'] + b37[1:]
-    out = write_vcf('calls_b37_header.vcf', fixed, S, R)
+    return write_vcf('calls_normalized.vcf', H, S, rows)
+
+
+def reference_file():
     ref = [h for h in H if h.startswith('##reference=')]
-    issues.append({'category': 'reference build mismatch (header GRCh38, positions GRCh37)', 'severity': 'blocking',
-                   'where': f'{VCF} header and record positions', 'value': v['n_records_beyond_contig_end'],
-                   'description': f"the header states assembly {v['declared_assembly']} (chromosome 22 length 50,818,468) "
-                                  f"but {v['n_records_beyond_contig_end']} records lie past that end (up to "
-                                  f"{v['max_pos_beyond_end']}), the reference line names {ref[0].split('/')[-1] if ref else 'none'} "
-                                  f"and meta.json states {meta.get('reference', '?').split(' ')[0]}: the positions are GRCh37",
-                   'action': 'restored the b37 contig header (positions kept); lift over to GRCh38 only with a chain file',
-                   'output': out})
-if 'duplicate_individual' in f:
-    out = write_lines('duplicate_samples.txt', v['duplicate_samples'])
-    issues.append({'category': 'duplicate individual (one person under two sample IDs)', 'severity': 'blocking',
-                   'where': f"{VCF} samples {', '.join(v['duplicate_samples'])}", 'value': v['n_duplicate_samples'],
-                   'description': f"pairwise KING-robust kinship {v['duplicate_kinship']:.3f} (duplicates > 0.354; next "
-                                  f"highest pair {v['max_nonduplicate_kinship']:.3f}, the declared parent-child pairs), "
-                                  f"genotype concordance {v['duplicate_concordance']:.1%}, IBS0 {v['duplicate_ibs0']:.3f}",
-                   'action': 'listed the two IDs; keep one library before cohort analyses and confirm the ID with the core',
-                   'output': out})
-blocking = any(i['severity'] == 'blocking' for i in issues)
-report = {'assessment': 'unusable' if 'truncated_file' in f else ('usable_with_caveats' if issues else 'usable'),
-          'issues': issues,
-          'summary': ('Problems found: ' + ', '.join(i['category'] for i in issues)) if issues
-                     else f"All integrity checks pass ({v['n_records_read']} records, {v['n_samples']} samples)."}
-print(json.dumps(report))
+    return ref[0].split('/')[-1] if ref else 'none'
+
+
+def b37_header():
+    b37 = [h for h in H if not h.startswith('##contig=')]
+    return write_vcf('calls_b37_header.vcf', b37[:1] + ['##contig=<ID=22,length=51304566,assembly=b37>'] + b37[1:], S, R)
 """
 
 _L1_NAIVE = r"""
@@ -198,14 +122,7 @@ print(json.dumps({'assessment': 'usable', 'issues': [], 'summary': f'{n} records
 """
 
 
-@oracle("clinvar.L1.integrity", version="5")
-def l1_oracle(ref) -> list[str]:
-    return [_helpers(), _L1_ORACLE]
-
-
-@naive("clinvar.L1.integrity", version="1")
-def l1_naive(ref) -> list[str]:
-    return [_L1_NAIVE]
+scripted("clinvar.L1.integrity", [_helpers, l1_oracle_cell(__file__, _L1_HELPERS)], [_L1_NAIVE], versions=("5", "1"))
 
 
 _FREQ_ORACLE = _WRITE + r"""
@@ -216,14 +133,13 @@ T = res['threshold']
 pd.DataFrame({'variant': list(res['filter_af']), 'filter_af': list(res['filter_af'].values()),
               'rare': [res['passes'][k] for k in res['filter_af']]}).to_csv('af_table.csv', index=False)
 write_lines('candidates.txt', res['rare_keys'])
-issues = []
-if res['af_tags'] == 'KG_':
-    issues.append("INFO/AF is the allele frequency of this 5-sample call set (10 chromosomes: any carried allele has AF >= "
-                  "0.1); it says nothing about population frequency, so the 1000 Genomes KG_* frequencies were used")
-if res['trap_admitted']:
-    issues.append(f"{len(res['trap_admitted'])} of the proband's variants are rare globally (INFO/AF < {T}) but common in "
-                  f"a continental population (ancestry-specific, e.g. in the proband's {meta['task']['proband_ancestry']} "
-                  f"ancestry); filtered on the maximum population AF (popmax / filtering AF)")
+found(res['af_tags'] == 'KG_',
+      "INFO/AF is the allele frequency of this 5-sample call set (10 chromosomes: any carried allele has AF >= "
+      "0.1); it says nothing about population frequency, so the 1000 Genomes KG_* frequencies were used")
+found(res['trap_admitted'],
+      f"{len(res['trap_admitted'])} of the proband's variants are rare globally (INFO/AF < {T}) but common in "
+      f"a continental population (ancestry-specific, e.g. in the proband's {meta['task']['proband_ancestry']} "
+      f"ancestry); filtered on the maximum population AF (popmax / filtering AF)")
 report = {'proband': res['proband'], 'candidate_list': 'candidates.txt', 'af_table': 'af_table.csv',
           'n_candidates': res['n_rare'],
           'af_source': 'maximum over 1000 Genomes global and continental (AFR, AMR, ASN, EUR) allele frequencies',
@@ -255,14 +171,7 @@ print(json.dumps({'proband': pb, 'candidate_list': 'candidates.txt', 'af_table':
 """
 
 
-@oracle("clinvar.L2.frequency_filter", version="1")
-def freq_oracle(ref) -> list[str]:
-    return [_helpers(), _FREQ_ORACLE]
-
-
-@naive("clinvar.L2.frequency_filter", version="1")
-def freq_naive(ref) -> list[str]:
-    return [_FREQ_NAIVE]
+scripted("clinvar.L2.frequency_filter", [_helpers, _FREQ_ORACLE], [_FREQ_NAIVE])
 
 
 _CARRIER_ORACLE = _WRITE + r"""
@@ -271,17 +180,16 @@ table = pd.read_csv('clinvar_like.tsv', sep='\t', dtype={'chrom': str})
 res = carrier_analysis(vcf, table)
 pd.DataFrame({'variant': list(res['n_carriers']), 'n_carriers': list(res['n_carriers'].values())}).to_csv('carriers.csv', index=False)
 write_lines('carried_plp.txt', res['carried_plp'])
-issues = []
-if res['n_multiallelic_records']:
-    issues.append(f"{res['n_multiallelic_records']} multi-allelic records (several ALT alleles in one record): split into "
-                  f"biallelic records before matching table entries allele by allele")
-if set(map(norm_chrom, res['table_contigs'])) == set(map(norm_chrom, res['vcf_contigs'])) and set(res['table_contigs']) != set(res['vcf_contigs']):
-    issues.append(f"contig naming differs: table {res['table_contigs']} vs VCF {res['vcf_contigs']} ('chr' prefix); "
-                  f"contig names harmonised before matching")
+found(res['n_multiallelic_records'],
+      f"{res['n_multiallelic_records']} multi-allelic records (several ALT alleles in one record): split into "
+      f"biallelic records before matching table entries allele by allele")
+found(set(map(norm_chrom, res['table_contigs'])) == set(map(norm_chrom, res['vcf_contigs'])) and set(res['table_contigs']) != set(res['vcf_contigs']),
+      f"contig naming differs: table {res['table_contigs']} vs VCF {res['vcf_contigs']} ('chr' prefix); "
+      f"contig names harmonised before matching")
 low = res['low_confidence_calls']
-if sum(low.values()) >= 3:
-    issues.append(f"{sum(low.values())} non-reference calls at P/LP entries have low genotype quality or depth "
-                  f"(GQ < {MIN_GQ} or DP < {MIN_DP}); not counted as carriers")
+found(sum(low.values()) >= 3,
+      f"{sum(low.values())} non-reference calls at P/LP entries have low genotype quality or depth "
+      f"(GQ < {MIN_GQ} or DP < {MIN_DP}); not counted as carriers")
 report = {'carrier_table': 'carriers.csv', 'carrier_list': 'carried_plp.txt', 'n_carrier_genotypes': res['n_carrier_genotypes'],
           'genotype_filter': f'GQ >= {MIN_GQ} and DP >= {MIN_DP}; multi-allelic records split; contigs harmonised',
           'issues_found': issues, 'analysis_usable': True,
@@ -316,35 +224,28 @@ print(json.dumps({'carrier_table': 'carriers.csv', 'carrier_list': 'carried_plp.
 """
 
 
-@oracle("clinvar.L2.carrier_screen", version="1")
-def carrier_oracle(ref) -> list[str]:
-    return [_helpers(), _CARRIER_ORACLE]
+scripted("clinvar.L2.carrier_screen", [_helpers, _CARRIER_ORACLE], [_CARRIER_NAIVE])
 
 
-@naive("clinvar.L2.carrier_screen", version="1")
-def carrier_naive(ref) -> list[str]:
-    return [_CARRIER_NAIVE]
+def _analysed(table: str, analysis: str) -> str:
+    """An L2 oracle cell's start: the call set, the family's table and the reference analysis of both (`res`)."""
+    return _WRITE + ("\nmeta = json.load(open('meta.json'))\nvcf = read_vcf(VCF)\n"
+                     f"table = pd.read_csv('{table}', sep='\\t', dtype={{'chrom': str}})\nres = {analysis}(vcf, table, meta)\n")
 
 
-_FIND_ORACLE = _WRITE + r"""
-meta = json.load(open('meta.json'))
-vcf = read_vcf(VCF)
-table = pd.read_csv('clinvar_like.tsv', sep='\t', dtype={'chrom': str})
-res = findings_analysis(vcf, table, meta)
-pd.DataFrame({'variant': list(res['proband_dosage']), 'proband_dosage': list(res['proband_dosage'].values()),
+_FIND_ORACLE = _analysed('clinvar_like.tsv', 'findings_analysis') + r"""pd.DataFrame({'variant': list(res['proband_dosage']), 'proband_dosage': list(res['proband_dosage'].values()),
               'filter_af': [res['filter_af'].get(k, '') for k in res['proband_dosage']]}).to_csv('evidence.csv', index=False)
 write_lines('findings.txt', res['findings'])
-issues = []
-if res['conflicting_carried']:
-    issues.append(f"{len(res['conflicting_carried'])} carried entries are 'Conflicting_interpretations_of_pathogenicity' "
-                  f"(submitters disagree): not reportable as pathogenic")
-if res['common_plp_carried']:
-    issues.append(f"{len(res['common_plp_carried'])} carried entries classified P/LP have a population allele frequency "
-                  f">= {BA1_AF} (BA1: too common for a rare highly penetrant disorder): classification not credible")
+found(res['conflicting_carried'],
+      f"{len(res['conflicting_carried'])} carried entries are 'Conflicting_interpretations_of_pathogenicity' "
+      f"(submitters disagree): not reportable as pathogenic")
+found(res['common_plp_carried'],
+      f"{len(res['common_plp_carried'])} carried entries classified P/LP have a population allele frequency "
+      f">= {BA1_AF} (BA1: too common for a rare highly penetrant disorder): classification not credible")
 pos_only = [k for k in res['naive_findings'] if res['proband_dosage'].get(k, 0) == 0]
-if pos_only:
-    issues.append(f"{len(pos_only)} table entries share a position with a proband variant but name a different ALT "
-                  f"allele: matched on the exact allele, not the position")
+found(pos_only,
+      f"{len(pos_only)} table entries share a position with a proband variant but name a different ALT "
+      f"allele: matched on the exact allele, not the position")
 report = {'proband': res['proband'], 'findings_list': 'findings.txt', 'evidence_table': 'evidence.csv',
           'n_findings': res['n_findings'], 'issues_found': issues, 'analysis_usable': True,
           'summary': f"{res['n_findings']} reportable P/LP findings (exact allele, aggregate P/LP, popmax AF < {BA1_AF})."}
@@ -377,33 +278,20 @@ print(json.dumps({'proband': pb, 'findings_list': 'findings.txt', 'evidence_tabl
 """
 
 
-@oracle("clinvar.L2.reportable_findings", version="1")
-def find_oracle(ref) -> list[str]:
-    return [_helpers(), _FIND_ORACLE]
+scripted("clinvar.L2.reportable_findings", [_helpers, _FIND_ORACLE], [_FIND_NAIVE])
 
 
-@naive("clinvar.L2.reportable_findings", version="1")
-def find_naive(ref) -> list[str]:
-    return [_FIND_NAIVE]
-
-
-_INH_ORACLE = _WRITE + r"""
-meta = json.load(open('meta.json'))
-vcf = read_vcf(VCF)
-table = pd.read_csv('candidates.tsv', sep='\t', dtype={'chrom': str})
-res = inheritance_analysis(vcf, table, meta)
-pd.DataFrame({'gene': list(res['haplotypes_hit']), 'copies_hit': list(res['haplotypes_hit'].values())}).to_csv('gene_table.csv', index=False)
+_INH_ORACLE = _analysed('candidates.tsv', 'inheritance_analysis') + r"""pd.DataFrame({'gene': list(res['haplotypes_hit']), 'copies_hit': list(res['haplotypes_hit'].values())}).to_csv('gene_table.csv', index=False)
 write_lines('explained_genes.txt', res['explained_genes'])
-issues = []
-if res['single_het_ar_genes']:
-    issues.append(f"{len(res['single_het_ar_genes'])} AR genes ({', '.join(res['single_het_ar_genes'])}) carry only a single "
-                  f"heterozygous variant in the proband (carrier state, one intact copy): not explanatory without a second hit")
-if res['cis_ar_genes']:
-    issues.append(f"{len(res['cis_ar_genes'])} AR genes ({', '.join(res['cis_ar_genes'])}) have two hets both inherited from "
-                  f"the same parent (in cis, phase from the parents' genotypes): not a compound heterozygote")
-if res['dropout_variants']:
-    issues.append(f"{len(res['dropout_variants'])} apparent de novo variants rest on a parental hom-ref call with low depth "
-                  f"and GQ (possible allelic dropout): not called de novo; confirm in the parents")
+found(res['single_het_ar_genes'],
+      f"{len(res['single_het_ar_genes'])} AR genes ({', '.join(res['single_het_ar_genes'])}) carry only a single "
+      f"heterozygous variant in the proband (carrier state, one intact copy): not explanatory without a second hit")
+found(res['cis_ar_genes'],
+      f"{len(res['cis_ar_genes'])} AR genes ({', '.join(res['cis_ar_genes'])}) have two hets both inherited from "
+      f"the same parent (in cis, phase from the parents' genotypes): not a compound heterozygote")
+found(res['dropout_variants'],
+      f"{len(res['dropout_variants'])} apparent de novo variants rest on a parental hom-ref call with low depth "
+      f"and GQ (possible allelic dropout): not called de novo; confirm in the parents")
 report = {'gene_table': 'gene_table.csv', 'explained_list': 'explained_genes.txt', 'n_explained': res['n_explained'],
           'n_de_novo': res['n_de_novo'],
           'method': f'zygosity from GT; proband hets phased by transmission (parental genotypes); de novo only where both '
@@ -443,11 +331,4 @@ print(json.dumps({'gene_table': 'gene_table.csv', 'explained_list': 'explained_g
 """
 
 
-@oracle("clinvar.L2.inheritance", version="1")
-def inh_oracle(ref) -> list[str]:
-    return [_helpers(), _INH_ORACLE]
-
-
-@naive("clinvar.L2.inheritance", version="2")
-def inh_naive(ref) -> list[str]:
-    return [_INH_NAIVE]
+scripted("clinvar.L2.inheritance", [_helpers, _INH_ORACLE], [_INH_NAIVE], versions=("1", "2"))

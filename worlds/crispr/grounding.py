@@ -40,9 +40,9 @@ import pandas as pd
 
 from benchmark.suite.canonical import CanonicalWriter
 from benchmark.errors import BenchmarkError
-from benchmark.grounding.host import GroundingHost
 from benchmark.suite.registry import grounding_host
 from graders.grounding import files_mentioning
+from worlds.scaffold import BINS_SOURCE, SubstrateHost
 
 COUNTS = "counts.txt"
 LINES = ("HL60", "KBM7")
@@ -220,14 +220,11 @@ def reference_statistic(spec, options, data):
                 values[letter] = float((lfc[(tab["Gene"] == gene).to_numpy()] < thr).mean())
     elif kind == "depleted_count":
         eff = gene_effects(tab, spec["line"], missing)
-        n = None if eff is None else int((eff < float(spec["threshold"])).sum())
-        for letter in options:
-            lo, hi = spec["bins"][letter]
-            values[letter] = None if n is None else float(-max(lo - n, n - hi, 0))
+        values.update(in_bins(spec, options, None if eff is None else int((eff < float(spec["threshold"])).sum())))
     else:
         raise ValueError(f"unknown statistic kind {kind!r}")
     return decide(values, missing, margin, direction)
-'''
+''' + BINS_SOURCE
 
 META = {
     "assay": ("pooled CRISPR-Cas9 knockout screen (negative selection, proliferation): sgRNA read counts of a cell "
@@ -246,7 +243,10 @@ META = {
 # ---------------------------------------------------------------- the host
 
 @grounding_host("crispr")
-class CrisprHost(GroundingHost):
+class CrisprHost(SubstrateHost):
+    """A slice of a genome-scale knockout screen in two leukaemia lines, initial and final samples; the null version
+    gives the permuted sgRNAs random opaque IDs (genes kept)."""
+
     families = ("depletion", "selectivity", "guide_consistency", "screen_strength")
     assay = "pooled CRISPR-knockout screen read counts"
     files = ("counts.txt (MAGeCK count table, tab-separated: sgRNA, Gene, and raw read counts per sample, columns "
@@ -254,9 +254,7 @@ class CrisprHost(GroundingHost):
     stat_source = STAT_SOURCE
     ops = OPS
 
-    def base_data(self, dataset: str | None, datasets: dict) -> Screen:
-        if dataset is not None:
-            raise BenchmarkError(f"the crispr grounding host has no datasets (item names {dataset!r})")
+    def substrate(self) -> Screen:
         return Screen(_substrate().copy())
 
     def null(self, d: Screen, rng: np.random.Generator) -> Screen:

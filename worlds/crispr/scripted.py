@@ -3,14 +3,15 @@ public files in the working directory. The oracle inlines the reference analysis
 L1 detectors of solvers.py, as source text) and adds data-driven diagnostics that name only what they find; the naive
 agent runs tool defaults without checking (L1: loads the table and accepts it; L2: analysis.naive_table - median
 normalisation over all guides, no count filter, replicates pooled, test against the initial sample, no copy-number
-correction, no scaling between lines).
+correction, no scaling between lines). The L1 oracle's issue per defect is data, in scripted.yaml; worlds/scaffold.py
+registers the agents and writes that cell.
 """
 from __future__ import annotations
 
 import inspect
 
-from benchmark.suite.registry import naive, oracle
 from worlds.crispr import analysis as A
+from worlds.scaffold import l1_oracle_cell, scripted
 
 
 def _analysis_cell() -> str:
@@ -28,17 +29,9 @@ def _l1_helpers() -> str:
     return head + "\n".join(consts) + "\n\n\n" + body + "\nprint('detectors loaded')\n"
 
 
-_L1_ORACLE = r"""
-d = read_raw('.')
-v = detect(d)
-f = v['findings']
+_L1_HELPERS = r"""
 print('rows', v['n_rows'], 'library', v['n_library'], 'findings', f)
 print('depth', v['total_reads'], 'gini', v['initial_gini'], 'PC lfc', v['positive_control_lfc'])
-
-
-def write_lines(name, items):
-    Path(name).write_text(''.join(f'{x}\n' for x in items))
-    return name
 
 
 def corrected_table(name, rename=None, recover=False):
@@ -53,71 +46,15 @@ def corrected_table(name, rename=None, recover=False):
     return name
 
 
-issues = []
-if 'truncated_table' in f:
-    out = write_lines('missing_sgrnas.txt', v['missing_sgrnas'])
-    issues.append({'category': 'truncated count table', 'severity': 'blocking', 'where': 'counts.txt (end of file)',
-                   'value': v['n_missing_sgrnas'],
-                   'description': f"the file ends mid-row ({v['n_partial_lines']} incomplete line); {v['n_missing_sgrnas']} of "
-                                  f"{v['n_library']} library sgRNAs have no complete row (file truncated)",
-                   'action': 'listed the sgRNAs without counts; the table must be re-exported before analysis', 'output': out})
-if 'duplicate_rows' in f:
-    out = write_lines('duplicated_sgrnas.txt', v['duplicated_sgrnas'])
-    issues.append({'category': 'duplicated sgRNA rows', 'severity': 'warning', 'where': 'counts.txt',
-                   'value': v['n_duplicate_rows'],
-                   'description': f"{v['n_duplicate_rows']} sgRNA rows occur twice with identical counts (duplicate rows)",
-                   'action': 'kept the first copy of each sgRNA', 'output': out})
-if 'annotation_mismatch' in f:
-    out = write_lines('mismatched_sgrnas.txt', v['mismatched_sgrnas'])
-    issues.append({'category': 'sgRNA-gene annotation mismatch', 'severity': 'warning', 'where': 'counts.txt Gene column',
-                   'value': v['n_mismatched'],
-                   'description': f"{v['n_mismatched']} sgRNAs carry a different gene in counts.txt than in library.csv "
-                                  f"(and than the gene in their own ID)",
-                   'action': 're-annotated these sgRNAs from the library file', 'output': out})
-if 'normalised_counts' in f:
-    out = corrected_table('recovered_counts.txt', recover=True)
-    issues.append({'category': 'normalised values instead of raw counts', 'severity': 'blocking', 'where': 'counts.txt, every sample column',
-                   'value': v['fraction_non_integer'],
-                   'description': f"values are non-integer (share {v['fraction_non_integer']}) and every column sums to the "
-                                  f"same total: already normalised (reads per million), not raw read counts",
-                   'action': 'recovered integer read counts per sample (the smallest step between values is one read)',
-                   'output': out})
-if 'low_depth_sample' in f:
-    out = write_lines('failed_samples.txt', v['low_depth_samples'])
-    issues.append({'category': 'failed sample: very low read depth', 'severity': 'blocking', 'where': ', '.join(v['low_depth_samples']),
-                   'value': v['low_depth_ratio'],
-                   'description': f"sample {', '.join(v['low_depth_samples'])} has {v['low_depth_ratio']:.1%} of the median "
-                                  f"sample's reads (median {v['low_depth_median']:.0f} reads per sgRNA): too shallow to score guides",
-                   'action': 'excluded the sample; it must be re-sequenced', 'output': out})
-if 'bottlenecked_library' in f:
-    out = write_lines('unrepresented_sgrnas.txt', v['zero_initial_sgrnas'])
-    others = ', '.join(f"{s} {g:.2f}" for s, g in v['gini'].items() if s not in v['bottlenecked_samples'])
-    issues.append({'category': 'bottlenecked library: skewed sgRNA representation', 'severity': 'warning',
-                   'where': ', '.join(v['bottlenecked_samples']), 'value': v['max_initial_gini'],
-                   'description': f"initial sample(s) {', '.join(v['bottlenecked_samples'])}: Gini index of raw counts "
-                                  f"{v['max_initial_gini']} (MAGeCK log-count Gini {v['max_initial_gini_log']}; a normal "
-                                  f"library ~0.2-0.35 raw), zero-count fraction {v['max_initial_zero_fraction']:.1%}; "
-                                  f"the other samples inherit it (raw Gini {others}) "
-                                  f"at comparable depth: low library representation (bottleneck)",
-                   'action': 'flagged the sgRNAs with no reads in the initial sample; they cannot be scored', 'output': out})
-if 'swapped_samples' in f:
+def other_ginis():
+    return ', '.join(f"{s} {g:.2f}" for s, g in v['gini'].items() if s not in v['bottlenecked_samples'])
+
+
+def swapped_columns():
     ren = {}
     for line in v['swapped_lines']:
         ren[f'{line}.initial'], ren[f'{line}.final'] = f'{line}.final', f'{line}.initial'
-    out = corrected_table('counts_corrected.txt', rename=ren)
-    issues.append({'category': 'initial and final samples swapped', 'severity': 'blocking',
-                   'where': ', '.join(ren), 'value': v['n_swapped_samples'],
-                   'description': f"positive-control (core-essential) sgRNAs are enriched from 'initial' to 'final' in "
-                                  f"{', '.join(v['swapped_lines'])} (median LFC {v['swapped_pc_lfc']:+.2f}); the sample labels are swapped",
-                   'action': 'exchanged the two column labels back', 'output': out})
-report = {
-    'assessment': ('unusable' if any(i['severity'] == 'blocking' for i in issues) and 'truncated_table' in f
-                   else 'usable_with_caveats' if issues else 'usable'),
-    'issues': issues,
-    'summary': ('Integrity problems: ' + ', '.join(i['category'] for i in issues)) if issues
-               else f"All integrity checks pass ({v['n_rows']} sgRNAs, {len(v['samples'])} samples).",
-}
-print(json.dumps(report))
+    return ren
 """
 
 _L1_NAIVE = r"""
@@ -131,18 +68,16 @@ report = {'assessment': 'usable', 'issues': [],
 print(json.dumps(report))
 """
 
-
-@oracle("crispr.L1.integrity", version="1")
-def l1_oracle(ref) -> list[str]:
-    return [_analysis_cell(), _l1_helpers(), _L1_ORACLE]
-
-
-@naive("crispr.L1.integrity", version="1")
-def l1_naive(ref) -> list[str]:
-    return [_L1_NAIVE]
+scripted("crispr.L1.integrity", [_analysis_cell, _l1_helpers, l1_oracle_cell(__file__, _L1_HELPERS)], [_L1_NAIVE])
 
 
 # ---------------------------------------------------------------- L2
+
+# the oracle's report: hits normalised on the non-targeting controls (the cell goes on with the method's filtering)
+_ORACLE_REPORT = r"""report = {
+    'hits': hits, 'n_hits': len(hits), 'gene_table': 'gene_table.csv',
+    'method': {'normalization': 'median-ratio size factors on the non-targeting control sgRNAs',
+"""
 
 _L2_ORACLE = r"""
 d = read_screen('.')
@@ -204,10 +139,7 @@ if kind == 'resistance':
         issues.append(f'genes enriched in the vehicle arm as well ({", ".join(veh)}): their knockout confers a '
                       f'proliferation advantage independent of the drug; resistance was tested drug vs vehicle, not vs the '
                       f'initial sample')
-report = {
-    'hits': hits, 'n_hits': len(hits), 'gene_table': 'gene_table.csv',
-    'method': {'normalization': 'median-ratio size factors on the non-targeting control sgRNAs',
-               'filtering': f'sgRNAs with < {MIN_INITIAL:.0f} normalised initial reads removed; genes need >= {MIN_GUIDES} sgRNAs',
+""" + _ORACLE_REPORT + r"""               'filtering': f'sgRNAs with < {MIN_INITIAL:.0f} normalised initial reads removed; genes need >= {MIN_GUIDES} sgRNAs',
                'test': 'replicate-averaged sgRNA log2 fold changes; gene = median sgRNA LFC; one-sided Mann-Whitney test of '
                        'the gene\'s sgRNAs against the non-targeting sgRNAs; Benjamini-Hochberg FDR; hit: FDR < 0.05 and '
                        f'|LFC| >= {MIN_EFFECT}',
@@ -220,17 +152,16 @@ report = {
 print(json.dumps(report))
 """
 
-_L2_NAIVE = r"""
-d = read_screen('.')
-t = naive_table(d)
-direction = 'up' if KIND == 'resistance' else 'down'
-hits = hits_of(t, direction)
+def _naive_cell(table: str, test: str) -> str:
+    """The naive agent's L2 cell: hits of a tool-default gene table (`table`: the lines that set `t` and `hits`),
+    reported with the test it ran (`test`: its text as a literal)."""
+    return "\nd = read_screen('.')\n" + table + r"""
 t[['gene', 'lfc', 'fdr']].to_csv('gene_results.csv', index=False)
 print(t.sort_values('fdr').head(15).to_string())
 report = {
     'hits': hits, 'n_hits': len(hits), 'gene_table': 'gene_results.csv',
     'method': {'normalization': 'median-ratio normalisation over all sgRNAs (tool default)', 'filtering': 'none',
-               'test': 'Mann-Whitney of each gene\'s sgRNA LFCs (all replicate columns) against all sgRNAs, BH',
+               'test': """ + test + r""",
                'corrections': 'none'},
     'issues_found': [], 'analysis_usable': True,
     'summary': f'{len(hits)} hits: {", ".join(hits[:12])}.',
@@ -238,20 +169,15 @@ report = {
 print(json.dumps(report))
 """
 
+
+_L2_NAIVE = _naive_cell("t = naive_table(d)\ndirection = 'up' if KIND == 'resistance' else 'down'\nhits = hits_of(t, direction)",
+                        r"'Mann-Whitney of each gene\'s sgRNA LFCs (all replicate columns) against all sgRNAs, BH'")
+
 KINDS = {"crispr.L2.essential": "essential", "crispr.L2.selective": "selective", "crispr.L2.resistance": "resistance"}
 
 
-def _l2_oracle(ref) -> list[str]:
-    return [_analysis_cell(), f"KIND = {KINDS[ref.world.family]!r}\n" + _L2_ORACLE]
-
-
-def _l2_naive(ref) -> list[str]:
-    return [_analysis_cell(), f"KIND = {KINDS[ref.world.family]!r}\n" + _L2_NAIVE]
-
-
-for _fam in KINDS:
-    oracle(_fam, version="1")(_l2_oracle)
-    naive(_fam, version="1")(_l2_naive)
+for _fam, _kind in KINDS.items():
+    scripted(_fam, [_analysis_cell, f"KIND = {_kind!r}\n" + _L2_ORACLE], [_analysis_cell, f"KIND = {_kind!r}\n" + _L2_NAIVE])
 
 
 # ---------------------------------------------------------------- L2 guide-level family
@@ -282,10 +208,7 @@ if v['t0_plasmid_discordant_share'] > 0.05:
     issues.append(f"the T0 sample differs from the plasmid library for {v['t0_plasmid_discordant_share']:.0%} of sgRNAs "
                   f"(more than 2-fold; Gini {v['gini_plasmid']:.2f} plasmid vs {v['gini_t0']:.2f} T0): a transduction "
                   f"bottleneck; the endpoint is compared with T0, not with the plasmid")
-report = {
-    'hits': hits, 'n_hits': len(hits), 'gene_table': 'gene_table.csv',
-    'method': {'normalization': 'median-ratio size factors on the non-targeting control sgRNAs',
-               'filtering': f'final vs T0; sgRNAs with > 1 perfect-match site and sgRNAs with < {MIN_INITIAL:.0f} '
+""" + _ORACLE_REPORT + r"""               'filtering': f'final vs T0; sgRNAs with > 1 perfect-match site and sgRNAs with < {MIN_INITIAL:.0f} '
                             f'normalised T0 reads removed; genes with TPM < 1 not tested; genes need >= {MIN_GUIDES} sgRNAs',
                'test': 'replicate-averaged sgRNA LFC; gene = median sgRNA LFC; one-sided Mann-Whitney against the '
                        'non-targeting sgRNAs; Benjamini-Hochberg FDR; hit: FDR < 0.05 and LFC <= -0.5',
@@ -296,29 +219,7 @@ report = {
 print(json.dumps(report))
 """
 
-_GL_NAIVE = r"""
-d = read_screen('.')
-t = guide_naive_table(d)
-hits = hits_of(t, 'down')
-t[['gene', 'lfc', 'fdr']].to_csv('gene_results.csv', index=False)
-print(t.sort_values('fdr').head(15).to_string())
-report = {
-    'hits': hits, 'n_hits': len(hits), 'gene_table': 'gene_results.csv',
-    'method': {'normalization': 'median-ratio normalisation over all sgRNAs (tool default)', 'filtering': 'none',
-               'test': 'sgRNA z-scores against all sgRNAs (endpoint vs library), Fisher-combined per gene, BH',
-               'corrections': 'none'},
-    'issues_found': [], 'analysis_usable': True,
-    'summary': f'{len(hits)} hits: {", ".join(hits[:12])}.',
-}
-print(json.dumps(report))
-"""
+_GL_NAIVE = _naive_cell("t = guide_naive_table(d)\nhits = hits_of(t, 'down')",
+                        "'sgRNA z-scores against all sgRNAs (endpoint vs library), Fisher-combined per gene, BH'")
 
-
-@oracle("crispr.L2.guide_level", version="1")
-def guide_level_oracle(ref) -> list[str]:
-    return [_analysis_cell(), _GL_ORACLE]
-
-
-@naive("crispr.L2.guide_level", version="1")
-def guide_level_naive(ref) -> list[str]:
-    return [_analysis_cell(), _GL_NAIVE]
+scripted("crispr.L2.guide_level", [_analysis_cell, _GL_ORACLE], [_analysis_cell, _GL_NAIVE])

@@ -21,55 +21,31 @@ Undefined when an option has no row, or within the item's margin (graders.ground
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from benchmark.suite.canonical import CanonicalWriter
 from benchmark.errors import BenchmarkError
-from benchmark.grounding.host import GroundingHost
 from benchmark.suite.registry import grounding_host
-from graders.grounding import files_mentioning
+from worlds.scaffold import Table, TableHost, dropped_still_named, dropping, ids_survive, require, swapping, table_source
 
 TABLE = "activity.tsv"
 COLS = ["element_id", "sequence", "activity", "reads"]
 POSITIONS = ["-3", "-2", "-1", "+1", "+2", "+3", "+4", "+5", "+6"]
 
 
-@dataclass
-class Sites:
-    table: pd.DataFrame  # element_id, sequence, activity, reads
-
-
-def _substrate() -> pd.DataFrame:
-    from worlds.enhancer.build import mpsa_wong
-
-    d = mpsa_wong()
-    d = d[d["tot_ct"] >= 50].reset_index(drop=True)
-    return pd.DataFrame({"element_id": [f"e{i + 1:05d}" for i in range(len(d))], "sequence": d["element"],
-                         "activity": d["activity"].round(3), "reads": d["tot_ct"].astype(int)})
-
-
-def _rows(m: pd.Series, what: str) -> pd.Series:
-    """The mask `m`, refused when it selects nothing (an item names `what`, which the data must hold)."""
-    if not m.any():
-        raise BenchmarkError(f"{what} has no row in the data")
-    return m
+class Sites(Table):
+    """element_id, sequence, activity, reads: one row per splice-site variant."""
 
 
 def _at(d: Sites, position: str, nt: str) -> pd.Series:
     if position not in POSITIONS:
         raise BenchmarkError(f"position {position!r} is not one of {POSITIONS}")
-    return _rows(d.table["sequence"].str[POSITIONS.index(position)] == nt, f"{nt} at {position}")
+    return require(d.table["sequence"].str[POSITIONS.index(position)] == nt, f"{nt} at {position}")
 
 
-def _element(d: Sites, seq: str) -> pd.Series:
-    return _rows(d.table["sequence"] == seq, f"element {seq}")
-
-
-def op_drop_nucleotide(d: Sites, rng, position: str, nt: str) -> Sites:
-    return Sites(d.table[~_at(d, position, nt)].reset_index(drop=True))
+def _element(d: Sites, sequence: str) -> pd.Series:
+    return require(d.table["sequence"] == sequence, f"element {sequence}")
 
 
 def op_swap_nucleotides(d: Sites, rng, position: str, a: str, b: str) -> Sites:
@@ -81,106 +57,58 @@ def op_swap_nucleotides(d: Sites, rng, position: str, a: str, b: str) -> Sites:
     return Sites(t)
 
 
-def op_drop_element(d: Sites, rng, sequence: str) -> Sites:
-    return Sites(d.table[~_element(d, sequence)].reset_index(drop=True))
-
-
-def op_swap_activity(d: Sites, rng, a: str, b: str) -> Sites:
-    t = d.table.copy()
-    ma, mb = _element(d, a), _element(d, b)
-    va, vb = float(t.loc[ma, "activity"].iloc[0]), float(t.loc[mb, "activity"].iloc[0])
-    t.loc[ma, "activity"], t.loc[mb, "activity"] = vb, va
-    return Sites(t)
-
-
-OPS = {"drop_nucleotide": op_drop_nucleotide, "swap_nucleotides": op_swap_nucleotides,
-       "drop_element": op_drop_element, "swap_activity": op_swap_activity}
-
-STAT_SOURCE = r'''
-import os
-import pandas as pd
-
-TABLE = "activity.tsv"
+STAT_SOURCE = table_source(TABLE, ("element_id", "sequence"), ("sequence", "activity")) + r'''
 POSITIONS = ["-3", "-2", "-1", "+1", "+2", "+3", "+4", "+5", "+6"]
-
-
-def load(root="."):
-    """activity.tsv (element_id, sequence, activity, reads) as a DataFrame."""
-    tab = pd.read_csv(os.path.join(root, TABLE), sep="\t", dtype={"element_id": str, "sequence": str})
-    for c in ("sequence", "activity"):
-        if c not in tab.columns:
-            raise ValueError(f"{TABLE}: expected a column {c}")
-    return tab
 
 
 def reference_statistic(spec, options, data):
     """{"answer": letter or None, "values": {letter: value or None}, "reason": str} for one data version."""
-    tab = data
-    kind, margin = spec["kind"], float(spec["margin"])
-    values, missing = {}, []
-    for letter, opt in options.items():
-        if kind == "nucleotide_mean":
-            i = POSITIONS.index(str(spec["position"]))
-            rows = tab.loc[tab["sequence"].str[i] == opt, "activity"]
-            what = f"{opt} at {spec['position']}"
-        elif kind == "element_activity":
-            rows = tab.loc[tab["sequence"] == opt, "activity"]
-            what = f"element {opt}"
-        else:
-            raise ValueError(f"unknown statistic kind {kind!r}")
-        if len(rows) == 0:
-            values[letter] = None
-            missing.append(f"{what}: no row in {TABLE}")
-        else:
-            values[letter] = float(rows.mean())
-    return decide(values, missing, margin, "max")
+    kind = spec["kind"]
+    if kind == "nucleotide_mean":
+        i = POSITIONS.index(str(spec["position"]))
+        return highest(spec, options, lambda opt: mean_of(data.loc[data["sequence"].str[i] == opt, "activity"],
+                                                          f"{opt} at {spec['position']}"))
+    if kind == "element_activity":
+        return highest(spec, options, lambda opt: mean_of(data.loc[data["sequence"] == opt, "activity"], f"element {opt}"))
+    raise ValueError(f"unknown statistic kind {kind!r}")
 '''
 
 
 @grounding_host("enhancer")
-class EnhancerHost(GroundingHost):
+class EnhancerHost(TableHost):
+    """Wong et al.'s 5' splice-site variants with at least 50 reporter reads, one element each; its null version
+    numbers the permuted elements v00001 on."""
+
     families = ("nucleotide", "element")
     assay = "reporter activities of 5' splice-site variants measured in a massively parallel reporter assay"
     files = ("activity.tsv (tab-separated: element_id; sequence = the 9-nt splice site, positions -3..-1 in the exon and "
              "+1..+6 in the intron, DNA letters; activity = log2 reporter activity relative to the median variant; "
              "reads = reporter reads behind the measurement) and meta.json.")
     stat_source = STAT_SOURCE
-    ops = OPS
+    ops = {"drop_nucleotide": dropping(_at), "swap_nucleotides": op_swap_nucleotides,
+           "drop_element": dropping(_element), "swap_activity": swapping(_element, ["activity"])}
+    table_file, columns, sort_by, float_format = TABLE, COLS, ["sequence", "element_id"], "%.3f"
+    null_ids = ("element_id", "v{:05d}")
 
-    def base_data(self, dataset, datasets) -> Sites:
-        if dataset is not None:
-            raise BenchmarkError(f"the enhancer grounding host has no datasets (item names {dataset!r})")
-        return Sites(_substrate())
+    def substrate(self) -> Sites:
+        from worlds.enhancer.build import mpsa_wong
 
-    def null(self, d: Sites, rng) -> Sites:
-        t = d.table.iloc[rng.permutation(len(d.table))].reset_index(drop=True)
-        t["element_id"] = [f"v{i + 1:05d}" for i in range(len(t))]
-        return Sites(t)
+        d = mpsa_wong()
+        d = d[d["tot_ct"] >= 50].reset_index(drop=True)
+        return Sites(pd.DataFrame({"element_id": [f"e{i + 1:05d}" for i in range(len(d))], "sequence": d["element"],
+                                   "activity": d["activity"].round(3), "reads": d["tot_ct"].astype(int)}))
 
-    def write_version(self, d: Sites, root: Path) -> list[str]:
-        w = CanonicalWriter(root)
-        t = d.table.sort_values(["sequence", "element_id"], kind="stable").reset_index(drop=True)
-        w.table(TABLE, t[COLS], sep="\t", float_format="%.3f")
-        w.json("meta.json", {"files": {TABLE: "reporter activity of each 5' splice-site variant (log2, relative to the "
-                                              "median variant; positions -3..+6)", "meta.json": "this description"},
-                             "assay": "barcoded three-exon minigene reporter; activity = inclusion of the middle exon "
-                                      "measured by RNA sequencing"})
-        return sorted(w.written)
+    def meta(self, t: pd.DataFrame) -> dict:
+        return {"files": {TABLE: "reporter activity of each 5' splice-site variant (log2, relative to the median "
+                                 "variant; positions -3..+6)", "meta.json": "this description"},
+                "assay": "barcoded three-exon minigene reporter; activity = inclusion of the middle exon measured by RNA "
+                         "sequencing"}
 
     def verify_extra(self, item, cls: str, root: Path, data, original: Sites) -> list[str]:
-        problems = []
-        if data["sequence"].duplicated().any():
-            problems.append(f"{TABLE} repeats a sequence")
-        if cls == "withdrawal":
-            wd = item.withdrawal
-            if wd["op"] == "drop_element":
-                hits = files_mentioning(root, wd["sequence"])
-                if hits:
-                    problems.append(f"{cls}: dropped element {wd['sequence']} still appears in {', '.join(hits)}")
-            else:
-                i = POSITIONS.index(str(wd["position"]))
-                if (data["sequence"].str[i] == wd["nt"]).any():
-                    problems.append(f"{cls}: elements with {wd['nt']} at {wd['position']} remain")
-        if cls == "null" and set(original.table["element_id"]) & set(data["element_id"]):
-            problems.append(f"{cls}: original element identifiers survive")
-        return problems
+        problems = [f"{TABLE} repeats a sequence"] if data["sequence"].duplicated().any() else []
+        wd = item.withdrawal
+        if cls == "withdrawal" and wd["op"] == "drop_element":
+            problems += dropped_still_named(cls, root, "element", wd["sequence"])
+        elif cls == "withdrawal" and (data["sequence"].str[POSITIONS.index(str(wd["position"]))] == wd["nt"]).any():
+            problems.append(f"{cls}: elements with {wd['nt']} at {wd['position']} remain")
+        return problems + ids_survive(cls, original.table["element_id"], data["element_id"], "element identifiers")

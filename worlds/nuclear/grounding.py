@@ -21,17 +21,13 @@ Undefined when an option has no row, or within the item's margin (graders.ground
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from benchmark.suite.canonical import CanonicalWriter
-from benchmark.errors import BenchmarkError
-from benchmark.grounding.host import GroundingHost
 from benchmark.suite.registry import grounding_host
-from graders.grounding import files_mentioning
+from worlds.scaffold import Table, TableHost, dropped_still_named, dropping, ids_survive, require, swapping, table_source
 
 TABLE = "rates.tsv"
 COLS = ["measurement", "source", "day", "live_time_s", "net_counts"]
@@ -41,62 +37,16 @@ SOURCES = {"Co-60": (1925.28, 400.0), "Mn-54": (312.19, 90.0), "Cs-137": (10976.
            "Cd-109": (461.9, 40.0), "Am-241": (157861.0, 320.0), "Eu-152": (4939.0, 200.0), "Sr-85": (64.85, 70.0)}
 
 
-@dataclass
-class Series:
-    table: pd.DataFrame  # measurement, source, day, live_time_s, net_counts
+class Series(Table):
+    """measurement, source, day, live_time_s, net_counts: one row per measurement of a source."""
 
 
-def _substrate() -> pd.DataFrame:
-    rng = np.random.default_rng(6001)
-    days = np.arange(40) * 7.0
-    rows = []
-    for src in sorted(SOURCES):
-        t_half, r0 = SOURCES[src]
-        mu = r0 * np.exp(-math.log(2) * days / t_half) * 3600.0
-        for d, n in zip(days, rng.poisson(mu)):
-            rows.append({"source": src, "day": float(d), "live_time_s": 3600.0, "net_counts": int(n)})
-    t = pd.DataFrame(rows).sort_values(["day", "source"], kind="stable").reset_index(drop=True)
-    t.insert(0, "measurement", [f"M{i + 1:04d}" for i in range(len(t))])
-    return t[COLS]
+def _src(d: Series, source: str) -> pd.Series:
+    return require(d.table["source"] == source, f"source {source}")
 
 
-def _src(d: Series, name: str) -> pd.Series:
-    m = d.table["source"] == name
-    if not m.any():
-        raise BenchmarkError(f"source {name} has no row in the data")
-    return m
-
-
-def op_drop_source(d: Series, rng, source: str) -> Series:
-    return Series(d.table[~_src(d, source)].reset_index(drop=True))
-
-
-def op_swap_sources(d: Series, rng, a: str, b: str) -> Series:
-    t = d.table.copy()
-    ma, mb = _src(d, a), _src(d, b)
-    t.loc[ma, "source"], t.loc[mb, "source"] = b, a
-    return Series(t)
-
-
-OPS = {"drop_source": op_drop_source, "swap_sources": op_swap_sources}
-
-STAT_SOURCE = r'''
-import math
-import os
-import pandas as pd
-
-TABLE = "rates.tsv"
-
-
-def load(root="."):
-    """rates.tsv (measurement, source, day, live_time_s, net_counts) as a DataFrame."""
-    tab = pd.read_csv(os.path.join(root, TABLE), sep="\t", dtype={"measurement": str, "source": str})
-    for c in ("source", "day", "live_time_s", "net_counts"):
-        if c not in tab.columns:
-            raise ValueError(f"{TABLE}: expected a column {c}")
-    return tab
-
-
+STAT_SOURCE = table_source(TABLE, ("measurement", "source"), ("source", "day", "live_time_s", "net_counts"),
+                           imports="import math\n") + r'''
 def _lam(rows):
     """Decay constant per 1000 days: weighted least squares of ln(counts / live) on day, weights = counts."""
     t = [float(x) for x in rows["day"]]
@@ -109,66 +59,60 @@ def _lam(rows):
     return -1000.0 * sum(w * (x - tm) * (v - ym) for w, x, v in zip(n, t, y)) / stt
 
 
+def _initial(rows):
+    """The mean net count rate (cps) of the first three measurements."""
+    first = rows.head(3)
+    return float((first["net_counts"] / first["live_time_s"]).mean())
+
+
 def reference_statistic(spec, options, data):
     """{"answer": letter or None, "values": {letter: value or None}, "reason": str} for one data version."""
-    tab = data
-    kind, margin = spec["kind"], float(spec["margin"])
-    values, missing = {}, []
-    for letter, opt in options.items():
-        rows = tab[tab["source"] == opt].sort_values("day", kind="stable")
-        if len(rows) < 3:
-            values[letter] = None
-            missing.append(f"source {opt}: fewer than 3 measurements in {TABLE}")
-            continue
-        if kind == "decay_constant":
-            values[letter] = _lam(rows)
-        elif kind == "initial_rate":
-            first = rows.head(3)
-            values[letter] = float((first["net_counts"] / first["live_time_s"]).mean())
-        else:
-            raise ValueError(f"unknown statistic kind {kind!r}")
-    return decide(values, missing, margin, "max")
+    stat = {"decay_constant": _lam, "initial_rate": _initial}.get(spec["kind"])
+    if stat is None:
+        raise ValueError(f"unknown statistic kind {spec['kind']!r}")
+
+    def value_of(opt):
+        rows = data[data["source"] == opt].sort_values("day", kind="stable")
+        return f"source {opt}: fewer than 3 measurements in {TABLE}" if len(rows) < 3 else stat(rows)
+
+    return highest(spec, options, value_of)
 '''
 
 
 @grounding_host("nuclear")
-class NuclearHost(GroundingHost):
+class NuclearHost(TableHost):
+    """A simulated weekly counting series of twelve check sources (seeded: the same counts in every build).
+    Null: measurements x0001... in permuted order."""
+
     families = ("decay", "activity")
     assay = "weekly gamma-ray counting of a set of radioactive check sources on one NaI(Tl) detector"
     files = ("rates.tsv (tab-separated: measurement, an identifier; source, the nuclide of the check source, e.g. "
              "Co-60; day, days since the first measurement; live_time_s; net_counts, the net full-energy-peak counts of "
              "the source's main gamma line in that measurement) and meta.json.")
     stat_source = STAT_SOURCE
-    ops = OPS
+    ops = {"drop_source": dropping(_src), "swap_sources": swapping(_src, ["source"])}
+    table_file, columns, sort_by, float_format = TABLE, COLS, ["day", "source", "measurement"], "%.4f"
+    null_ids = ("measurement", "x{:04d}")
 
-    def base_data(self, dataset, datasets) -> Series:
-        if dataset is not None:
-            raise BenchmarkError(f"the nuclear grounding host has no datasets (item names {dataset!r})")
-        return Series(_substrate())
+    def substrate(self) -> Series:
+        rng = np.random.default_rng(6001)
+        days = np.arange(40) * 7.0
+        rows = []
+        for src in sorted(SOURCES):
+            t_half, r0 = SOURCES[src]
+            mu = r0 * np.exp(-math.log(2) * days / t_half) * 3600.0
+            for d, n in zip(days, rng.poisson(mu)):
+                rows.append({"source": src, "day": float(d), "live_time_s": 3600.0, "net_counts": int(n)})
+        t = pd.DataFrame(rows).sort_values(["day", "source"], kind="stable").reset_index(drop=True)
+        t.insert(0, "measurement", [f"M{i + 1:04d}" for i in range(len(t))])
+        return Series(t[COLS])
 
-    def null(self, d: Series, rng) -> Series:
-        t = d.table.iloc[rng.permutation(len(d.table))].reset_index(drop=True)
-        t["measurement"] = [f"x{i + 1:04d}" for i in range(len(t))]
-        return Series(t)
-
-    def write_version(self, d: Series, root: Path) -> list[str]:
-        w = CanonicalWriter(root)
-        t = d.table.sort_values(["day", "source", "measurement"], kind="stable").reset_index(drop=True)
-        w.table(TABLE, t[COLS], sep="\t", float_format="%.4f")
-        w.json("meta.json", {"files": {TABLE: "net full-energy-peak counts of each check source, weekly",
-                                       "meta.json": "this description"},
-                             "detector": "NaI(Tl) 3x3 in., lead shield; live-time corrected counting"})
-        return sorted(w.written)
+    def meta(self, t: pd.DataFrame) -> dict:
+        return {"files": {TABLE: "net full-energy-peak counts of each check source, weekly", "meta.json": "this description"},
+                "detector": "NaI(Tl) 3x3 in., lead shield; live-time corrected counting"}
 
     def verify_extra(self, item, cls: str, root: Path, data, original: Series) -> list[str]:
-        problems = []
-        if cls != "flip" and data[["source", "day"]].duplicated().any():
-            problems.append(f"{TABLE} repeats a measurement")
+        problems = [f"{TABLE} repeats a measurement"] if cls != "flip" and data[["source", "day"]].duplicated().any() else []
         if cls == "withdrawal":
-            s = item.withdrawal["source"]
-            hits = files_mentioning(root, s)
-            if hits:
-                problems.append(f"{cls}: dropped source {s} still appears in {', '.join(hits)}")
-        if cls == "null" and set(original.table["measurement"]) & set(data["measurement"]):
-            problems.append(f"{cls}: original measurement identifiers survive")
-        return problems
+            problems += dropped_still_named(cls, root, "source", item.withdrawal["source"])
+        return problems + ids_survive(cls, original.table["measurement"], data["measurement"], "measurement identifiers")

@@ -1,77 +1,18 @@
 """Scripted agents of the nuclear track (gold side). The oracle inlines worlds/nuclear/analysis.py as source text and
 does what each world's careful_scientist says; the naive agent trusts the files and the defaults (L1: accepts the
-series; L2: gross counts in the window's channels at the nominal calibration, divided by real time)."""
+series; L2: gross counts in the window's channels at the nominal calibration, divided by real time). The L1 oracle's
+issue per defect is data, in scripted.yaml; worlds/scaffold.py registers the agents and writes that cell."""
 from __future__ import annotations
 
-import inspect
+from functools import partial
 
-from benchmark.suite.registry import naive, oracle
 from worlds.nuclear import analysis as A
+from worlds.scaffold import accepting_cell, l1_oracle_cell, module_cell, scripted, switched
+
+_cell = partial(module_cell, A)
 
 
-def _cell() -> str:
-    return inspect.getsource(A) + "\nprint('analysis loaded')\n"
-
-
-_L1_ORACLE = r"""
-v = detect('.')
-f = v['findings']
-print('findings', f, 'spectra', v['n_spectra'], 'acquisitions', v['n_acquisitions'])
-
-
-def write_lines(name, items):
-    Path(name).write_text(''.join(f'{x}\n' for x in items))
-    return name
-
-
-issues = []
-if 'missing_spectra' in f:
-    issues.append({'category': 'spectra absent from the data', 'severity': 'warning', 'where': 'spectra.csv.gz vs acquisitions.csv',
-                   'value': v['n_missing'], 'description': f"{v['n_missing']} logged acquisitions have no spectrum in spectra.csv.gz (missing data)",
-                   'action': 'listed them; the series has gaps there', 'output': write_lines('missing_spectra.txt', v['missing_spectra'])})
-if 'duplicate_spectra' in f:
-    issues.append({'category': 'duplicated spectra', 'severity': 'warning', 'where': 'spectra.csv.gz',
-                   'value': v['n_duplicated'], 'description': f"{v['n_duplicated']} spectra have channel contents identical to another spectrum: a copy, not a new acquisition (Poisson counts never repeat exactly)",
-                   'action': 'excluded the copies; listed them', 'output': write_lines('duplicated_spectra.txt', v['duplicated_spectra'])})
-if 'clock_reset' in f:
-    issues.append({'category': 'timestamps out of order (clock reset)', 'severity': 'warning', 'where': 'acquisitions.csv start_time',
-                   'value': v['n_bad_timestamps'], 'description': f"{v['n_bad_timestamps']} start times jump backwards out of the daily sequence: the MCA clock was reset",
-                   'action': 'listed them; their times must be restored from the daily schedule before any decay fit', 'output': write_lines('bad_timestamps.txt', v['bad_timestamps'])})
-if 'live_exceeds_real' in f:
-    issues.append({'category': 'live time exceeds real time', 'severity': 'warning', 'where': 'acquisitions.csv live_time_s',
-                   'value': v['n_live_exceeds_real'], 'description': f"{v['n_live_exceeds_real']} acquisitions have live_time_s > real_time_s, which is impossible: the two fields are swapped",
-                   'action': 'listed them; swap back before live-time correction', 'output': write_lines('live_gt_real.txt', v['live_exceeds_real'])})
-if 'channel_shift' in f:
-    issues.append({'category': 'peak channel offset', 'severity': 'warning', 'where': 'spectra.csv.gz',
-                   'value': len(v['shifted_spectra']), 'description': f"in {v['n_shifted']} spectra the 1332.5 keV peak sits {v['channel_offset']:+.0f} channels from where their recorded calibration puts it (offset not in the calibration record)",
-                   'action': 'listed them; re-align before any fixed-channel analysis', 'output': write_lines('shifted_spectra.txt', v['shifted_spectra'])})
-if 'summary_mismatch' in f:
-    issues.append({'category': 'summary net counts disagree with the spectra', 'severity': 'warning', 'where': 'summary.csv',
-                   'value': v['n_summary_mismatch'], 'description': f"recomputing net_counts_1173/1332 from the spectra with the documented method disagrees for {v['n_summary_mismatch']} spectra",
-                   'action': 'listed them; use areas recomputed from the spectra', 'output': write_lines('summary_mismatch.txt', v['summary_mismatch'])})
-report = {'assessment': 'usable_with_caveats' if issues else 'usable', 'issues': issues,
-          'summary': ('Problems: ' + ', '.join(i['category'] for i in issues)) if issues else
-                     f"All checks pass: {v['n_spectra']} spectra, one per logged acquisition, times in order, live <= real, peaks where each spectrum's calibration puts them ({v['n_calibrations']} calibration(s) recorded), summary reproduced."}
-print(json.dumps(report))
-"""
-
-_L1_NAIVE = r"""
-import json
-import pandas as pd
-a = pd.read_csv('acquisitions.csv')
-print(a.describe())
-print(json.dumps({'assessment': 'usable', 'issues': [], 'summary': f'{len(a)} acquisitions loaded; looks fine.'}))
-"""
-
-
-@oracle("nuclear.L1.integrity", version="1")
-def l1_oracle(ref) -> list[str]:
-    return [_cell(), _L1_ORACLE]
-
-
-@naive("nuclear.L1.integrity", version="1")
-def l1_naive(ref) -> list[str]:
-    return [_L1_NAIVE]
+scripted("nuclear.L1.integrity", [_cell, l1_oracle_cell(__file__)], [accepting_cell('acquisitions.csv', 'acquisitions', var='a')])
 
 
 _L2 = r"""
@@ -96,12 +37,4 @@ print(json.dumps({'half_life_days': round(fit['half_life_days'], 2), 'half_life_
                   'summary': f"{len(tab)} spectra; Co-60 half-life {fit['half_life_days']:.0f} +- {fit['half_life_se_days']:.0f} d"}))
 """
 
-
-def _mk(is_naive: bool):
-    def cells(ref) -> list[str]:
-        return [_cell(), f"NAIVE = {is_naive!r}\n" + _L2]
-    return cells
-
-
-oracle("nuclear.L2.decay", version="1")(_mk(False))
-naive("nuclear.L2.decay", version="1")(_mk(True))
+switched({"nuclear.L2.decay": _L2}, _cell)

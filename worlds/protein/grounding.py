@@ -19,41 +19,23 @@ Undefined when an option has no row, or within the item's margin (graders.ground
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from benchmark.suite.canonical import CanonicalWriter
-from benchmark.errors import BenchmarkError
-from benchmark.grounding.host import GroundingHost
 from benchmark.suite.registry import grounding_host
-from graders.grounding import files_mentioning
+from worlds.scaffold import Table, TableHost, dropped_still_named, dropping, ids_survive, require, swapping, table_source
 
 TABLE = "ddg.tsv"
 COLS = ["variant", "position", "wt_aa", "mut_aa", "ddG"]
 
 
-@dataclass
-class Muts:
-    table: pd.DataFrame  # variant, position, wt_aa, mut_aa, ddG
-
-
-def _substrate() -> pd.DataFrame:
-    from worlds.protein.build import gb1_nisthal
-
-    return gb1_nisthal()[COLS].copy()
+class Muts(Table):
+    """variant, position, wt_aa, mut_aa, ddG: one row per single substitution."""
 
 
 def _label(t: pd.DataFrame) -> pd.Series:
     return t["wt_aa"] + t["position"].astype(str)
-
-
-def _rows(m: pd.Series, what: str) -> pd.Series:
-    """The mask `m`, refused when it selects nothing (an item names `what`, which the data must hold)."""
-    if not m.any():
-        raise BenchmarkError(f"{what} has no row in the data")
-    return m
 
 
 def _relabel(t: pd.DataFrame) -> Muts:
@@ -62,122 +44,59 @@ def _relabel(t: pd.DataFrame) -> Muts:
     return Muts(t)
 
 
-def _residue(d: Muts, res: str) -> pd.Series:
-    return _rows(_label(d.table) == res, f"residue {res}")
-
-
-def op_drop_position(d: Muts, rng, residue: str) -> Muts:
-    return Muts(d.table[~_residue(d, residue)].reset_index(drop=True))
-
-
-def op_swap_positions(d: Muts, rng, a: str, b: str) -> Muts:
-    t = d.table.copy()
-    ma, mb = _residue(d, a), _residue(d, b)
-    (pa, wa), (pb, wb) = [(int(d.table.loc[m, "position"].iloc[0]), d.table.loc[m, "wt_aa"].iloc[0]) for m in (ma, mb)]
-    t.loc[ma, "position"], t.loc[ma, "wt_aa"] = pb, wb
-    t.loc[mb, "position"], t.loc[mb, "wt_aa"] = pa, wa
-    return _relabel(t)
+def _residue(d: Muts, residue: str) -> pd.Series:
+    return require(_label(d.table) == residue, f"residue {residue}")
 
 
 def _aa(d: Muts, aa: str) -> pd.Series:
-    return _rows(d.table["mut_aa"] == aa, f"substitution to {aa}")
+    return require(d.table["mut_aa"] == aa, f"substitution to {aa}")
 
 
-def op_drop_mutant_aa(d: Muts, rng, aa: str) -> Muts:
-    return Muts(d.table[~_aa(d, aa)].reset_index(drop=True))
-
-
-def op_swap_mutant_aa(d: Muts, rng, a: str, b: str) -> Muts:
-    t = d.table.copy()
-    ma, mb = _aa(d, a), _aa(d, b)
-    t.loc[ma, "mut_aa"], t.loc[mb, "mut_aa"] = b, a
-    return _relabel(t)
-
-
-OPS = {"drop_position": op_drop_position, "swap_positions": op_swap_positions,
-       "drop_mutant_aa": op_drop_mutant_aa, "swap_mutant_aa": op_swap_mutant_aa}
-
-STAT_SOURCE = r'''
-import os
-import pandas as pd
-
-TABLE = "ddg.tsv"
-
-
-def load(root="."):
-    """ddg.tsv (variant, position, wt_aa, mut_aa, ddG) as a DataFrame."""
-    tab = pd.read_csv(os.path.join(root, TABLE), sep="\t", dtype={"variant": str, "wt_aa": str, "mut_aa": str})
-    for c in ("position", "wt_aa", "mut_aa", "ddG"):
-        if c not in tab.columns:
-            raise ValueError(f"{TABLE}: expected a column {c}")
-    return tab
-
-
+STAT_SOURCE = table_source(TABLE, ("variant", "wt_aa", "mut_aa"), ("position", "wt_aa", "mut_aa", "ddG")) + r'''
 def reference_statistic(spec, options, data):
     """{"answer": letter or None, "values": {letter: value or None}, "reason": str} for one data version."""
-    tab = data
-    kind, margin = spec["kind"], float(spec["margin"])
-    label = tab["wt_aa"] + tab["position"].astype(str)
-    values, missing = {}, []
-    for letter, opt in options.items():
-        if kind == "position_mean":
-            rows = tab.loc[label == opt, "ddG"]
-            what = f"residue {opt}"
-        elif kind == "mutant_mean":
-            rows = tab.loc[tab["mut_aa"] == opt, "ddG"]
-            what = f"substitutions to {opt}"
-        else:
-            raise ValueError(f"unknown statistic kind {kind!r}")
-        if len(rows) == 0:
-            values[letter] = None
-            missing.append(f"{what}: no row in {TABLE}")
-        else:
-            values[letter] = float(rows.mean())
-    return decide(values, missing, margin, "max")
+    kind = spec["kind"]
+    if kind == "position_mean":
+        label = data["wt_aa"] + data["position"].astype(str)
+        return highest(spec, options, lambda opt: mean_of(data.loc[label == opt, "ddG"], f"residue {opt}"))
+    if kind == "mutant_mean":
+        return highest(spec, options, lambda opt: mean_of(data.loc[data["mut_aa"] == opt, "ddG"], f"substitutions to {opt}"))
+    raise ValueError(f"unknown statistic kind {kind!r}")
 '''
 
 
 @grounding_host("protein")
-class ProteinHost(GroundingHost):
+class ProteinHost(TableHost):
+    """Nisthal et al.'s ddG of GB1 single mutants (mavenn sdist), one row per substitution. A null version names the
+    variants m0001, m0002, ... in its permuted row order, so no name tells a substitution's residue."""
+
     families = ("sensitivity", "substitution")
     assay = "folding stabilities (ddG) of single amino-acid substitutions in a protein domain"
     files = ("ddg.tsv (tab-separated: variant as wild-type residue, position, mutant residue, e.g. T2A; position; "
              "wt_aa; mut_aa; ddG = folding free-energy change in kcal/mol, positive = destabilising) and meta.json.")
     stat_source = STAT_SOURCE
-    ops = OPS
+    # swap_positions: two residues exchange their position labels (a numbering mix-up); the variant names follow
+    ops = {"drop_position": dropping(_residue), "drop_mutant_aa": dropping(_aa),
+           "swap_positions": swapping(_residue, ["position", "wt_aa"], then=_relabel),
+           "swap_mutant_aa": swapping(_aa, ["mut_aa"], then=_relabel)}
+    table_file, columns, sort_by, float_format = TABLE, COLS, ["position", "mut_aa", "variant"], "%.4f"
+    null_ids = ("variant", "m{:04d}")
 
-    def base_data(self, dataset, datasets) -> Muts:
-        if dataset is not None:
-            raise BenchmarkError(f"the protein grounding host has no datasets (item names {dataset!r})")
-        return Muts(_substrate())
+    def substrate(self) -> Muts:
+        from worlds.protein.build import gb1_nisthal
 
-    def null(self, d: Muts, rng) -> Muts:
-        t = d.table.iloc[rng.permutation(len(d.table))].reset_index(drop=True)
-        t["variant"] = [f"m{i + 1:04d}" for i in range(len(t))]
-        return Muts(t)
+        return Muts(gb1_nisthal()[COLS].copy())
 
-    def write_version(self, d: Muts, root: Path) -> list[str]:
-        w = CanonicalWriter(root)
-        t = d.table.sort_values(["position", "mut_aa", "variant"], kind="stable").reset_index(drop=True)
-        w.table(TABLE, t[COLS], sep="\t", float_format="%.4f")
-        w.json("meta.json", {"files": {TABLE: "folding free-energy change of each single substitution (kcal/mol, "
-                                              "positive = destabilising)", "meta.json": "this description"},
-                             "protein": "a small globular domain (numbering from its initiator methionine)"})
-        return sorted(w.written)
+    def meta(self, t: pd.DataFrame) -> dict:
+        return {"files": {TABLE: "folding free-energy change of each single substitution (kcal/mol, positive = "
+                                 "destabilising)", "meta.json": "this description"},
+                "protein": "a small globular domain (numbering from its initiator methionine)"}
 
     def verify_extra(self, item, cls: str, root: Path, data, original: Muts) -> list[str]:
-        problems = []
-        if data[["position", "mut_aa"]].duplicated().any() and cls != "flip":
-            problems.append(f"{TABLE} repeats a substitution")
-        if cls == "withdrawal":
-            if item.withdrawal["op"] == "drop_position":
-                r = item.withdrawal["residue"]
-                hits = files_mentioning(root, r)
-                if hits:
-                    problems.append(f"{cls}: dropped residue {r} still appears in {', '.join(hits)}")
-            else:
-                if (data["mut_aa"] == item.withdrawal["aa"]).any():
-                    problems.append(f"{cls}: substitutions to {item.withdrawal['aa']} remain")
-        if cls == "null" and set(original.table["variant"]) & set(data["variant"]):
-            problems.append(f"{cls}: original variant names survive")
-        return problems
+        problems = [f"{TABLE} repeats a substitution"] if data[["position", "mut_aa"]].duplicated().any() and cls != "flip" else []
+        wd = item.withdrawal
+        if cls == "withdrawal" and wd["op"] == "drop_position":
+            problems += dropped_still_named(cls, root, "residue", wd["residue"])
+        elif cls == "withdrawal" and (data["mut_aa"] == wd["aa"]).any():
+            problems.append(f"{cls}: substitutions to {wd['aa']} remain")
+        return problems + ids_survive(cls, original.table["variant"], data["variant"], "variant names")

@@ -1,18 +1,21 @@
-"""Scripted agents of the scrna track (gold side): per family, the oracle's and the naive agent's code cells.
+"""Scripted agents of the scrna track (gold side): per family, the oracle's and the naive agent's code cells,
+registered through worlds/scaffold.py on import of worlds.scrna.solvers (the track's solver_module); the L1
+oracle's issue per defect is data, in scripted.yaml.
 
-Cells run in the sandbox's kernel with the world's public files in the working directory; they import only the
-standard library and the sandbox's packages, so the reference helpers they need travel as source text. Registered on
-import of worlds.scrna.solvers (the track's solver_module).
+The oracle inlines the solvers' 10x readers, lineage scores and tests as source text (numpy, scipy, pandas in the
+sandbox); the naive agent loads the matrix with scanpy and runs its defaults.
 """
 from __future__ import annotations
 import gzip
 import inspect
+from functools import partial
 import json
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from benchmark.suite.registry import naive, oracle, solver
+from benchmark.suite.registry import solver
 from graders.registry import product_validator
+from worlds.scaffold import l1_oracle_cell, scripted
 
 from worlds.scrna.solvers import (  # noqa: F401 - the reference helpers the cells carry as source
     AMBIENT_FINDING,
@@ -75,19 +78,12 @@ def _helpers_cell(*fns) -> str:
     return "\n".join(head + consts) + "\n\n\n" + body + "\nprint('reference helpers loaded')\n"
 
 
-_L1_ORACLE = r"""
+_L1_HELPERS = r"""
 import gzip as _gz
 from scipy.io import mmwrite
 from scipy.sparse import csr_matrix
 
-d = read_world('.')
-v = detect(d)
 print('barcodes', v['n_barcodes_in_matrix'], 'findings', v['findings'])
-
-
-def write_lines(name, items):
-    Path(name).write_text(''.join(f'{x}\n' for x in items))
-    return name
 
 
 def write_mtx(name, cells_x_genes):
@@ -96,83 +92,34 @@ def write_mtx(name, cells_x_genes):
     return name
 
 
-issues = []
-f = v['findings']
-if 'normalized_as_counts' in f:
+def recovered_counts():
     E = np.expm1(d['X'])
     nz = np.where(E > 0, E, np.inf).min(1)
-    rec = np.rint(E / np.where(np.isfinite(nz), nz, 1.0)[:, None])
-    out = write_mtx('recovered_counts.mtx.gz', rec)
-    issues.append({'category': 'normalized values presented as counts', 'severity': 'blocking',
-                   'where': 'filtered_feature_bc_matrix/matrix.mtx.gz', 'value': v['fraction_non_integer_values'],
-                   'description': f"matrix holds non-integer log1p-normalised values (share of non-integer entries "
-                                  f"{v['fraction_non_integer_values']}), although meta.json calls it UMI counts",
-                   'action': 'recovered integer counts per cell as expm1(x) / expm1(smallest non-zero x of the cell)',
-                   'output': out})
-if 'empty_droplets' in f:
-    out = write_lines('empty_droplets.txt', v['empty_barcodes'])
-    issues.append({'category': 'empty droplets', 'severity': 'warning', 'where': 'filtered_feature_bc_matrix/barcodes.tsv.gz',
-                   'value': v['n_empty_droplets'],
-                   'description': f"{v['n_empty_droplets']} barcodes are empty droplets: at most {v['empty_max_umis']} UMIs "
-                                  f"each against a median of {v['median_umis']:.0f} (the smallest other barcode has "
-                                  f"{v['cell_min_umis']}), and their summed profile is the pooled profile of the cells (Pearson "
-                                  f"r {v['empty_profile_corr_with_pool']} on log CP10k), not that of one population",
-                   'action': 'removed these barcodes before any other check', 'output': out})
-if 'duplicate_barcodes' in f:
-    out = write_lines('duplicated_barcodes.txt', v['duplicated_barcodes'])
-    issues.append({'category': 'duplicate barcodes', 'severity': 'warning', 'where': 'filtered_feature_bc_matrix/barcodes.tsv.gz',
-                   'value': v['n_duplicate_barcodes'],
-                   'description': f"{v['n_duplicated_barcodes']} barcodes appear more than once with identical columns "
-                                  f"({v['n_duplicate_barcodes']} extra copies)",
-                   'action': 'kept the first copy of each duplicated barcode', 'output': out})
-if 'feature_misalignment' in f:
-    k = v['feature_row_offset']
+    return write_mtx('recovered_counts.mtx.gz', np.rint(E / np.where(np.isfinite(nz), nz, 1.0)[:, None]))
+
+
+def realigned_features():
     out = 'features_corrected.tsv.gz'
     with _gz.open(out, 'wt') as fh:
         fh.write(''.join(f'{g}\t{g}\tGene Expression\n' for g in v['corrected_features']))
-    issues.append({'category': 'feature table misaligned', 'severity': 'blocking', 'where': 'filtered_feature_bc_matrix/features.tsv.gz',
-                   'value': k,
-                   'description': f"lineage markers disagree with the labels as named (consistency {v['label_marker_consistency']}); "
-                                  f"reading matrix row i as the gene named at features row i{k:+d} restores them (offset k = {k})",
-                   'action': 're-aligned the gene names to the matrix rows', 'output': out})
-if 'swapped_labels' in f:
+    return out
+
+
+def relabelled_cells():
     a_, b_ = v['swapped_labels']
     cells = d['cells'].copy()
     m_a, m_b = cells['cell_type'] == a_, cells['cell_type'] == b_
     cells.loc[m_a, 'cell_type'], cells.loc[m_b, 'cell_type'] = b_, a_
-    out = 'cells_corrected.csv'
-    cells.to_csv(out, index=False)
-    issues.append({'category': 'swapped labels', 'severity': 'warning', 'where': 'cells.csv cell_type',
-                   'value': v['n_relabelled'],
-                   'description': f"cells labelled '{a_}' carry the marker programme of '{b_}' and vice versa (labels exchanged)",
-                   'action': 'exchanged the two labels back', 'output': out})
-if 'doublets' in f:
-    out = write_lines('doublet_barcodes.txt', v['doublet_barcodes'])
-    issues.append({'category': 'doublets', 'severity': 'warning', 'where': 'barcodes co-expressing exclusive lineage programmes',
-                   'value': v['n_doublets_flagged'],
-                   'description': f"{v['n_doublets_flagged']} heterotypic doublets: barcodes co-express myeloid (LYZ/CST3/S100A8) "
-                                  f"and B-cell (CD79A/MS4A1) marker programmes",
-                   'action': 'flagged and removed these barcodes', 'output': out})
-if 'ambient_rna' in f:
+    cells.to_csv('cells_corrected.csv', index=False)
+    return 'cells_corrected.csv'
+
+
+def decontaminated_counts():
     X = d['X']
     soup = X.sum(0) / X.sum()
     rho = v['ambient_fraction']
     corr = np.maximum(X - rho * X.sum(1, keepdims=True) * soup[None, :], 0)
-    out = write_mtx('decontaminated_counts.mtx.gz', np.rint(corr))
-    issues.append({'category': 'ambient RNA', 'severity': 'warning', 'where': 'all cells (soup profile)',
-                   'value': rho,
-                   'description': f"myeloid-specific transcripts in lymphoid cells at a level tracking the pooled profile "
-                                  f"(estimated ambient fraction {rho}); "
-                                  f"{v['lymphoid_cells_with_myeloid_transcripts']:.0%} of lymphoid cells carry them",
-                   'action': 'subtracted the estimated soup (fraction x library size x pooled profile) from every cell',
-                   'output': out})
-report = {
-    'assessment': 'usable_with_caveats' if issues else 'usable',
-    'issues': issues,
-    'summary': ('Integrity problems found and corrected: ' + ', '.join(i['category'] for i in issues)) if issues
-               else f"All integrity checks pass; {v['n_cells_kept']} cells kept.",
-}
-print(json.dumps(report))
+    return write_mtx('decontaminated_counts.mtx.gz', np.rint(corr))
 """
 
 _L1_NAIVE = r"""
@@ -187,15 +134,39 @@ print(json.dumps(report))
 """
 
 
-@oracle("scrna.L1.integrity", version="1")
-def l1_oracle(ref) -> list[str]:
-    return [_helpers_cell(lognorm, lineage_scores, lineage_calls, label_consistency, detect), _L1_ORACLE]
+scripted("scrna.L1.integrity",
+         [partial(_helpers_cell, lognorm, lineage_scores, lineage_calls, label_consistency, detect),
+          l1_oracle_cell(__file__, _L1_HELPERS)],
+         [_L1_NAIVE])
 
 
-@naive("scrna.L1.integrity", version="1")
-def l1_naive(ref) -> list[str]:
-    return [_L1_NAIVE]
+_MARKERS_NAIVE = r"""
+import json
+import numpy as np
+import pandas as pd
+import scanpy as sc
 
+meta = json.load(open('meta.json'))
+target = meta['task']['target_population']
+adata = sc.read_10x_mtx('filtered_feature_bc_matrix')
+cells = pd.read_csv('cells.csv').set_index('barcode')
+adata.obs = adata.obs.join(cells)
+# rank_genes_groups straight on the matrix as loaded (the tool does not normalise), target vs the pooled rest
+sc.tl.rank_genes_groups(adata, 'cell_type', groups=[target], method='wilcoxon')
+df = sc.get.rank_genes_groups_df(adata, group=target)
+df[['names', 'scores']].rename(columns={'names': 'gene', 'scores': 'score'}).to_csv('markers.csv', index=False)
+top = df['names'].head(10).tolist()
+markers = df[(df['pvals_adj'] < 0.05) & (df['logfoldchanges'] > 1)]['names'].tolist()
+print(df.head(10))
+report = {
+    'target_population': target, 'top_markers': top, 'marker_genes': markers, 'marker_table': 'markers.csv',
+    'method': {'normalization': 'none (counts as loaded)', 'test': 'wilcoxon (scanpy rank_genes_groups)',
+               'comparison': 'target vs rest', 'covariates': 'none'},
+    'issues_found': [], 'analysis_usable': True,
+    'summary': f'Top markers of {target}: {", ".join(top[:5])}.',
+}
+print(json.dumps(report))
+"""
 
 _MARKERS_ORACLE = r"""
 d = read_world('.')
@@ -262,43 +233,9 @@ report = {
 print(json.dumps(report))
 """
 
-_MARKERS_NAIVE = r"""
-import json
-import numpy as np
-import pandas as pd
-import scanpy as sc
 
-meta = json.load(open('meta.json'))
-target = meta['task']['target_population']
-adata = sc.read_10x_mtx('filtered_feature_bc_matrix')
-cells = pd.read_csv('cells.csv').set_index('barcode')
-adata.obs = adata.obs.join(cells)
-# rank_genes_groups straight on the matrix as loaded (the tool does not normalise), target vs the pooled rest
-sc.tl.rank_genes_groups(adata, 'cell_type', groups=[target], method='wilcoxon')
-df = sc.get.rank_genes_groups_df(adata, group=target)
-df[['names', 'scores']].rename(columns={'names': 'gene', 'scores': 'score'}).to_csv('markers.csv', index=False)
-top = df['names'].head(10).tolist()
-markers = df[(df['pvals_adj'] < 0.05) & (df['logfoldchanges'] > 1)]['names'].tolist()
-print(df.head(10))
-report = {
-    'target_population': target, 'top_markers': top, 'marker_genes': markers, 'marker_table': 'markers.csv',
-    'method': {'normalization': 'none (counts as loaded)', 'test': 'wilcoxon (scanpy rank_genes_groups)',
-               'comparison': 'target vs rest', 'covariates': 'none'},
-    'issues_found': [], 'analysis_usable': True,
-    'summary': f'Top markers of {target}: {", ".join(top[:5])}.',
-}
-print(json.dumps(report))
-"""
-
-
-@oracle("scrna.L2.markers", version="1")
-def markers_oracle(ref) -> list[str]:
-    return [_helpers_cell(lognorm, _cells_aligned, marker_table, one_vs_rest_z, one_vs_rest_top), _MARKERS_ORACLE]
-
-
-@naive("scrna.L2.markers", version="1")
-def markers_naive(ref) -> list[str]:
-    return [_MARKERS_NAIVE]
+_MARKERS_HELPERS = partial(_helpers_cell, lognorm, _cells_aligned, marker_table, one_vs_rest_z, one_vs_rest_top)
+scripted("scrna.L2.markers", [_MARKERS_HELPERS, _MARKERS_ORACLE], [_MARKERS_NAIVE])
 
 
 _DE_ORACLE = r"""
@@ -375,14 +312,24 @@ report = {
 print(json.dumps(report))
 """
 
+# the task's two conditions, as a naive cell reads them
+_CONDITIONS = "meta = json.load(open('meta.json'))\ntest, ref = meta['task']['test_condition'], meta['task']['reference_condition']\n"
+
+
+def _per_cell(test: str, normalization: str, summary: str) -> str:
+    """The end of a naive condition cell's report: cells as the unit of replication, no covariate, no issue (`test`,
+    `normalization` and `summary` as the cell's literals)."""
+    return (f"    'method': {{'unit_of_replication': 'cell', 'test': {test},\n"
+            f"               'normalization': {normalization}, 'covariates': 'none'}},\n"
+            "    'issues_found': [], 'analysis_usable': True,\n"
+            f"    'summary': {summary},\n}}\nprint(json.dumps(report))\n")
+
 _DE_NAIVE = r"""
 import json
 import pandas as pd
 import scanpy as sc
 
-meta = json.load(open('meta.json'))
-test, ref = meta['task']['test_condition'], meta['task']['reference_condition']
-adata = sc.read_10x_mtx('filtered_feature_bc_matrix')
+""" + _CONDITIONS + r"""adata = sc.read_10x_mtx('filtered_feature_bc_matrix')
 cells = pd.read_csv('cells.csv').set_index('barcode')
 adata.obs = adata.obs.join(cells)
 sc.pp.normalize_total(adata, target_sum=1e4)
@@ -397,23 +344,12 @@ report = {
     'de_genes': sig['names'].tolist(), 'n_de_genes': int(len(sig)),
     'up_genes': sig[sig['logfoldchanges'] > 0]['names'].tolist(), 'down_genes': sig[sig['logfoldchanges'] < 0]['names'].tolist(),
     'de_table': 'de.csv',
-    'method': {'unit_of_replication': 'cell', 'test': 'wilcoxon (scanpy rank_genes_groups), BH-adjusted p < 0.05',
-               'normalization': 'normalize_total (1e4) + log1p', 'covariates': 'none'},
-    'issues_found': [], 'analysis_usable': True,
-    'summary': f'{len(sig)} genes differ between {test} and {ref}.',
-}
-print(json.dumps(report))
-"""
+""" + _per_cell("'wilcoxon (scanpy rank_genes_groups), BH-adjusted p < 0.05'", "'normalize_total (1e4) + log1p'",
+                 "f'{len(sig)} genes differ between {test} and {ref}.'")
 
 
-@oracle("scrna.L2.condition_de", version="1")
-def condition_de_oracle(ref) -> list[str]:
-    return [_helpers_cell(lognorm, _bh, _cells_aligned, pseudobulk, run_deseq, cell_level_wilcoxon), _DE_ORACLE]
-
-
-@naive("scrna.L2.condition_de", version="1")
-def condition_de_naive(ref) -> list[str]:
-    return [_DE_NAIVE]
+_DE_HELPERS = partial(_helpers_cell, lognorm, _bh, _cells_aligned, pseudobulk, run_deseq, cell_level_wilcoxon)
+scripted("scrna.L2.condition_de", [_DE_HELPERS, _DE_ORACLE], [_DE_NAIVE])
 
 
 # ---------------------------------------------------------------- composition (differential abundance)
@@ -509,9 +445,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import false_discovery_control, fisher_exact
 
-meta = json.load(open('meta.json'))
-test, ref = meta['task']['test_condition'], meta['task']['reference_condition']
-cells = pd.read_csv('cells.csv')
+""" + _CONDITIONS + r"""cells = pd.read_csv('cells.csv')
 t = (cells['condition'] == test).to_numpy()
 nt, nr = int(t.sum()), int((~t).sum())
 rows = []
@@ -530,21 +464,13 @@ report = {
     'changed_populations': sorted(sig['cell_type']), 'n_changed': int(len(sig)),
     'increased': sorted(sig[sig['log2fc'] > 0]['cell_type']), 'decreased': sorted(sig[sig['log2fc'] < 0]['cell_type']),
     'da_table': 'da.csv',
-    'method': {'unit_of_replication': 'cell', 'test': "Fisher's exact test on cell counts per population, BH",
-               'normalization': 'proportion of all cells', 'covariates': 'none'},
-    'issues_found': [], 'analysis_usable': True,
-    'summary': f'{len(sig)} populations differ in proportion between {test} and {ref}.',
-}
-print(json.dumps(report))
-"""
+""" + _per_cell("\"Fisher's exact test on cell counts per population, BH\"", "'proportion of all cells'",
+                 "f'{len(sig)} populations differ in proportion between {test} and {ref}.'")
 
 
-@oracle("scrna.L2.composition", version="3")
-def composition_oracle(ref) -> list[str]:
+def _composition_helpers() -> str:
     consts = f"DA_MIN_MEAN = {DA_MIN_MEAN!r}\nLANE_FDR = {LANE_FDR!r}\n"
-    return [consts + _helpers_cell(_bh, donor_counts, lane_effect_p, da_test, pooled_fisher, _called), _DA_ORACLE]
+    return consts + _helpers_cell(_bh, donor_counts, lane_effect_p, da_test, pooled_fisher, _called)
 
 
-@naive("scrna.L2.composition", version="1")
-def composition_naive(ref) -> list[str]:
-    return [_DA_NAIVE]
+scripted("scrna.L2.composition", [_composition_helpers, _DA_ORACLE], [_DA_NAIVE], versions=("3", "1"))
