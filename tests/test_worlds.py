@@ -174,7 +174,7 @@ def test_a_build_left_by_an_earlier_checkout_is_rebuilt(tmp_path):
     d = ensure_built(ref, tmp_path)
     victim = sorted(ref.world.public_files)[0]
     (d / victim).write_bytes(b"an older version of this world")
-    stamp = d.with_name(f".{d.name}.lock-sha256")
+    stamp = d.parent.with_name(f"{d.parent.name}-stamps") / f"{d.name}.lock-sha256"
     assert stamp.exists()
     stamp.write_text("0" * 64)  # built for another lock
     assert ensure_built(ref, tmp_path) == d and compare(ref, read_lock(ref), d) == []

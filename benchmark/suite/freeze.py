@@ -324,8 +324,11 @@ def _building_dir(out: Path) -> Path:
 
 
 def _stamp_path(d: Path) -> Path:
-    """Beside a cached build: the hash of the lock it was built for (a later checkout's lock makes it stale)."""
-    return d.with_name(f".{d.name}.lock-sha256")
+    """Outside the cache folder (whose entries are worlds): the hash of the lock a cached build was made for (a later
+    checkout's lock makes it stale)."""
+    p = d.parent.with_name(f"{d.parent.name}-stamps") / f"{d.name}.lock-sha256"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    return p
 
 
 def _lock_stamp(lock: Lock) -> str:
