@@ -326,13 +326,17 @@ def _building_dir(out: Path) -> Path:
 def _stamp_path(d: Path) -> Path:
     """Outside the cache folder (whose entries are worlds): the hash of the lock a cached build was made for (a later
     checkout's lock makes it stale)."""
-    p = d.parent.with_name(f"{d.parent.name}-stamps") / f"{d.name}.lock-sha256"
-    p.parent.mkdir(parents=True, exist_ok=True)
-    return p
+    return d.parent.with_name(f"{d.parent.name}-stamps") / f"{d.name}.lock-sha256"
 
 
 def _lock_stamp(lock: Lock) -> str:
     return sha256_bytes(lock_bytes(lock))
+
+
+def _write_stamp(d: Path, lock: Lock) -> None:
+    stamp = _stamp_path(d)
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(stamp, _lock_stamp(lock).encode())
 
 
 def freeze_world(ref: WorldRef, cache_root: Path | None = None) -> Lock:
@@ -345,7 +349,7 @@ def freeze_world(ref: WorldRef, cache_root: Path | None = None) -> Lock:
         files = build_files(ref, tmp, truth)
         g = solve(ref, tmp, truth)
         lock = make_lock(ref, tmp, files, g)  # hashed before it is installed: another freeze may replace `out`
-        _atomic_write(_stamp_path(out), _lock_stamp(lock).encode())
+        _write_stamp(out, lock)
         _install(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -446,7 +450,7 @@ def ensure_built(ref: WorldRef, cache_root: Path | None = None) -> Path:
         tmp.parent.mkdir(parents=True, exist_ok=True)
         try:
             build_files(ref, tmp)
-            _atomic_write(stamp, want.encode())
+            _write_stamp(d, lock)
             os.rename(tmp, d)
         except OSError:
             if not d.exists():
