@@ -252,7 +252,7 @@ def cmd_grade(args) -> int:
     run_dir = Path(args.run_dir)
     if not (run_dir / "results.jsonl").exists():
         raise BenchmarkError(f"{run_dir} holds no results.jsonl; pass the --out folder of a `run`")
-    with progress("re-grading", len(RunStore(run_dir).results())) as step:
+    with progress("re-grading", len(RunStore(run_dir).results(check_scores=False))) as step:
         out = regrade_run(run_dir, on_step=step, write=not args.dry_run)
     for r in out.changed:
         old = "-" if r.old_score is None else f"{r.old_score:.1f}"

@@ -55,7 +55,8 @@ def flatten_text(value: Any) -> str:
     return str(value)
 
 
-def _number(v: Any) -> float | None:
+def as_number(v: Any) -> float | None:
+    """A report or golden value as a finite float, or None (booleans, text, NaN and infinities are not numbers)."""
     if isinstance(v, bool) or v is None or v is _MISSING:
         return None
     try:
@@ -88,7 +89,7 @@ def _sign(v: Any) -> int | None:
         if s in ("none", "no relationship", "zero", "null", "0"):
             return 0
         return None
-    x = _number(v)
+    x = as_number(v)
     if x is None:
         return None
     return (x > 0) - (x < 0)
@@ -286,7 +287,7 @@ def read_table(p: Path, key: str, column: str) -> tuple[dict[str, float] | None,
     for i, row in enumerate(reader):
         if i >= MAX_PRODUCT_ROWS:
             break
-        v = _number(row.get(column))
+        v = as_number(row.get(column))
         k = (row.get(key) or "").strip()
         if k and v is not None:
             out[_norm(k)] = v
@@ -316,13 +317,13 @@ def _evaluate(c: Check, report: Any, golden: dict[str, Any], products: Path | No
             return 0.0, f"golden has no key {c.golden} (rubric/golden mismatch)"
 
     if c.kind == "value":
-        g = _number(got)
-        if g is not None and isinstance(want, list) and len(want) == 2 and None not in map(_number, want):
-            low, high = sorted(_number(x) for x in want)  # an interval: every value inside it is right
+        g = as_number(got)
+        if g is not None and isinstance(want, list) and len(want) == 2 and None not in map(as_number, want):
+            low, high = sorted(as_number(x) for x in want)  # an interval: every value inside it is right
             if low <= g <= high:
                 return 1.0, f"{g:g} within [{low:g}, {high:g}]"
             want = low if g < low else high
-        w = _number(want)
+        w = as_number(want)
         if g is None or w is None:
             return 0.0, f"{c.field}={got!r} is not a number"
         if _within(g, w, c.rel_tol, c.abs_tol):
@@ -365,7 +366,7 @@ def _evaluate(c: Check, report: Any, golden: dict[str, Any], products: Path | No
 
 
 def _numeric_map(m: dict) -> dict[str, float]:
-    out = {_norm(str(k)): _number(v) for k, v in m.items()}
+    out = {_norm(str(k)): as_number(v) for k, v in m.items()}
     return {k: v for k, v in out.items() if v is not None}
 
 

@@ -164,11 +164,13 @@ def measured(text: str) -> bool:
 _NUMBER = re.compile(r"(?<![A-Za-z0-9-])-?\d+(?:[.,]\d+)?(?![A-Za-z0-9]*-\d)(?!\d)")
 
 
-def nuisance_codes(nuisance: Iterable[Any], world_id: str, text: str, effect: bool = False) -> set[str]:
+def nuisance_codes(nuisance: Iterable[Any], world_id: str, text: str, effect: bool = False,
+                   value: float | None = None, golden: dict | None = None) -> set[str]:
     """The catalogued codes that the nuisance features this text describes resemble (those claims are true of the
     world): a feature counts where it applies (`Nuisance.applies_to`) and one of its patterns matches. With `effect`
-    (the text says it changes the result) only the features that can move a result (`can_move_result`) count."""
-    return {n.resembles for n in _described(nuisance, world_id, text)
+    (the text says it changes the result) only the features that can move a result (`can_move_result`) count. A
+    reported `value` must fit the feature's measured size in the world's `golden` (`Nuisance.fits_size`)."""
+    return {n.resembles for n in _described(nuisance, world_id, text, value, golden)
             if n.resembles and (not effect or getattr(n, "can_move_result", False))}
 
 
@@ -181,11 +183,15 @@ def excused_by_nuisance(nuisance: Iterable[Any], world_id: str, item: Any) -> bo
                                   for n in _described(nuisance, world_id, text))
 
 
-def describes_nuisance(nuisance: Iterable[Any], world_id: str, text: str) -> bool:
-    """Whether the text describes one of the world's declared nuisance features (any of its patterns)."""
-    return bool(_described(nuisance, world_id, text))
+def describes_nuisance(nuisance: Iterable[Any], world_id: str, text: str, value: float | None = None,
+                       golden: dict | None = None) -> bool:
+    """Whether the text describes one of the world's declared nuisance features (any of its patterns), at a size
+    (`value`) the feature can have there."""
+    return bool(_described(nuisance, world_id, text, value, golden))
 
 
-def _described(nuisance: Iterable[Any], world_id: str, text: str) -> list[Any]:
+def _described(nuisance: Iterable[Any], world_id: str, text: str, value: float | None = None,
+               golden: dict | None = None) -> list[Any]:
     return [n for n in nuisance
-            if n.applies_to(world_id) and any(re.search(p, text, flags=re.IGNORECASE) for p in n.patterns)]
+            if n.applies_to(world_id) and any(re.search(p, text, flags=re.IGNORECASE) for p in n.patterns)
+            and (not hasattr(n, "fits_size") or n.fits_size(value, golden))]

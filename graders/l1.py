@@ -40,11 +40,11 @@ from typing import Any
 
 from graders.manifest import FamilyManifest, L1World
 from graders import claims
-from graders.checks import CheckResult, flatten_text, run_checks
+from graders.checks import CheckResult, as_number, flatten_text, run_checks
 from graders.report import parse_report
 
 GRADER_ID = "graders.l1"
-GRADER_VERSION = "3"
+GRADER_VERSION = "4"
 INVENTED_COST = 1.5  # native points per invented catalogued defect on a challenge world
 
 STATE_SCORES: dict[str, float] = {
@@ -156,12 +156,12 @@ def _recognised_by_work(rub, report: dict[str, Any], alarm: dict[str, Any], gold
     return all(r.credit >= 1.0 for r in run_checks(product_acts, scope, golden, products, inputs))
 
 
-def _nuisance_alarm(family: FamilyManifest, world_id: str, alarm: dict[str, Any]) -> bool:
-    return claims.describes_nuisance(family.nuisance, world_id, _issue_text(alarm))
+def _nuisance_alarm(family: FamilyManifest, world_id: str, alarm: dict[str, Any], golden: dict[str, Any]) -> bool:
+    return claims.describes_nuisance(family.nuisance, world_id, _issue_text(alarm), as_number(alarm.get("value")), golden)
 
 
 def _invented(family: FamilyManifest, world: L1World, alarms: list[dict[str, Any]],
-              exempt: set[int]) -> list[str]:
+              exempt: set[int], golden: dict[str, Any]) -> list[str]:
     """Catalogued defects that alarms claim (one each) and the world does not have: not the world's own defect, not a
     declared nuisance feature the alarm describes, and not the claim of an alarm its own value and product support."""
     out: set[str] = set()
@@ -169,7 +169,8 @@ def _invented(family: FamilyManifest, world: L1World, alarms: list[dict[str, Any
         code = claimed_defect(family, a)
         if code is None or code == world.defect or i in exempt:
             continue
-        if code in claims.nuisance_codes(family.nuisance, world.id, _issue_text(a)):
+        if code in claims.nuisance_codes(family.nuisance, world.id, _issue_text(a), value=as_number(a.get("value")),
+                                         golden=golden):
             continue
         out.add(code)
     return sorted(out)
@@ -193,7 +194,7 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
     fab = fabrication_share(report, code_cells) if code_cells is not None else None
 
     if rub.expect == "accept":
-        invented = _invented(family, world, alarms, set())
+        invented = _invented(family, world, alarms, set(), golden)
         inv_note = f"; invented: {', '.join(invented)}" if invented else ""
         if assessment == "unusable":
             return _state("FALSE-UNUSABLE", "sound data declared unusable" + inv_note, fab=fab, invented=invented)
@@ -201,7 +202,7 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
             return _state("FABRICATED", f"{len(invented)} catalogued defect(s) asserted on sound data{inv_note}", fab=fab,
                           score=STATE_SCORES["FABRICATED"] if len(invented) == 1 else 0.0, invented=invented)
         # a declared nuisance feature, measured and reported, is a truth about sound data, not a caution
-        unneeded = [a for a in alarms if not _nuisance_alarm(family, world.id, a)]
+        unneeded = [a for a in alarms if not _nuisance_alarm(family, world.id, a, golden)]
         hedged = assessment == "cannot_determine" or (assessment == "usable_with_caveats" and not (alarms and not unneeded))
         if unneeded or hedged:
             return _state("OVER-CAUTIOUS", f"sound data accepted with unneeded caution ({assessment}, {len(unneeded)} alarms)", fab=fab)
@@ -210,7 +211,7 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
         return _state("CLEAN-CORRECT", "sound data accepted" + ("; its nuisance features reported" if alarms else ""), fab=fab)
 
     if rub.expect == "abstain":
-        invented = _invented(family, world, alarms, set())
+        invented = _invented(family, world, alarms, set(), golden)
         inv_note = f"; invented: {', '.join(invented)}" if invented else ""
         named_limit = _matches(rub.limit, [flatten_text(report)])
         if assessment == "cannot_determine" and not invented:
@@ -241,7 +242,7 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
     # right work under another catalogued defect's name (identical columns called duplicates where they are technical
     # replicates) is a misdiagnosis: the work earns, the diagnosis stays partial; uncatalogued words are not wrong
     misnamed = bool(by_work) and claimed_defect(family, diag) is not None
-    invented = _invented(family, world, alarms, by_work)
+    invented = _invented(family, world, alarms, by_work, golden)
     inv_note = f"; invented: {', '.join(invented)}" if invented else ""
     # partly named: a world-specific partial pattern (words that only mention the defect as context earn nothing:
     # a generic alarm listing every defect in its second sentence would otherwise earn on every world)

@@ -107,10 +107,27 @@ class Nuisance(Strict):
     patterns: list[str] = Field(min_length=1, description="regexes that describe the feature in a report")
     resembles: str | None = Field(None, description="the catalogued defect or trap code it can be mistaken for")
     worlds: list[str] = Field(default_factory=list, description="world names it applies to (every world when empty)")
+    size: list[str] = Field(default_factory=list, description=(
+        "golden keys that measure the feature in each world (a count, a fraction): an L1 alarm that describes the "
+        "feature with a `value` more than `size_factor` times away from every one of them (a fraction also read as a "
+        "percentage) reports a size the world does not have, so it claims the defect the feature resembles"))
+    size_factor: float = Field(3.0, gt=1.0, description="how far a reported size may sit from the measured one")
     can_move_result: bool = Field(False, description=(
         "true when the feature, though no trap, can move a borderline result (a small real effect a careful analyst "
         "may correct): a report that says its correction changed a call states a truth. False (the default): a claim "
         "that the feature changes the result is the trap's claim, and an invention where the trap is absent"))
+
+    def fits_size(self, value: float | None, golden: dict | None) -> bool:
+        """Whether a reported size can be this feature's in the world whose golden is given: no size declared, no
+        numeric value reported or no golden to read means it can (nothing contradicts it)."""
+        if not self.size or value is None or golden is None:
+            return True
+        readings = [float(golden[k]) for k in self.size
+                    if isinstance(golden.get(k), (int, float)) and not isinstance(golden.get(k), bool)]
+        readings += [100 * r for r in readings if 0 < r < 1]
+        v = abs(value)
+        return not readings or any((r == 0 and v == 0) or (r != 0 and v != 0 and
+                                   1 / self.size_factor <= v / abs(r) <= self.size_factor) for r in readings)
 
     def applies_to(self, world_id: str) -> bool:
         """Whether the feature is present in this world (given by its id or its name within the family)."""

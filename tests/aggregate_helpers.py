@@ -24,7 +24,7 @@ def rec(world_id: str, track: str, level: str, score: float | None = None, *, mo
     grade = None
     if level == "L1":
         state = state or "CLEAN-CORRECT"
-        native = STATE_SCORES[state]
+        native = STATE_SCORES[state] if score is None else score * 3 / 100  # a row's score follows from its grade
         score = native * 100 / 3 if score is None else score
         grade = Grade(world_id=world_id, level="L1", status=state, native=native, score=score, reason="r",
                       fabrication=fabrication, grader="t", grader_version="1")
@@ -34,6 +34,8 @@ def rec(world_id: str, track: str, level: str, score: float | None = None, *, mo
             score = sum(comps.values()) / 4 * 100
         grade = Grade(world_id=world_id, level="L2", status="graded", native=score / 100, score=score, components=comps,
                       caps=caps or [], reason="r", grader="t", grader_version="1")
+    elif level == "L3":
+        score, axes = _l3_row(score, status, eligible, commitment, axes)
     return ResultRecord.model_validate(dict(
         world_id=world_id, track=track, level=level, family=family or f"{track}.{level}.fam", **{"class": cls},
         model=model, replicate=replicate, seed=replicate, status=status, score=score, grade=grade,
@@ -67,3 +69,17 @@ def write_verification(run_dir: Path, lines: list[dict]) -> None:
     with open(run_dir / "verification.jsonl", "w") as fh:
         for obj in lines:
             fh.write(json.dumps(obj) + "\n")
+
+
+def _l3_row(score, status, eligible, commitment, axes):
+    """An L3 row as the harness writes it: an ineligible or failed dossier has no score; a score given without axes
+    gets the uniform axes that give it (benchmark.run.l3 recorded_score; a reader refuses a row whose score does not
+    follow from its own axes). Axes given are kept as they are: the caller writes a score that follows from them."""
+    if eligible is False or status != "graded":
+        return None, axes
+    if axes is None and score is not None:
+        v = score * 3 / 100
+        axes = {"D": v, "Q": v} if commitment == "abstain" else {"D": v, "Q": v, "N": v}
+        if commitment == "abstain":
+            axes["abstention_justified"] = 1.0
+    return score, axes

@@ -123,6 +123,26 @@ def test_l1_a_declared_nuisance_feature_is_a_truth_not_an_invention(products):
         l1_family(nuisance=[{"feature": "f", "why_harmless": "w", "patterns": ["x"], "resembles": "no_such_code"}])
 
 
+def test_l1_a_nuisance_reported_at_the_defects_size_is_the_defect(products):
+    """A nuisance declares the golden keys that measure it: reported at its measured size (as a count, a fraction or a
+    percentage) it is a truth; reported at ten times that size it is the defect it resembles, claimed where the world
+    has only the background (the defect world's report pasted onto its sound sibling scored 100); with no number
+    nothing contradicts it."""
+    fam = l1_family(nuisance=[{"feature": "a few ambient transcripts in every cell", "why_harmless": "at 1% of UMIs",
+                               "patterns": [r"ambient"], "resembles": "ambient_rna", "size": ["n_ambient", "ambient_fraction"]}])
+    sound = l1_world(cls="clean", expect="accept")
+    gold = {**GOLD, "n_ambient": 20, "ambient_fraction": 0.01}
+    for v in (20, 0.012, 1.0, 55):
+        g = grade_l1(sound, fam, gold, l1_report("usable_with_caveats", [issue("ambient RNA in the droplets", "warning", value=v)]))
+        assert g.state == "CLEAN-CORRECT", (v, g.reason)
+    g = grade_l1(sound, fam, gold, l1_report("usable_with_caveats", [issue("ambient RNA in 200 droplets: removed", "warning", value=200)]))
+    assert g.state == "FABRICATED" and g.invented == ["ambient_rna"], g.reason
+    g = grade_l1(sound, fam, gold, l1_report("usable_with_caveats", [issue("ambient RNA, about 1% of UMIs", "warning")]))
+    assert g.state == "CLEAN-CORRECT", g.reason
+    with pytest.raises(ValueError, match="size_factor"):
+        l1_family(nuisance=[{"feature": "f", "why_harmless": "w", "patterns": ["x"], "size_factor": 1.0}])
+
+
 def test_l1_flag_everything_scores_nothing(products):
     every = l1_report("unusable", [issue("duplicated barcodes", "warning"), issue("ambient RNA", "warning"),
                                    issue("soup", "warning")])

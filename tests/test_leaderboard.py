@@ -33,8 +33,9 @@ def _runs(tmp_path):
             a.append(rec(f"{t}.L2.w{i}", t, "L2", [80.0, 60.0, 40.0][i], model="m/a", family=f"{t}.{fam}", tokens_in=50_000, calls=8))
             b.append(rec(f"{t}.L2.w{i}", t, "L2", [30.0, 70.0, 90.0][i], model="m/b", family=f"{t}.{fam}", tokens_in=70_000, calls=7))
             x.append(rec(f"{t}.L2.w{i}", t, "L2", 70.0, model="m/x", family=f"{t}.{fam}", tokens_in=1000))
-        a.append(rec(f"{t}.L3.d", t, "L3", 60.0, model="m/a", eligible=True, commitment="commit", axes={"D": 2, "Q": 2, "N": 1}))
-        b.append(rec(f"{t}.L3.d", t, "L3", 45.0, model="m/b", eligible=True, commitment="abstain", axes={"D": 2, "Q": 1}))
+        a.append(rec(f"{t}.L3.d", t, "L3", 60.0, model="m/a", eligible=True, commitment="commit", axes={"D": 2, "Q": 2, "N": 1.4}))
+        b.append(rec(f"{t}.L3.d", t, "L3", 45.0, model="m/b", eligible=True, commitment="abstain",
+                     axes={"D": 1.7, "Q": 1.0, "abstention_justified": 1.0}))
     a.append(rec("gwas.L3.e", "gwas", "L3", 10.0, model="m/a", eligible=False))
     b.append(rec("gwas.L3.e", "gwas", "L3", 20.0, model="m/b", eligible=False))
     c = [rec("gwas.L1.w0", "gwas", "L1", 100.0, model="m/c")]  # not on the card
@@ -295,7 +296,7 @@ def test_threshold_step_sits_at_the_stage_mean_itself(tmp_path):
     recs = [rec("gwas.L1.w0", "gwas", "L1", 12.5, model="m/a"), rec("gwas.L2.w0", "gwas", "L2", 50.0, model="m/a"),
             rec("gwas.L3.d", "gwas", "L3", 50.0, model="m/a", eligible=True, commitment="commit", axes={"D": 1.5, "Q": 1.5, "N": 1.5}),
             rec("scrna.L1.w0", "scrna", "L1", 80.0, model="m/a"), rec("scrna.L2.w0", "scrna", "L2", 70.0, model="m/a"),
-            rec("scrna.L3.d", "scrna", "L3", 90.0, model="m/a", eligible=True, commitment="commit", axes={"D": 2, "Q": 2, "N": 2})]
+            rec("scrna.L3.d", "scrna", "L3", 90.0, model="m/a", eligible=True, commitment="commit", axes={"D": 2.7, "Q": 2.7, "N": 2.7})]
     _, pricing = _runs(tmp_path)
     data = _board([write_run(tmp_path / "runs", "rt", recs, "m/a")], pricing)
     s = data["models"][0]

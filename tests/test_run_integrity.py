@@ -42,7 +42,9 @@ def test_a_killed_harness_lock_is_taken_over(tmp_path):
 
 def _record(**over):
     rec = {"world_id": "histone.L1.integrity.clean", "track": "histone", "level": "L1", "family": "histone.L1.integrity",
-           "class": "clean", "model": "m", "replicate": 0, "seed": 0, "status": "graded", "score": 100.0, "grade": None,
+           "class": "clean", "model": "m", "replicate": 0, "seed": 0, "status": "graded", "score": 100.0,
+           "grade": {"world_id": "histone.L1.integrity.clean", "level": "L1", "status": "CLEAN-CORRECT", "native": 3.0,
+                     "score": 100.0, "reason": "sound data accepted", "grader": "graders.l1", "grader_version": "4"},
            "tokens_in": 10, "tokens_out": 5, "calls": 1, "failed_calls": 0, "retries": 0, "code_cells": 1,
            "wall_s": 1.0, "violations": [], "audit_flags": [], "trajectory": "trajectories/x.json",
            "harness_version": "1"}
@@ -91,3 +93,27 @@ def test_a_ledger_nested_5000_deep_is_refused_with_file_and_line(tmp_path):
     p.write_text("kind: adjudication\nrulings:\n- note: " + "[" * 5000 + "]" * 5000 + "\n")
     with pytest.raises(ManifestError, match=r"deep.yaml:3: .*(nests deeper than 64 levels|maximum nesting depth)"):
         load_ledger(p)
+
+
+def test_an_edited_score_is_refused_on_read_and_a_regrade_repairs_it(tmp_path):
+    """Issue 40: a row's `score` raised to 100 while its own grade says otherwise ranked 100.0 on the leaderboard with
+    no warning. Every reader (leaderboard, view, export, ledger) now refuses the row, naming file:line, and `grade RUN`
+    (the one reader that may see it) rewrites the row from its trajectory."""
+    from tests.test_cli_usability import cli
+
+    run = tmp_path / "run"
+    world = "histone.L1.integrity.pcr_duplicates"
+    proc = cli("run", "--model", "scripted/naive", "--worlds", world, "--out", str(run))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    path = run / "results.jsonl"
+    row = json.loads(path.read_text().splitlines()[0])
+    assert row["score"] < 100 and row["grade"]["score"] == row["score"]
+    path.write_text(json.dumps({**row, "score": 100.0}) + "\n")
+    for verb in (("leaderboard", "--runs", str(run)), ("export", "inspect", str(run), "--out", str(tmp_path / "x.eval"))):
+        proc = cli(*verb)
+        assert proc.returncode != 0 and f"results.jsonl:1: score 100.0 does not follow from its own grade" in proc.stderr, \
+            (verb, proc.stderr[-1500:])
+    proc = cli("grade", str(run))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(path.read_text().splitlines()[0])["score"] == row["score"]
+    assert cli("leaderboard", "--runs", str(run)).returncode == 0

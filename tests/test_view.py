@@ -97,7 +97,7 @@ def make_run(root: Path, run_id: str = "crafted") -> Path:
     store.append(_l1(CLEAN, "CLEAN-CORRECT", 100.0, run_id))
     store.append(_l1(DOUBLETS, "MISS", 0.0, run_id))
     store.append(ResultRecord(world_id=DOSSIER, track="scrna", level="L3", family="scrna.L3.dossier", world_class="real",
-                              model="scripted/naive", replicate=0, seed=0, status="graded", score=50.0, grade=None,
+                              model="scripted/naive", replicate=0, seed=0, status="graded", score=55.555556, grade=None,
                               tokens_in=0, tokens_out=0, calls=5, failed_calls=0, retries=0, code_cells=1, wall_s=1.0,
                               violations=[], audit_flags=[], trajectory=f"trajectories/{result_key(DOSSIER, 0)}.json",
                               harness_version="2", run_id=run_id, eligible=True, commitment="commit",

@@ -214,3 +214,29 @@ class ResultRecord(BaseModel):
             if not math.isfinite(v) or not 0.0 <= v <= 3.0:
                 raise ValueError(f"l3_axes.{k} = {v!r} is outside [0, 3]")
         return self
+
+
+def score_mismatch(rec: ResultRecord) -> str | None:
+    """Why a row's `score` does not follow from its own grade, in one sentence (None when it does): an edited score
+    would otherwise rank on the leaderboard (issue 40). L1/L2: `score` is `grade.score`, which is the grade's native
+    score on 0-100 (L1 0-3, L2 0-1), for this world; L3: `score` is the dossier's rule (benchmark.run.l3
+    `recorded_score`) applied to the row's own axes, commitment, status and eligibility."""
+    if rec.level == "L3":
+        from benchmark.run.l3 import l3_score, recorded_score
+
+        want = recorded_score(rec.status, l3_score(rec.l3_axes, rec.commitment), bool(rec.eligible))
+    elif rec.grade is None:
+        want = None
+    else:
+        g = rec.grade
+        if g.world_id != rec.world_id or g.level != rec.level:
+            return f"its grade is of {g.world_id} ({g.level}), not of this row's world {rec.world_id} ({rec.level})"
+        scale = 100 / 3 if g.level == "L1" else 100.0
+        if abs(g.score - g.native * scale) > 1e-4:
+            return f"grade.score {g.score} does not follow from grade.native {g.native} (x {scale:.4g})"
+        want = g.score
+    if want is None and rec.score is None:
+        return None
+    if want is None or rec.score is None or abs(rec.score - want) > 1e-4:
+        return f"score {rec.score} does not follow from its own grade ({want})"
+    return None

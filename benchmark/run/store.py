@@ -23,7 +23,7 @@ from pathlib import Path
 
 from benchmark.suite.canonical import _atomic_write
 from benchmark.errors import BenchmarkError
-from benchmark.run.records import ERROR_STATUSES, ResultRecord, Trajectory
+from benchmark.run.records import ERROR_STATUSES, ResultRecord, Trajectory, score_mismatch
 
 # Settings a resumed run must share with the recorded one: anything that changes what a result means.
 RESUME_KEYS = ("model", "replicates", "seed", "reviewers", "judge", "limits", "worlds", "tracks", "levels", "suite")
@@ -164,10 +164,12 @@ class RunStore:
         except FileNotFoundError:
             return self.root.resolve().name
 
-    def results(self, known_worlds: set[str] | None = None) -> list[ResultRecord]:
+    def results(self, known_worlds: set[str] | None = None, check_scores: bool = True) -> list[ResultRecord]:
         """Every result line, the last record of a key winning. Only a torn LAST line (a kill mid-write) is skipped
         (its world is re-run on resume); a bad line anywhere else stops the read, naming the line, because skipping
-        it would silently drop a paid result and pay for it again on resume."""
+        it would silently drop a paid result and pay for it again on resume. A row whose score does not follow from
+        its own grade (`score_mismatch`: an edited score) stops the read too, unless `check_scores` is off (the
+        re-grade that repairs it)."""
         if not self.results_path.exists():
             return []
         data = self.results_path.read_bytes()
@@ -190,6 +192,11 @@ class RunStore:
                 raise BenchmarkError(
                     f"{self.results_path}:{lineno}: world '{rec.world_id[:120]}' is not in this suite or campaign; the "
                     "line was not written by this benchmark: restore the file or delete the line")
+            why = score_mismatch(rec) if check_scores else None
+            if why:
+                raise BenchmarkError(
+                    f"{self.results_path}:{lineno}: {why}: the row was edited after grading; re-grade the run with "
+                    f"`python -m benchmark grade {self.root}` (it rewrites the row from its trajectory) or restore the file")
             out[result_key(rec.world_id, rec.replicate)] = rec  # the last record for a key wins
         return list(out.values())
 

