@@ -14,6 +14,8 @@ What it denies (EPERM unless said otherwise), i.e. what an analysis never needs:
     fanotify_init, open_by_handle_at/name_to_handle_at, kexec_*, init/finit/delete_module, syslog, acct,
     swapon/off, reboot, quotactl, clock/time setters, sethostname/setdomainname, iopl/ioperm, personality
     changes are left alone (harmless without the above);
+  * `socket(AF_VSOCK, ...)`: the sandbox's network namespace does not cover vsock, and on a VM guest it reaches the
+    hypervisor's host (issue 40);
   * every non-native ABI: x32 system calls (number bit 30) and any architecture but x86_64.
 
 Only x86_64 is assembled; elsewhere `program()` returns None and the sandbox runs without the filter (its
@@ -45,6 +47,7 @@ CLONE_NEW_MASK = (0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000
 # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET (NEWTIME is only reachable via unshare/clone3)
 
 SYS_CLONE, SYS_CLONE3 = 56, 435
+SYS_SOCKET, AF_VSOCK = 41, 40  # the network namespace does not cover vsock: a VM guest's /dev/vsock reaches the host
 DENIED_X86_64: dict[str, int] = {
     # namespaces and mounts
     "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
@@ -69,28 +72,37 @@ def _ins(code: int, jt: int, jf: int, k: int) -> bytes:
 
 
 def assemble(nrs: list[int], arch: int, deny: int, enosys: int) -> bytes:
-    """Arch check, x32 check, clone flag check, one JEQ per denied call number, then allow."""
+    """Arch check, x32 check, clone flag check, socket family check, one JEQ per denied call number, then allow."""
     n = len(nrs)
-    i_allow = 7 + n
+    head = 8
+    i_allow = head + n
     i_clone = i_allow + 1  # ld arg0; jset; ret allow
-    i_deny = i_clone + 3
+    i_socket = i_clone + 3  # ld arg0; jeq AF_VSOCK; ret allow
+    i_deny = i_socket + 3
     i_enosys = i_deny + 1
     assert i_enosys < 255, "too many denied calls for 8-bit jumps"
+
+    def to(target: int, at: int) -> int:  # a jump's offset counts from the instruction after it
+        return target - (at + 1)
     prog = [
         _ins(BPF_LD_W_ABS, 0, 0, OFF_ARCH),
         _ins(BPF_JEQ_K, 1, 0, arch),
         _ins(BPF_RET_K, 0, 0, deny),
         _ins(BPF_LD_W_ABS, 0, 0, OFF_NR),
-        _ins(BPF_JGE_K, i_deny - 5, 0, X32_SYSCALL_BIT),
-        _ins(BPF_JEQ_K, i_enosys - 6, 0, SYS_CLONE3),
-        _ins(BPF_JEQ_K, i_clone - 7, 0, SYS_CLONE),
+        _ins(BPF_JGE_K, to(i_deny, 4), 0, X32_SYSCALL_BIT),
+        _ins(BPF_JEQ_K, to(i_enosys, 5), 0, SYS_CLONE3),
+        _ins(BPF_JEQ_K, to(i_clone, 6), 0, SYS_CLONE),
+        _ins(BPF_JEQ_K, to(i_socket, 7), 0, SYS_SOCKET),
     ]
     for j, nr in enumerate(nrs):
-        prog.append(_ins(BPF_JEQ_K, i_deny - (7 + j + 1), 0, nr))
+        prog.append(_ins(BPF_JEQ_K, to(i_deny, head + j), 0, nr))
     prog += [
         _ins(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),  # i_allow
         _ins(BPF_LD_W_ABS, 0, 0, OFF_ARG0_LO),  # i_clone
-        _ins(BPF_JSET_K, i_deny - (i_clone + 2), 0, CLONE_NEW_MASK),
+        _ins(BPF_JSET_K, to(i_deny, i_clone + 1), 0, CLONE_NEW_MASK),
+        _ins(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+        _ins(BPF_LD_W_ABS, 0, 0, OFF_ARG0_LO),  # i_socket: the address family
+        _ins(BPF_JEQ_K, to(i_deny, i_socket + 1), 0, AF_VSOCK),
         _ins(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
         _ins(BPF_RET_K, 0, 0, deny),  # i_deny
         _ins(BPF_RET_K, 0, 0, enosys),  # i_enosys

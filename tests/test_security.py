@@ -575,9 +575,18 @@ _SYSCALLS = textwrap.dedent("""
         'open_by_handle_at': call(304, -100, 0, 0),
         'userfaultfd': call(323, 0),
         'init_module': call(175, 0, 0, b''),
+        'io_uring_setup': call(425, 1, 0),                  # allowed, it would say EFAULT (NULL params)
+        'socket_vsock': call(41, 40, 1, 0),                 # AF_VSOCK, SOCK_STREAM: allowed, an fd or EAFNOSUPPORT
     }
-    r = subprocess.run(['unshare', '-Urm', 'sh', '-c', 'mount -t tmpfs x /tmp && echo mounted'], capture_output=True, text=True)
-    out['unshare_Urm'] = 'mounted' if 'mounted' in r.stdout else 'denied'
+    import shutil
+    if shutil.which('unshare') is None:  # the probe itself is missing: say so, so the test cannot pass on it
+        out['unshare_Urm'] = 'probe missing'
+    else:
+        r = subprocess.run(['unshare', '-Urm', 'sh', '-c', 'mount -t tmpfs x /tmp && echo mounted'], capture_output=True, text=True)
+        out['unshare_Urm'] = 'mounted' if 'mounted' in r.stdout else 'denied'
+    # sockets an analysis may use stay open to it (inside the empty network namespace)
+    out['socket_inet'] = call(41, 2, 1, 0)
+    out['socket_unix'] = call(41, 1, 1, 0)
     # what an analysis needs still works: fork/exec, threads, subprocesses
     t = threading.Thread(target=lambda: None); t.start(); t.join()
     out['subprocess'] = subprocess.run(['sh', '-c', 'echo hi'], capture_output=True, text=True).stdout.strip()
@@ -585,13 +594,16 @@ _SYSCALLS = textwrap.dedent("""
 """)
 
 
-def test_seccomp_denies_namespaces_mount_ptrace_keyctl_bpf_perf(world):
-    """Probe: nested `unshare -Urm` mounted, init could be PTRACE_ATTACHed, keyctl/add_key/clone(NEWUSER) worked."""
+def test_seccomp_denies_namespaces_mount_ptrace_keyctl_bpf_perf_io_uring_vsock(world):
+    """Probe: nested `unshare -Urm` mounted, init could be PTRACE_ATTACHed, keyctl/add_key/clone(NEWUSER) worked;
+    issue 40: `socket(AF_VSOCK)` was allowed (the network namespace does not cover vsock) and the test passed where
+    the `unshare` binary was missing. The probe binary's absence now fails it."""
     with Sandbox(world) as sb:
         r = sb.run_python(_SYSCALLS)
         assert r.error is None, r.as_text()
         out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out.pop("subprocess") == "hi"
+    assert out.pop("socket_inet") == "ok" and out.pop("socket_unix") == "ok", out
     assert out == {**{k: "EPERM" for k in out}, "unshare_Urm": "denied"}, out
     assert sb.seccomp
 
@@ -633,3 +645,38 @@ def test_collection_time_comes_out_of_the_task_clock(world, tmp_path):
         sb.collect(tmp_path / "a", max_entries=10 ** 9)
         assert time.monotonic() - t0 < 4.0
         assert sb.collect_summary["budget_s"] == 2.0, sb.collect_summary
+
+
+# ------------------------------------------------------------------ issue 40: records that cannot lie
+
+def test_an_endpoint_that_reports_no_usage_is_counted_by_tokenizer_and_priced_as_an_estimate(tmp_path, monkeypatch):
+    """A lying endpoint omitted `usage`: 2 calls were recorded at 0 tokens and a priced model read $0.000 per task.
+    Now each such call is counted with the model's tokenizer and flagged, and the leaderboard marks the cost '~'."""
+    import datetime as dt
+
+    from benchmark.run.agent import call_model
+    from benchmark.score.accounting import Pricing, RateCard
+    from benchmark.score.aggregate import Options, aggregate
+    from benchmark.score.leaderboard import render_markdown
+    from tests.aggregate_helpers import rec, run_input
+    from tests.fake_openai import FakeOpenAI, Reply
+
+    body = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "fake-model",
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": "a reply of some words " * 20},
+                                    "finish_reason": "stop"}]}).encode()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake")
+    with FakeOpenAI(default=Reply(body=body)) as srv:
+        monkeypatch.setenv("OPENAI_API_BASE", srv.url)
+        msgs = [{"role": "system", "content": "You are a careful analyst. " * 30}, {"role": "user", "content": "go"}]
+        resp, call = call_model("openai/fake-model", msgs, step=0)
+    assert call.ok and call.usage_estimated, call
+    assert 150 < call.tokens_in < 400 and 60 < call.tokens_out < 200, (call.tokens_in, call.tokens_out)
+    # a record carrying such calls is priced, and its cost shown as an estimate
+    r = rec("scrna.L1.integrity.clean", "scrna", "L1", model="openai/fake-model", tokens_in=call.tokens_in,
+            tokens_out=call.tokens_out).model_copy(update={"usage_estimated_calls": 1})
+    card = RateCard(date=dt.date(2026, 1, 1), source="test", models={"openai/fake-model": {"input": 1.0, "output": 2.0}})
+    data = aggregate([run_input([r])], {}, Pricing([card]), Options(bootstrap_draws=50, permutation_draws=50))
+    md = render_markdown(data)
+    acc = data["models"][0]["accounting"]
+    assert acc["usd_per_task"] > 0 and acc["usd_estimated"] is True
+    assert f"~{acc['usd_per_task']:.3f}" in md and "cost estimated" in md, md

@@ -240,6 +240,9 @@ def call_model(model: str, messages: list[dict[str, Any]], step: int, role: str 
                 resp = bounded_call(litellm.completion, kwargs, kwargs["timeout"])
             choice = resp.choices[0]
             tokens_in, tokens_out = usage_counts(resp)
+            estimated = not offline and _usage_missing(resp)
+            if estimated:  # an endpoint that reports no usage is not free: count the exchange with its tokenizer
+                tokens_in, tokens_out = estimate_usage(model, messages, tools, choice.message)
         except Exception as exc:  # noqa: BLE001 - every provider error becomes a recorded outcome
             name = type(exc).__name__
             msg = f"{name}: {str(exc)[:500]}"
@@ -270,9 +273,33 @@ def call_model(model: str, messages: list[dict[str, Any]], step: int, role: str 
             continue
         attempts.append(AttemptRecord(http_status=None if offline else 200, wall_s=round(time.monotonic() - t0, 3)))
         return resp, CallRecord(role=role, model=model, step=step, ok=True, tokens_in=tokens_in, tokens_out=tokens_out,
-                                wall_s=round(time.monotonic() - start, 3), finish_reason=choice.finish_reason,
-                                retries=retries, attempts=attempts)
+                                usage_estimated=estimated, wall_s=round(time.monotonic() - start, 3),
+                                finish_reason=choice.finish_reason, retries=retries, attempts=attempts)
     raise AssertionError("unreachable")
+
+
+def _usage_missing(resp: Any) -> bool:
+    """Whether a hosted reply carries no usable token counts: no usage at all, or 0 prompt tokens (every request
+    sends the system prompt, so a true count is never 0; litellm fills an absent usage with zeros)."""
+    usage = getattr(resp, "usage", None)
+    return usage is None or not getattr(usage, "prompt_tokens", None)
+
+
+def estimate_usage(model: str, messages: list[dict], tools: list[dict] | None, message: Any) -> tuple[int, int]:
+    """(prompt, completion) tokens of one exchange counted with the model's tokenizer (litellm `token_counter`, which
+    falls back to cl100k for a model it does not know): the request's messages and tools, the reply's text and tool
+    calls. Recorded as `usage_estimated`, so the leaderboard can say the cost is an estimate."""
+    import litellm
+
+    try:
+        t_in = litellm.token_counter(model=model, messages=messages, tools=tools or None)
+    except TypeError:  # an older litellm without `tools`
+        t_in = litellm.token_counter(model=model, messages=messages)
+    out = str(getattr(message, "content", None) or "")
+    for tc in getattr(message, "tool_calls", None) or []:
+        out += f"{tc.function.name} {tc.function.arguments or ''}"
+    t_out = litellm.token_counter(model=model, text=out) if out else 0
+    return int(t_in), int(t_out)
 
 
 def _assistant_dict(message: Any) -> dict[str, Any]:

@@ -151,7 +151,7 @@ def run_one(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot
         world_id=ref.id, track=ref.world.track, level=str(ref.world.level), family=ref.world.family,
         world_class=ref.world.world_class, model=cfg.model, replicate=replicate, seed=seed, status=status,
         score=g.score if g is not None else None, grade=g, error=error, tokens_in=agent.tokens_in, tokens_out=agent.tokens_out,
-        calls=agent.calls, failed_calls=len(calls) - agent.calls, retries=sum(len(c.retries) for c in calls),
+        calls=agent.calls, usage_estimated_calls=agent.estimated_calls, failed_calls=len(calls) - agent.calls, retries=sum(len(c.retries) for c in calls),
         code_cells=len(cells), wall_s=traj.wall_s, violations=[v.kind for v in violations],
         audit_flags=sorted({f.kind for f in traj.audit}), trajectory=rel, harness_version=HARNESS_VERSION,
         run_id=store.run_id(), refusal=refusal, started_at=started_at, finished_at=utc_now(),
@@ -412,7 +412,8 @@ def summary_table(records: list[ResultRecord]):
 
 def _usage(calls, model: str) -> RoleUsage:
     ok = [c for c in calls if c.ok]
-    return RoleUsage(tokens_in=sum(c.tokens_in for c in ok), tokens_out=sum(c.tokens_out for c in ok), calls=len(ok), model=model)
+    return RoleUsage(tokens_in=sum(c.tokens_in for c in ok), tokens_out=sum(c.tokens_out for c in ok), calls=len(ok),
+                     model=model, estimated_calls=sum(c.usage_estimated for c in ok))
 
 
 def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot: int) -> ResultRecord:
@@ -470,7 +471,7 @@ def run_one_l3(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, s
         grade=None,
         error=out.error if fault else None,
         tokens_in=agent.tokens_in, tokens_out=agent.tokens_out, calls=agent.calls,
-        failed_calls=sum(not c.ok for c in out.agent_calls), retries=sum(len(c.retries) for c in out.agent_calls),
+        usage_estimated_calls=agent.estimated_calls, failed_calls=sum(not c.ok for c in out.agent_calls), retries=sum(len(c.retries) for c in out.agent_calls),
         code_cells=len(out.cells), wall_s=traj.wall_s, violations=[v.kind for v in violations],
         audit_flags=sorted({f.kind for f in traj.audit}), trajectory=rel, harness_version=HARNESS_VERSION,
         run_id=store.run_id(), refusal=refusal, role_usage=role_usage, started_at=started_at, finished_at=utc_now(), eligible=rec3.eligible, eligibility_reason=rec3.eligibility_reason,

@@ -40,6 +40,8 @@ class CallRecord(BaseModel):
     ok: bool
     tokens_in: int = 0
     tokens_out: int = 0
+    usage_estimated: bool = Field(False, description="the endpoint reported no usage: tokens counted with the model's "
+                                                     "tokenizer (benchmark.run.agent.estimate_usage)")
     wall_s: float = 0.0
     finish_reason: str | None = None
     retries: list[str] = Field(default_factory=list, description="error of each failed attempt before this one")
@@ -104,6 +106,7 @@ class RoleUsage(BaseModel):
     tokens_out: NonNegativeInt = 0
     calls: NonNegativeInt = 0
     model: str = ""
+    estimated_calls: NonNegativeInt = Field(0, description="calls whose endpoint reported no usage (tokens estimated)")
 
     @field_validator("tokens_in", "tokens_out")
     @classmethod
@@ -133,6 +136,8 @@ class ResultRecord(BaseModel):
     tokens_in: NonNegativeInt
     tokens_out: NonNegativeInt
     calls: NonNegativeInt
+    usage_estimated_calls: NonNegativeInt = Field(0, description=(
+        "agent calls whose endpoint reported no usage: their tokens were counted with the model's tokenizer"))
     failed_calls: NonNegativeInt
     retries: NonNegativeInt
     code_cells: NonNegativeInt

@@ -254,8 +254,10 @@ class CostTotal:
     priced_usd: float = 0.0
     unpriced_models: set[str] = field(default_factory=set)
     long_context_tasks: float = 0.0
+    estimated: bool = False  # some tokens were counted with the model's tokenizer (the endpoint reported no usage)
 
-    def add(self, p: Priced, calls: float = 0.0, weight: float = 1.0) -> None:
+    def add(self, p: Priced, calls: float = 0.0, weight: float = 1.0, estimated: bool = False) -> None:
+        self.estimated |= estimated
         self.tokens_in += p.tokens_in * weight
         self.tokens_out += p.tokens_out * weight
         self.calls += calls * weight
@@ -272,6 +274,7 @@ class CostTotal:
         self.priced_usd += other.priced_usd
         self.unpriced_models |= other.unpriced_models
         self.long_context_tasks += other.long_context_tasks
+        self.estimated |= other.estimated
 
     @property
     def usd(self) -> float | None:
@@ -284,7 +287,8 @@ class CostTotal:
     def as_dict(self) -> dict:
         return {"tokens_in": self.tokens_in, "tokens_out": self.tokens_out, "tokens_m": self.tokens / 1e6,
                 "calls": self.calls, "usd": self.usd,
-                "priced": not self.unpriced_models, "unpriced_models": sorted(self.unpriced_models)}
+                "priced": not self.unpriced_models, "unpriced_models": sorted(self.unpriced_models),
+                "estimated": self.estimated}
 
 
 def efficiency(overall: float | None, total: CostTotal, assigned: int) -> dict:
@@ -299,6 +303,7 @@ def efficiency(overall: float | None, total: CostTotal, assigned: int) -> dict:
         "usd_per_task": per_task,
         "usd_per_qpt": (per_task / overall) if per_task is not None and overall else None,
         "unpriced_models": sorted(total.unpriced_models),
+        "usd_estimated": total.estimated,
     }
 
 

@@ -320,6 +320,7 @@ class Part:
     priced: Priced
     calls: float
     code_cells: float = 0.0
+    estimated: bool = False  # some of its tokens were counted with the tokenizer: the endpoint reported no usage
 
 
 @dataclass
@@ -369,10 +370,12 @@ def build_attempts(run: RunInput, rulings: dict, pricing: Pricing, date_override
     out: list[Attempt] = []
     for rec in sorted(run.records, key=lambda r: (r.world_id, r.replicate)):
         eff = apply_rulings(rec, rec.run_id or run.run_id, rulings)
-        parts = [Part("agent", pricing.price(rec.model, rec.tokens_in, rec.tokens_out, date), rec.calls, rec.code_cells)]
+        parts = [Part("agent", pricing.price(rec.model, rec.tokens_in, rec.tokens_out, date), rec.calls, rec.code_cells,
+                      rec.usage_estimated_calls > 0)]
         for role in sorted(rec.role_usage):
             u = rec.role_usage[role]
-            parts.append(Part(role, pricing.price(u.model or "?", u.tokens_in, u.tokens_out, date), u.calls))
+            parts.append(Part(role, pricing.price(u.model or "?", u.tokens_in, u.tokens_out, date), u.calls,
+                              estimated=u.estimated_calls > 0))
         for u in run.verifier_usage.get(result_key(rec.world_id, rec.replicate), []):
             parts.append(Part("verifier", pricing.price(u.model or "?", u.tokens_in, u.tokens_out, date), u.calls))
         axes = eff.axes or {}
@@ -510,10 +513,10 @@ def world_outcomes(attempts: list[Attempt]) -> dict[str, WorldOutcome]:
         for a in reps:
             for p in a.parts:
                 if p.role == "agent":
-                    agent.add(p.priced, p.calls, 1 / n)
+                    agent.add(p.priced, p.calls, 1 / n, p.estimated)
                     cells += p.code_cells / n
                 else:
-                    roles[p.role].add(p.priced, p.calls, 1 / n)
+                    roles[p.role].add(p.priced, p.calls, 1 / n, p.estimated)
         dims: dict[str, float | None] = {}
         if a0.level == "L1":
             per = [l1_dimensions(a.state, a.world_class, a.score, a.fabrication) for a in ans]

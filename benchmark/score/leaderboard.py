@@ -58,10 +58,13 @@ def verification_text(v: dict | None) -> str:
     return "; ".join(parts) or "verified"
 
 
-def _usd(v, nd: int, unpriced: bool) -> str:
+def _usd(v, nd: int, unpriced: bool, estimated: bool = False) -> str:
+    """A cost cell: "unpriced" without a rate; "~" before a cost whose tokens were partly estimated with the model's
+    tokenizer (an endpoint that reported no usage), so an estimate never reads as a measured figure."""
     if unpriced:
         return "unpriced"
-    return _f(v, nd)
+    text = _f(v, nd)
+    return f"~{text}" if estimated and v is not None else text
 
 
 def _pm(mean, sd) -> str:
@@ -83,6 +86,7 @@ def table1_rows(data: dict) -> list[dict]:
             "L3": s["levels"]["L3"]["mean"], "L3_sd": s["levels"]["L3"]["sd"],
             "tokens_m": acc["tokens_m"], "q_per_mtok": acc["q_per_mtok"], "usd_per_task": acc["usd_per_task"],
             "usd_per_qpt": acc["usd_per_qpt"], "unpriced_models": acc["unpriced_models"], "calls": acc["agent"]["calls"],
+            "usd_estimated": bool(acc.get("usd_estimated")),
             "coverage": s["coverage"]["coverage"], "ranked": s["ranked"], "flagged_tracks": s["flagged_tracks"],
             "complete": s["coverage"]["complete"], "answered": s["coverage"]["answered"],
             "assigned": s["coverage"]["assigned"], "verification": s.get("verification"),
@@ -155,13 +159,17 @@ def render_markdown(data: dict) -> str:
             name += " †"
         rows.append([str(r["rank"]) if r["rank"] else "-", name, overall, _pm(r["L1"], r["L1_sd"]), _pm(r["L2"], r["L2_sd"]),
                      _pm(r["L3"], r["L3_sd"]), _f(r["tokens_m"], 2), _f(r["q_per_mtok"], 2),
-                     _usd(r["usd_per_task"], 3, unpriced), _usd(r["usd_per_qpt"], 4, unpriced),
+                     _usd(r["usd_per_task"], 3, unpriced, r["usd_estimated"]),
+                     _usd(r["usd_per_qpt"], 4, unpriced, r["usd_estimated"]),
                      _f(r["calls"], 0), _pct(r["coverage"]), verification_text(r["verification"])])
     L += _md_table(["Rank", "Model", "Overall [95% CI]", "L1", "L2", "L3", "Tokens (M)", "Q/Mtok", "$/task", "$/q.pt",
                     "Calls", "Coverage", "Verification"], rows)
     L.append("")
     notes = []
     for s in data["models"]:
+        if s["accounting"].get("usd_estimated"):
+            notes.append(f"{s['model']}: ~ cost estimated: its endpoint reported no token usage for some calls, so those "
+                         "calls were counted with the model's tokenizer (litellm token_counter).")
         if s["accounting"]["unpriced_models"]:
             notes.append(f"{s['model']}: unpriced ({', '.join(s['accounting']['unpriced_models'])} not on the rate card in "
                          f"force); {PRICING_HOWTO}.")
@@ -256,10 +264,11 @@ def render_markdown(data: dict) -> str:
         acc = s["accounting"]
         a = acc["agent"]
         rows.append([s["model"], "agent", _f(a["tokens_in"] / 1e6, 3), _f(a["tokens_out"] / 1e6, 3), _f(a["calls"], 0),
-                     _f(a["code_cells"], 0), _usd(a["usd"], 2, not a["priced"]), _f(a["long_context_tasks"], 1)])
+                     _f(a["code_cells"], 0), _usd(a["usd"], 2, not a["priced"], a.get("estimated", False)),
+                     _f(a["long_context_tasks"], 1)])
         for role, u in acc["roles"].items():
             rows.append([s["model"], role, _f(u["tokens_in"] / 1e6, 3), _f(u["tokens_out"] / 1e6, 3), _f(u["calls"], 0), "-",
-                         _usd(u["usd"], 2, not u["priced"]), "-"])
+                         _usd(u["usd"], 2, not u["priced"], u.get("estimated", False)), "-"])
     L += _md_table(["Model", "Role", "Input (M)", "Output (M)", "Calls", "Code cells", "USD", "Long-context tasks"], rows)
     L.append("")
 
