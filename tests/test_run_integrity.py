@@ -117,3 +117,52 @@ def test_an_edited_score_is_refused_on_read_and_a_regrade_repairs_it(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(path.read_text().splitlines()[0])["score"] == row["score"]
     assert cli("leaderboard", "--runs", str(run)).returncode == 0
+
+
+def test_a_giant_line_is_refused_without_reading_it_whole(tmp_path):
+    """Issue 40: one 1 GB line of results.jsonl was read whole (3.27 GB peak). A line over the cap is refused,
+    naming it, after reading no more than the cap (the probe's line here is 40 MB; the reader's peak stays small)."""
+    import resource
+
+    from benchmark.run.store import MAX_RESULT_LINE_BYTES
+
+    good = json.dumps(_record())
+    with open(tmp_path / "results.jsonl", "w") as fh:
+        fh.write(good + "\n")
+        fh.write('{"world_id": "' + "x" * (40 << 20) + '"}\n')
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(BenchmarkError, match=rf"results.jsonl:2: line 2 is longer than {MAX_RESULT_LINE_BYTES} bytes"):
+        RunStore(tmp_path).results()
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 30, f"the reader's peak grew by {grown_mb:.0f} MB on a 40 MB line"
+
+
+def test_a_second_record_of_a_scored_world_is_named_not_silently_dropped(tmp_path):
+    """Issue 40: 711k duplicate result lines were de-duplicated silently. A key re-recorded after a scored outcome
+    (the harness never re-runs one) is refused, naming both lines; a fault followed by its re-run still reads."""
+    good = json.dumps(_record())
+    fault = json.dumps(_record(status="model_error", score=None, grade=None, error="HTTP 500"))
+    (tmp_path / "results.jsonl").write_text(fault + "\n" + good + "\n")
+    assert [r.status for r in RunStore(tmp_path).results()] == ["graded"]
+    (tmp_path / "results.jsonl").write_text(fault + "\n" + good + "\n" + good + "\n")
+    with pytest.raises(BenchmarkError, match=r"results.jsonl:3: a second record of .*\(line 2 already holds"):
+        RunStore(tmp_path).results()
+
+
+def test_a_ruling_with_a_huge_reason_or_a_multi_line_name_is_refused(tmp_path):
+    """Issue 40: a 10 MB ruling reason and multi-line adjudicator names were accepted from the web form and `ledger
+    rule`; the Ruling model (which both go through) now bounds them."""
+    import datetime as dt
+
+    from pydantic import ValidationError
+
+    from benchmark.oversight.ledger import MAX_REASON_CHARS, Ruling
+
+    base = dict(id=1, run="r", model="m", world="scrna.L1.integrity.clean", component="state", deterministic="MISS",
+                ruling="CLEAN-CORRECT", adjudicator="ana", date=dt.date(2026, 12, 1), rationale="read the counts")
+    Ruling(**base)
+    for over, needle in (({"rationale": "x" * (MAX_REASON_CHARS + 1)}, "rationale"),
+                         ({"adjudicator": "ana\nrulings:\n- id: 99"}, "one line"),
+                         ({"adjudicator": "a" * 500}, "adjudicator")):
+        with pytest.raises(ValidationError, match=needle):
+            Ruling(**{**base, **over})

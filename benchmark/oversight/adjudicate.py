@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from benchmark.errors import BenchmarkError, ManifestError
-from benchmark.oversight.ledger import (LEDGER_ROOT, Ledger, Ruling, append_ruling, append_rulings, cross_file_contradictions,
+from benchmark.oversight.ledger import (LEDGER_ROOT, MAX_REASON_CHARS, Ledger, Ruling, append_ruling, append_rulings, cross_file_contradictions,
                               effective_rulings, ledger_paths, ledgers_version, load_ledger)
 from benchmark.suite.loader import _line_of, load_suite, read_yaml
 from benchmark.run.store import RunStore, result_key
@@ -118,7 +118,7 @@ def prepare_ruling(run_dir: Path, ledger_path: Path, world: str, component: str,
     try:
         r = Ruling(id=1, run=store.run_id(), model=rec.model, world=world, replicate=replicate, component=component,
                    deterministic=det, verifier=disc.verifier if disc else None,
-                   verifier_reason=ver[-1].reason if ver else "", ruling=value, adjudicator=adjudicator,
+                   verifier_reason=(ver[-1].reason or "")[:MAX_REASON_CHARS] if ver else "", ruling=value, adjudicator=adjudicator,
                    date=date or dt.date.today(), rationale=rationale, supersedes=supersedes)
     except ValidationError as exc:
         err = exc.errors()[0]

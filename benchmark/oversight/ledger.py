@@ -47,6 +47,10 @@ def _no_bool(v, what: str):
     return v
 
 
+MAX_NAME_CHARS = 120  # an adjudicator's name or handle
+MAX_REASON_CHARS = 4000  # a rationale: a paragraph with its evidence, not a document (a 10 MB reason was accepted)
+
+
 class Ruling(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -58,12 +62,23 @@ class Ruling(BaseModel):
     component: Component
     deterministic: Union[float, str] = Field(description="the deterministic grader's value")
     verifier: Union[float, str, None] = Field(None, description="the verifier's value")
-    verifier_reason: str = ""
+    verifier_reason: str = Field("", max_length=MAX_REASON_CHARS)
     ruling: Union[float, str]
-    adjudicator: str = Field(min_length=1)
+    adjudicator: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
     date: dt.date
-    rationale: str = Field(min_length=1)
+    rationale: str = Field(min_length=1, max_length=MAX_REASON_CHARS)
     supersedes: int | None = None
+
+    @field_validator("adjudicator", "run", "model", "world")
+    @classmethod
+    def _one_line(cls, v: str, info) -> str:
+        """A name is one line of plain text: a newline or control character in it would forge lines of the ledger's
+        YAML, the leaderboard's tables or the web view."""
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in v):
+            raise ValueError(f"'{info.field_name}' must be one line of text (no newline or control character)")
+        if len(v) > MAX_NAME_CHARS and info.field_name == "adjudicator":
+            raise ValueError(f"'adjudicator' is longer than {MAX_NAME_CHARS} characters")
+        return v
 
     @field_validator("ruling", "deterministic", "verifier", mode="before")
     @classmethod

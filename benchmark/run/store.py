@@ -118,6 +118,10 @@ class HarnessLock:
             self.fd = None
 
 
+MAX_RESULT_LINE_BYTES = 4 << 20  # one record: its grade's checks and an L3 row's rounds stay far below this
+MAX_RESULT_LINES = 1_000_000  # a run writes one line per world and replicate, and one per re-run fault
+
+
 def result_key(world_id: str, replicate: int) -> str:
     return f"{world_id}__r{replicate}"
 
@@ -165,39 +169,63 @@ class RunStore:
             return self.root.resolve().name
 
     def results(self, known_worlds: set[str] | None = None, check_scores: bool = True) -> list[ResultRecord]:
-        """Every result line, the last record of a key winning. Only a torn LAST line (a kill mid-write) is skipped
-        (its world is re-run on resume); a bad line anywhere else stops the read, naming the line, because skipping
-        it would silently drop a paid result and pay for it again on resume. A row whose score does not follow from
-        its own grade (`score_mismatch`: an edited score) stops the read too, unless `check_scores` is off (the
-        re-grade that repairs it)."""
+        """Every result line, the last record of a key winning (a fault re-run by --resume). Only a torn LAST line (a
+        kill mid-write) is skipped (its world is re-run on resume); a bad line anywhere else stops the read, naming the
+        line, because skipping it would silently drop a paid result and pay for it again on resume. So do a line longer
+        than MAX_RESULT_LINE_BYTES (read in bounded pieces, never whole), more than MAX_RESULT_LINES lines, a second
+        record for a key whose earlier record was a scored outcome (the harness never re-runs one: both lines named),
+        and a row whose score does not follow from its own grade (`score_mismatch`: an edited score), unless
+        `check_scores` is off (the re-grade that repairs it)."""
         if not self.results_path.exists():
             return []
-        data = self.results_path.read_bytes()
-        lines = data.split(b"\n")
-        torn_tail = not data.endswith(b"\n")
         out: dict[str, ResultRecord] = {}
-        for lineno, raw in enumerate(lines, 1):
-            if not raw.strip():
-                continue
-            try:
-                rec = ResultRecord.model_validate_json(raw)
-            except (ValueError, RecursionError) as exc:
-                if torn_tail and lineno == len(lines):
+        where: dict[str, int] = {}
+        with open(self.results_path, "rb") as fh:
+            lineno = 0
+            while True:
+                raw = fh.readline(MAX_RESULT_LINE_BYTES + 1)
+                if not raw:
+                    break
+                lineno += 1
+                if len(raw) > MAX_RESULT_LINE_BYTES and not raw.endswith(b"\n"):
+                    raise BenchmarkError(
+                        f"{self.results_path}:{lineno}: line {lineno} is longer than {MAX_RESULT_LINE_BYTES} bytes; no "
+                        "result record is that long: restore the file from a backup, or delete that line to re-run its "
+                        "world with --resume")
+                if lineno > MAX_RESULT_LINES:
+                    raise BenchmarkError(
+                        f"{self.results_path}:{lineno}: more than {MAX_RESULT_LINES} result lines; a run writes one per "
+                        "world and replicate (and one per re-run fault): restore the file from a backup")
+                if not raw.strip():
                     continue
-                why = validation_reason(exc)
-                raise BenchmarkError(
-                    f"{self.results_path}:{lineno}: line {lineno} is not a valid result record ({why}); restore the file "
-                    f"from a backup, or delete that line to re-run its world with --resume") from None
-            if known_worlds is not None and rec.world_id not in known_worlds:
-                raise BenchmarkError(
-                    f"{self.results_path}:{lineno}: world '{rec.world_id[:120]}' is not in this suite or campaign; the "
-                    "line was not written by this benchmark: restore the file or delete the line")
-            why = score_mismatch(rec) if check_scores else None
-            if why:
-                raise BenchmarkError(
-                    f"{self.results_path}:{lineno}: {why}: the row was edited after grading; re-grade the run with "
-                    f"`python -m benchmark grade {self.root}` (it rewrites the row from its trajectory) or restore the file")
-            out[result_key(rec.world_id, rec.replicate)] = rec  # the last record for a key wins
+                last = not raw.endswith(b"\n") and not fh.peek(1)
+                try:
+                    rec = ResultRecord.model_validate_json(raw)
+                except (ValueError, RecursionError) as exc:
+                    if last:
+                        continue
+                    why = validation_reason(exc)
+                    raise BenchmarkError(
+                        f"{self.results_path}:{lineno}: line {lineno} is not a valid result record ({why}); restore the "
+                        f"file from a backup, or delete that line to re-run its world with --resume") from None
+                if known_worlds is not None and rec.world_id not in known_worlds:
+                    raise BenchmarkError(
+                        f"{self.results_path}:{lineno}: world '{rec.world_id[:120]}' is not in this suite or campaign; "
+                        "the line was not written by this benchmark: restore the file or delete the line")
+                why = score_mismatch(rec) if check_scores else None
+                if why:
+                    raise BenchmarkError(
+                        f"{self.results_path}:{lineno}: {why}: the row was edited after grading; re-grade the run with "
+                        f"`python -m benchmark grade {self.root}` (it rewrites the row from its trajectory) or restore "
+                        "the file")
+                key = result_key(rec.world_id, rec.replicate)
+                prev = out.get(key)
+                if prev is not None and prev.status not in ERROR_STATUSES:
+                    raise BenchmarkError(
+                        f"{self.results_path}:{lineno}: a second record of {key} (line {where[key]} already holds its "
+                        f"scored result, status {prev.status}); the harness never re-runs a scored world: delete the "
+                        "line that should not count, or restore the file from a backup")
+                out[key], where[key] = rec, lineno
         return list(out.values())
 
     def done_keys(self) -> set[str]:
