@@ -23,22 +23,37 @@ class ProductRefused(ValueError):
     """A product the grader will not read; the message is the failed check's reason."""
 
 
+# names from which a reader (pandas' compression='infer', tarfile, zipfile) would open an archive or a compressed
+# stream whatever the bytes say: a product so named must hold what its name says, in a format the family accepts
+_ARCHIVE_NAMES = (".tar", ".tgz", ".tbz", ".tbz2", ".txz", ".zip", ".gz", ".bgz", ".bz2", ".xz", ".zst", ".lz4")
+
+
 def compression_of(path: Path) -> str | None:
-    """'bgzf' (gzip with the BGZF 'BC' extra field: BAM, bgzip), 'gzip', 'bzip2', 'xz', 'zstd', 'zip', 'lz4' or
-    None for uncompressed bytes, from the file's first bytes."""
+    """'bgzf' (gzip with the BGZF 'BC' extra field: BAM, bgzip), 'gzip', 'bzip2', 'xz', 'zstd', 'zip', 'lz4', 'tar'
+    (a POSIX/GNU archive: 'ustar' at byte 257) or None for uncompressed bytes, from the file's first bytes."""
     with open(path, "rb") as fh:
-        head = fh.read(18)
+        head = fh.read(512)
     for magic, name in _MAGIC:
         if head.startswith(magic):
             if name == "gzip" and len(head) >= 14 and head[3] & 4 and head[12:14] == b"BC":
                 return "bgzf"
             return name
+    if head[257:262] == b"ustar":
+        return "tar"
     return None
 
 
 def check_compression(path: Path, accepted: tuple[str, ...] = ()) -> str | None:
-    """The product's compression, or ProductRefused when it is compressed in a way the family did not ask for."""
+    """The product's compression, or ProductRefused when it is compressed (or archived) in a way the family did not
+    ask for, or named as an archive or a compressed file that its bytes are not (issue 40: a 10 kB `.tar` holding a
+    100 GB sparse member, plain by its first bytes, was opened by pandas from its name and inflated to MemoryError)."""
     kind = compression_of(path)
+    name = Path(path).name.lower()
+    named = next((sfx for sfx in _ARCHIVE_NAMES if name.endswith(sfx)), None)
+    if named and (kind is None or kind == "tar"):
+        raise ProductRefused(f"{Path(path).name} is named as a {named} file, but its bytes are "
+                             f"{'a tar archive' if kind else 'plain'}: write the data itself, uncompressed, under a "
+                             "name that says its format (.csv, .tsv, .txt)")
     if kind is None or kind in accepted or (kind == "bgzf" and "gzip" in accepted):
         return kind
     want = " or ".join(accepted) if accepted else "plain text"

@@ -244,3 +244,33 @@ def test_harness_threads_starting_workers_at_once_leave_this_process_environment
         assert not errors, errors
         assert saved_environment() == before
     assert not numerics_pinned() and not capped.in_worker()
+
+
+def test_a_tar_product_is_refused_by_its_bytes_and_a_plain_file_named_as_an_archive_by_its_name(tmp_path):
+    """Issue 40: a 10 kB `.tar` with a 100 GB sparse member, plain by its first bytes, was opened by pandas from its
+    name (compression='infer') and inflated to MemoryError at the worker's cap after 25.7 s. A tar archive is read
+    from its bytes ('ustar' at byte 257) and refused whatever its name; a file named as an archive or a compressed
+    stream that its bytes are not is refused by name, so no reader infers a format from the name. Neither reaches the
+    validator (here one that calls pandas.read_csv on the path)."""
+    import io
+    import tarfile
+
+    import tests.hostile_validators  # noqa: F401 - registers test.ok
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        data = b"gene,lfc\nA,1.0\n" * 100
+        info = tarfile.TarInfo("table.csv")
+        info.size = len(data)
+        tf.addfile(info, io.BytesIO(data))
+    for name in ("table.tar", "table.csv"):  # the archive under its own name and under a plain text name
+        (tmp_path / name).write_bytes(buf.getvalue())
+        assert compression_of(tmp_path / name) == "tar"
+        r = run_check(_check("test.ok"), {"output": name}, {}, tmp_path)
+        assert r.credit == 0.0 and "tar" in r.detail, (name, r.detail)
+    for name in ("plain.tar", "plain.csv.gz", "plain.zip", "plain.tsv.bz2"):
+        (tmp_path / name).write_text("gene,lfc\nA,1.0\n")
+        r = run_check(_check("test.ok"), {"output": name}, {}, tmp_path)
+        assert r.credit == 0.0 and "named as a" in r.detail and "plain" in r.detail, (name, r.detail)
+    (tmp_path / "plain.csv").write_text("gene,lfc\nA,1.0\n")
+    assert run_check(_check("test.ok"), {"output": "plain.csv"}, {}, tmp_path).credit == 1.0
