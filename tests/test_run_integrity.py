@@ -166,3 +166,28 @@ def test_a_ruling_with_a_huge_reason_or_a_multi_line_name_is_refused(tmp_path):
                          ({"adjudicator": "a" * 500}, "adjudicator")):
         with pytest.raises(ValidationError, match=needle):
             Ruling(**{**base, **over})
+
+
+def test_the_digest_chain_names_an_edited_or_reordered_row(tmp_path):
+    """Issue 40: each row's chain covers the previous one, so `leaderboard --verify` names an edited, removed or
+    reordered row, whatever field was changed (here tokens, which no grade check sees); a re-grade re-chains."""
+    from tests.test_cli_usability import cli
+
+    run = tmp_path / "run"
+    worlds = ["histone.L1.integrity.clean", "histone.L1.integrity.pcr_duplicates", "histone.L1.integrity.clean"]
+    proc = cli("run", "--model", "scripted/naive", "--worlds", *worlds[:2], "--out", str(run))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    path = run / "results.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    assert len(lines) == 2 and all('"chain":"' in x for x in lines)
+    verify = ("leaderboard", "--verify", "--runs", str(run), "--out", str(tmp_path / "lb"))
+    assert cli(*verify).returncode == 0
+    row = json.loads(lines[1])
+    edited = json.dumps({**row, "tokens_in": row["tokens_in"] + 1000}, separators=(",", ":")) + "\n"
+    for bad, line in (([lines[0], edited], 2), ([lines[1], lines[0]], 1)):
+        path.write_text("".join(bad))
+        proc = cli(*verify)
+        assert proc.returncode != 0 and f"results.jsonl:{line}: the row's digest does not follow" in proc.stderr, \
+            proc.stderr[-1500:]
+    path.write_text("".join(lines))
+    assert cli("grade", str(run)).returncode == 0 and cli(*verify).returncode == 0

@@ -162,6 +162,9 @@ class ResultRecord(BaseModel):
     refusal: str | None = Field(None, description="how a refusal was detected: 'content_filter' (provider) or "
                                                   "'reply_text: <pattern>' (benchmark.run.refusal)")
     error: str | None = Field(None, description="what failed, for a fault (model_error, sandbox_error, harness_error)")
+    chain: str | None = Field(None, description=(
+        "sha256 of the previous row's chain and this row's bytes without this field (benchmark.run.chain): an edited, "
+        "removed or reordered row breaks every chain after it (`leaderboard --verify`)"))
 
     model_config = {"populate_by_name": True}
 

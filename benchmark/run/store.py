@@ -254,11 +254,14 @@ class RunStore:
                                  "its line in results.jsonl and re-run that world with --resume") from None
 
     def append(self, rec: ResultRecord) -> None:
-        line = rec.model_dump_json(by_alias=True) + "\n"
+        """One row, appended and fsynced, chained to the last complete row (benchmark.run.chain)."""
+        from benchmark.run.chain import chained_line, last_chain
+
+        body = rec.model_dump_json(by_alias=True, exclude={"chain"}).encode()
         with self._lock:
             with open(self.results_path, "ab") as fh:
                 self._close_torn_tail(fh)
-                fh.write(line.encode())
+                fh.write(chained_line(body, last_chain(self.results_path)))
                 fh.flush()
                 os.fsync(fh.fileno())
 

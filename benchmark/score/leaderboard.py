@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sys
 from pathlib import Path
 
 from benchmark.errors import BenchmarkError
@@ -508,8 +509,32 @@ def write(data: dict, out: Path, formats: list[str], on_step=None) -> list[Path]
     return written
 
 
+def verify_runs(run_dirs: list[Path]) -> list[str]:
+    """`leaderboard --verify`: every run's results.jsonl digest chain (benchmark.run.chain), problems named by file:line."""
+    from benchmark.run.chain import verify
+
+    out = []
+    for d in run_dirs:
+        p = Path(d) / "results.jsonl"
+        if not p.exists():
+            raise BenchmarkError(f"{d} holds no results.jsonl; pass the --out folder of a `run`")
+        out += verify(p)
+    return out
+
+
 def cmd_leaderboard(args) -> int:
     from benchmark.run.progress import progress
+
+    if getattr(args, "verify", False):
+        problems = verify_runs([Path(p) for p in args.runs])
+        broken = [p for p in problems if "nothing to verify" not in p]
+        for p in problems:
+            print(p, file=sys.stderr)
+        if broken:
+            raise BenchmarkError(f"{len(broken)} row(s) break their run's digest chain (listed above); restore the "
+                                 "run from a backup, or re-grade it with `python -m benchmark grade RUN` to re-chain a "
+                                 "file you edited on purpose")
+        print(f"digest chains verified: {len(args.runs)} run(s)", file=sys.stderr)
 
     optional = sum(bool(getattr(args, k, None)) for k in ("grounding", "baselines", "pivotal_runs"))
     total = len(args.runs) + 2 + optional + len(outputs(args.format))
@@ -565,4 +590,6 @@ def add_leaderboard_parser(sub) -> None:
                     help="bootstrap draws for the pivotal intervals (default 100000, seed 002)")
     sp.add_argument("--baselines", metavar="DIR",
                     help="scripted-agent runs from `worlds check --agents --agents-out DIR`: adds the baselines table")
+    sp.add_argument("--verify", action="store_true",
+                    help="check each run's digest chain first (an edited, removed or reordered row is named)")
     sp.set_defaults(fn=cmd_leaderboard)

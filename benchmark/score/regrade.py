@@ -171,10 +171,17 @@ def _rewrite(store: RunStore, new: dict[str, ResultRecord]) -> Path:
             continue  # a torn last line (store.results() refused any other): no record, and dropped
         valid.append(i)
         last[result_key(rec.world_id, rec.replicate)] = i
+    from benchmark.run.chain import chain_of, chained_line
+
     replace = {i: new[key] for key, i in last.items() if key in new}
-    out = [replace[i].model_dump_json(by_alias=True).encode() if i in replace else lines[i] for i in valid]
+    bodies = [replace[i].model_dump_json(by_alias=True, exclude={"chain"}).encode() if i in replace
+              else chain_of(lines[i])[0] for i in valid]
+    out, prev = [], None  # the rewritten file is re-chained from its first row
+    for body in bodies:
+        out.append(chained_line(body, prev))
+        prev = chain_of(out[-1])[1]
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     backup = store.results_path.with_name(f"results.{stamp}.jsonl.bak")
     _atomic_write(backup, data)
-    _atomic_write(store.results_path, b"".join(line + b"\n" for line in out))
+    _atomic_write(store.results_path, b"".join(out))
     return backup
