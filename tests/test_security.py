@@ -680,3 +680,15 @@ def test_an_endpoint_that_reports_no_usage_is_counted_by_tokenizer_and_priced_as
     acc = data["models"][0]["accounting"]
     assert acc["usd_per_task"] > 0 and acc["usd_estimated"] is True
     assert f"~{acc['usd_per_task']:.3f}" in md and "cost estimated" in md, md
+
+
+def test_a_ray_gcs_beyond_loopback_without_token_auth_is_warned_about():
+    """Issue 40: GCS and the raylet listened on every interface without authentication; the doc warned but the
+    harness did not check. `--executor ray` now says so in one sentence, with how to bind or authenticate it."""
+    from benchmark.run.ray_executor import gcs_exposure_warning
+
+    warn = gcs_exposure_warning("10.0.3.7:6379", {})
+    assert warn and "10.0.3.7:6379" in warn and "RAY_AUTH_MODE=token" in warn and "127.0.0.1" in warn
+    assert gcs_exposure_warning("10.0.3.7:6379", {"RAY_AUTH_MODE": "token"}) is None
+    assert gcs_exposure_warning("127.0.0.1:6379", {}) is None and gcs_exposure_warning("[::1]:6379", {}) is None
+    assert gcs_exposure_warning("node7.cluster:6379", {})

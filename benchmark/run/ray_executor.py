@@ -305,6 +305,25 @@ def _reachable(address: str, timeout_s: float = 5.0) -> None:
                              "cluster')") from None
 
 
+def gcs_exposure_warning(gcs_address: str, env: dict[str, str]) -> str | None:
+    """One sentence when the cluster's GCS listens beyond loopback with Ray's token authentication off (issue 40):
+    whoever reaches that port can submit tasks that run as this user on every node. None when it is bound to
+    loopback or `RAY_AUTH_MODE=token` is set."""
+    import ipaddress
+
+    host = gcs_address.rpartition(":")[0].strip("[]") or gcs_address
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if loopback or env.get("RAY_AUTH_MODE", "").lower() == "token":
+        return None
+    return (f"warning: the Ray cluster's GCS listens on {gcs_address}, beyond loopback, without authentication: anyone "
+            "who reaches that port runs code as you on every node. Start the head with `RAY_AUTH_MODE=token ray start "
+            "--head` (and set RAY_AUTH_MODE=token here), or bind it to one machine with `ray start --head "
+            "--node-ip-address 127.0.0.1`, or keep the port behind a firewall")
+
+
 class RayExecutor:
     """A connection to a Ray cluster that runs a run's pending pairs and records them in the head's store."""
 
@@ -347,6 +366,12 @@ class RayExecutor:
                                  "and pass its address with --address (EVALUATE_MODEL.md, 'Campaigns on a Ray "
                                  "cluster')") from None
         self._ray = ray
+        try:
+            warn = gcs_exposure_warning(str(ray.get_runtime_context().gcs_address), dict(os.environ))
+        except Exception:  # noqa: BLE001 - an older Ray without gcs_address: nothing to check
+            warn = None
+        if warn:
+            print(warn, file=sys.stderr)
         try:
             cpus = ray.cluster_resources().get("CPU", 0)
         except BaseException:
