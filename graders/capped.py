@@ -4,7 +4,8 @@ A work product is agent-controlled bytes. Its reading and validation (`graders.c
 track validators) run in a spawned worker with an address-space cap (RLIMIT_AS), a CPU-time cap and a wall-clock
 deadline per check. A product that exhausts a cap, hangs or crashes the worker becomes that check's failed credit
 with its reason; the worker is replaced and the harness, the campaign and `--resume` carry on (the world is graded,
-not re-run). One worker per harness thread, started on first use.
+not re-run). One worker per harness thread, started on first use; at most `budget_slots()` of them read a product
+at once, so all their caps together fit one memory budget.
 """
 from __future__ import annotations
 
@@ -17,6 +18,28 @@ CPU_CAP_S = 600            # CPU seconds over one worker's life; it is replaced 
 WALL_CAP_S = 120.0         # one product check's wall-clock deadline
 
 _local = threading.local()
+_slots_lock = threading.Lock()
+_slots: threading.BoundedSemaphore | None = None
+
+
+def budget_slots() -> int:
+    """How many product checks may read at once, so that their caps together stay within one memory budget (issue
+    40: each worker had its own 3 GiB, and a high --concurrency could add up past the host's memory). The budget is
+    BENCHMARK_GRADING_MEMORY_GB, else half the machine's memory; at least one check always runs."""
+    env = os.environ.get("BENCHMARK_GRADING_MEMORY_GB")
+    try:
+        budget = float(env) * (1 << 30) if env else os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2
+    except (ValueError, OSError, AttributeError):
+        budget = float(MEMORY_CAP)
+    return max(1, int(budget // MEMORY_CAP))
+
+
+def _budget() -> threading.BoundedSemaphore:
+    global _slots
+    with _slots_lock:
+        if _slots is None:
+            _slots = threading.BoundedSemaphore(budget_slots())
+        return _slots
 _in_worker = False  # set by _serve in the worker process itself; never by the environment, which children inherit
 
 
@@ -141,6 +164,11 @@ def validator_modules(ref: Any) -> list[str]:
 def run_product_check(modules: list[str], args: tuple, wall: float | None = None) -> tuple[float, str]:
     """evaluate_product(*args) in this thread's capped worker; a cap hit is (0, why) and a fresh worker."""
     wall = WALL_CAP_S if wall is None else wall
+    with _budget():  # every harness thread's checks share one memory budget (budget_slots)
+        return _run_in_worker(modules, args, wall)
+
+
+def _run_in_worker(modules: list[str], args: tuple, wall: float) -> tuple[float, str]:
     w = _worker()
     try:
         w.conn.send((modules, args))

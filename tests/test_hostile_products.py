@@ -274,3 +274,36 @@ def test_a_tar_product_is_refused_by_its_bytes_and_a_plain_file_named_as_an_arch
         assert r.credit == 0.0 and "named as a" in r.detail and "plain" in r.detail, (name, r.detail)
     (tmp_path / "plain.csv").write_text("gene,lfc\nA,1.0\n")
     assert run_check(_check("test.ok"), {"output": "plain.csv"}, {}, tmp_path).credit == 1.0
+
+
+def test_all_grading_workers_share_one_memory_budget(tmp_path, monkeypatch):
+    """Issue 40: each concurrent worker had its own 3 GiB cap, so a high --concurrency could add up past the host's
+    memory. Checks now read under one budget: with room for one worker's cap, a second harness thread's check waits
+    for the first (here a validator that hangs until its deadline) instead of reading beside it."""
+    import threading
+    import time
+
+    import tests.hostile_validators  # noqa: F401
+
+    monkeypatch.setenv("BENCHMARK_GRADING_MEMORY_GB", "3")
+    monkeypatch.setattr(capped, "_slots", None)
+    monkeypatch.setattr(capped, "WALL_CAP_S", 4.0)
+    assert capped.budget_slots() == 1
+    monkeypatch.setenv("BENCHMARK_GRADING_MEMORY_GB", "12")
+    assert capped.budget_slots() == 4
+    monkeypatch.setenv("BENCHMARK_GRADING_MEMORY_GB", "3")
+    (tmp_path / "out.txt").write_text("x\n")
+    done = {}
+
+    def hang():
+        done["hang"] = run_check(_check("test.hang"), {"output": "out.txt"}, {}, tmp_path)
+        done["hang_t"] = time.monotonic()
+
+    t = threading.Thread(target=hang)
+    t.start()
+    time.sleep(0.5)
+    ok = run_check(_check("test.ok"), {"output": "out.txt"}, {}, tmp_path)
+    finished = time.monotonic()
+    t.join()
+    assert ok.credit == 1.0 and "longer than 4 s" in done["hang"].detail
+    assert finished >= done["hang_t"] - 0.05, "the second check read beside the first, past the budget"
