@@ -624,3 +624,23 @@ def test_killing_the_head_stops_its_episodes_and_resume_finishes(cluster, fake, 
                 "--resume")
     assert p.returncode == 0, p.stdout + p.stderr
     assert_same_runs(fake_local, out)
+
+
+def test_a_dead_cluster_left_behind_by_auto_is_one_sentence_at_once(tmp_path, monkeypatch):
+    """Issue 40: `--resume` against a dead cluster waited silently: "auto" follows Ray's record of the last `ray
+    start` on this machine, which a dead cluster leaves behind. The address it names is probed first."""
+    import ray._private.services as services
+    import ray._private.utils as rutils
+
+    from benchmark.run.ray_executor import RayExecutor
+
+    dead = f"127.0.0.1:{free_port()}"
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setattr(rutils, "read_ray_address", lambda temp_dir=None: dead)
+    monkeypatch.setattr(services, "find_gcs_addresses", lambda: [])
+    cfg = RunConfig(model="scripted/oracle", out=tmp_path / "run", worlds=["scrna.L1.integrity.clean"], levels=["L1"],
+                    executor="ray", address=None)
+    t0 = time.monotonic()
+    with pytest.raises(BenchmarkError, match=rf"no Ray cluster answers at {dead}"):
+        RayExecutor.connect(cfg)
+    assert time.monotonic() - t0 < 15

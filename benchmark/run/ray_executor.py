@@ -324,6 +324,21 @@ def gcs_exposure_warning(gcs_address: str, env: dict[str, str]) -> str | None:
             "--node-ip-address 127.0.0.1`, or keep the port behind a firewall")
 
 
+def _resolved(address: str) -> str:
+    """The HOST:PORT behind "auto": the last `ray start` on this machine (Ray's /tmp/ray/ray_current_cluster). A
+    cluster that died leaves that file behind, and ray.init then waits silently for minutes (issue 40); probing the
+    address it names turns that into one sentence. "auto" itself when Ray finds none (ray.init says so at once)."""
+    if address != "auto":
+        return address
+    try:
+        from ray._private.services import get_ray_address_from_environment
+
+        found = get_ray_address_from_environment("auto", None)
+    except Exception:  # noqa: BLE001 - no cluster found: ray.init reports it
+        return address
+    return found if isinstance(found, str) and found and "://" not in found else address
+
+
 class RayExecutor:
     """A connection to a Ray cluster that runs a run's pending pairs and records them in the head's store."""
 
@@ -345,7 +360,7 @@ class RayExecutor:
         self = cls(address)
         import logging
 
-        _reachable(address)
+        _reachable(_resolved(address))
         env_vars = {k: v for k, v in os.environ.items() if k.startswith(FORWARD_PREFIXES) or k in FORWARD_NAMES}
         # each episode's local model uses the CPUs Ray reserved for its task, not every core of its node
         env_vars["BENCHMARK_LOCAL_THREADS"] = str(self.cpus)
