@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import os
 import sys
 from pathlib import Path
@@ -309,12 +310,22 @@ def cmd_ledger_pending(args) -> int:
         if partial:
             _console().print(f"[bold yellow]warning:[/] {safe_markup(partial)}", highlight=False, soft_wrap=True)
         return 0
+    ledger_opt = ""
+    if args.ledgers:  # rule into the ledger the pending list was read against
+        first = Path(args.ledgers[0])
+        target = first if first.suffix in (".yaml", ".yml") else first / "adjudication.yaml"
+        ledger_opt = f" --ledger {shlex.quote(str(target))}"
     for i in items:
         d = i.discrepancy
         # agent and model text is shown, never interpreted: no escape sequence reaches the adjudicator's terminal
         print(safe_text(f"== {i.world_id} r{i.replicate} [{i.model}] component {d.component}: deterministic {d.deterministic} vs verifier {d.verifier} ({i.verifier_model})"))
-        print(safe_text(f"verifier reason: {i.verifier_reason}\nrubric: {i.rubric}\nreport: {i.report}\nevidence:\n{i.evidence}\n"))
-    print(f"{len(items)} pending item(s); record a ruling with `python -m benchmark ledger rule {args.run_dir} --world W --component C --ruling V --adjudicator NAME --rationale TEXT`")
+        print(safe_text(f"verifier reason: {i.verifier_reason}\nrubric: {i.rubric}\nreport: {i.report}\nevidence:\n{i.evidence}"))
+        # the exact command for this item: its replicate, and the ledger the pending list was read against (a ruling
+        # written elsewhere would leave the item pending)
+        print(safe_text(f"rule it: python -m benchmark ledger rule {shlex.quote(str(args.run_dir))} --world {i.world_id} "
+                        f"--replicate {i.replicate} --component {d.component} --ruling V --adjudicator NAME "
+                        f"--rationale TEXT{ledger_opt}\n"))
+    print(f"{len(items)} pending item(s); record each ruling with the `rule it` command under it")
     if partial:
         _console().print(f"[bold yellow]warning:[/] {safe_markup(partial)}", highlight=False, soft_wrap=True)
     return 0

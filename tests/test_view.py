@@ -348,6 +348,10 @@ def test_ledger_pending_prints_the_rubric_once_and_warns_when_partly_verified(cr
     for sentence in rubrics:
         assert out.count(sentence[:80]) == 1, "the expected sentence is printed once"
     assert "2 of 3 results verified" in (out + err).replace("\n", " ")
+    # issue 41: each item's command names its replicate and the ledger the list was read against, so the ruling
+    # lands where `ledger pending` looks (it used to land in the repo's ledgers/, leaving the item pending)
+    rule = [x for x in out.splitlines() if x.startswith("rule it: ")]
+    assert len(rule) == 2 and all("--replicate 0" in x and f"--ledger {ledgers / 'adjudication.yaml'}" in x for x in rule), rule
     assert main(["ledger", "pending", str(run), "--ledgers", str(ledgers), "--json"]) == 0
     out, err = capsys.readouterr()
     assert len(json.loads(out)) == 2 and "2 of 3 results verified" in err.replace("\n", " ")
