@@ -125,6 +125,24 @@ def _alarms(report: dict[str, Any]) -> list[dict[str, Any]]:
     return [i for i in report.get("issues", []) if isinstance(i, dict) and i.get("severity") in ("warning", "blocking")]
 
 
+def _measured_note(family: FamilyManifest, world: L1World, report: dict[str, Any], golden: dict[str, Any],
+                   products: Path | None) -> dict[str, Any] | None:
+    """An `info` note that names the world's defect and measures it within tolerance: an expert who found the
+    defect, sized it exactly and judged it harmless to the analysis (an ID suffix stripped in the join) noticed it,
+    whatever severity they gave it (issue 38: such a report graded MISS, 0). Words alone in a note earn nothing, so a
+    report listing every defect as a note gains nothing: the measured value is what a shortcut cannot give."""
+    rub = world.rubric
+    if not rub.measure or not world.defect:
+        return None
+    notes = [i for i in report.get("issues", []) if isinstance(i, dict) and i.get("severity") == "info"]
+    for note in notes[:MAX_VALUE_READS]:
+        if claimed_defect(family, note) != world.defect and not _matches(list(rub.diagnosis), [_issue_text(note)]):
+            continue
+        if any(r.credit >= 1.0 for r in run_checks(list(rub.measure), {**report, **note}, golden, products)):
+            return note
+    return None
+
+
 def _issue_text(issue: dict[str, Any]) -> str:
     """What an issue itself says (not the rest of the report): its category, place and description."""
     return " ".join(str(issue.get(k) or "") for k in ("category", "where", "description", "evidence"))
@@ -239,6 +257,8 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
             by_work.add(i)
             diag = a
             break
+    if diag is None:
+        diag = _measured_note(family, world, report, golden, products)
     # right work under another catalogued defect's name (identical columns called duplicates where they are technical
     # replicates) is a misdiagnosis: the work earns, the diagnosis stays partial; uncatalogued words are not wrong
     misnamed = bool(by_work) and claimed_defect(family, diag) is not None

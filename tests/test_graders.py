@@ -143,6 +143,22 @@ def test_l1_a_nuisance_reported_at_the_defects_size_is_the_defect(products):
         l1_family(nuisance=[{"feature": "f", "why_harmless": "w", "patterns": ["x"], "size_factor": 1.0}])
 
 
+def test_l1_a_defect_found_and_measured_in_an_info_note_is_noticed_words_alone_are_not(products):
+    """Issue 38: an expert who found the defect, measured it exactly, fixed it in the join and called it `info`
+    (harmless to the analysis) graded MISS, 0. A note that names the world's defect with a value within tolerance is
+    now its diagnosis (acting on it still needs the product); a note that only names it, without the measured value,
+    earns nothing, so listing every defect as notes is no shortcut."""
+    note = {**dup(value=5), "severity": "info"}
+    g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable_with_caveats", [note]), products=products)
+    assert g.state == "DIAGNOSE-NOT-ACT", g.reason
+    g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable_with_caveats", [{**note, "output": "dups.txt"}]),
+                 products=products)
+    assert g.state == "DIAGNOSE-AND-ACT", g.reason
+    for words in ({**note, "value": None}, {**note, "value": 50}):
+        g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable", [words]), products=products)
+        assert g.state == "MISS", g.reason
+
+
 def test_l1_flag_everything_scores_nothing(products):
     every = l1_report("unusable", [issue("duplicated barcodes", "warning"), issue("ambient RNA", "warning"),
                                    issue("soup", "warning")])
