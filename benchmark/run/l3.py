@@ -50,6 +50,7 @@ from benchmark.run.agent import RUN_PYTHON_TOOL, Episode, _assistant_dict, call_
 from benchmark.jsontext import close_json
 from benchmark.suite.loader import WorldRef
 from benchmark.run.progress import note
+from benchmark.run.records import l3_score, recorded_score  # noqa: F401 - the dossier's score rule, re-exported
 from benchmark.run.records import CallRecord, CellRecord
 from benchmark.run.untrusted import Frame
 from graders.report import parse_report
@@ -329,34 +330,12 @@ def median_axes(draws: list[dict[str, Any]]) -> dict[str, float] | None:
     return axes
 
 
-def l3_score(axes: dict[str, float] | None, commitment: str | None) -> float | None:
-    """Native 0-3 score: committed mean(D, Q, N); abstained min(mean(D, Q), 2 if justified else 1)."""
-    if axes is None:
-        return None
-    if commitment == "abstain":
-        cap = 2.0 if axes.get("abstention_justified", 0.0) >= 0.5 else 1.0
-        return min((axes["D"] + axes["Q"]) / 2, cap)
-    return (axes["D"] + axes["Q"] + axes["N"]) / 3
-
-
 def judged_axes(draws: list[dict[str, Any]], commitment: str | None) -> dict[str, float] | None:
     """The recorded axes from the judge's draws: median per axis; N dropped for an abstention (J.3)."""
     axes = median_axes(draws)
     if axes and commitment == "abstain":
         axes.pop("N", None)
     return axes
-
-
-def recorded_score(status: str, native: float | None, eligible: bool) -> float | None:
-    """A dossier's 0-100 score as results.jsonl records it: 0 for a noncompliant answer; None (no score) for a fault,
-    a refusal, no parseable judge draw or an ineligible dossier (recorded, excluded from L3 means). `run` and
-    `grade` (benchmark.score.regrade, re-scoring from the stored draws) share it, so a re-score is the run's own rule."""
-    from benchmark.run.records import ERROR_STATUSES
-
-    native = 0.0 if status == "noncompliant" else native
-    if status in ERROR_STATUSES or status == "refused" or native is None or not eligible:
-        return None
-    return round(native * 100 / 3, 6)
 
 
 def hyp_drift(first: str, final: str) -> float:

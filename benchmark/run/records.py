@@ -230,9 +230,10 @@ def score_mismatch(rec: ResultRecord) -> str | None:
     score on 0-100 (L1 0-3, L2 0-1), for this world; L3: `score` is the dossier's rule (benchmark.run.l3
     `recorded_score`) applied to the row's own axes, commitment, status and eligibility."""
     if rec.level == "L3":
-        from benchmark.run.l3 import l3_score, recorded_score
-
-        want = recorded_score(rec.status, l3_score(rec.l3_axes, rec.commitment), bool(rec.eligible))
+        try:
+            want = recorded_score(rec.status, l3_score(rec.l3_axes, rec.commitment), bool(rec.eligible))
+        except KeyError as exc:
+            return f"its l3_axes lack the axis {exc} that its score is computed from"
     elif rec.grade is None:
         want = None
     else:
@@ -248,3 +249,23 @@ def score_mismatch(rec: ResultRecord) -> str | None:
     if want is None or rec.score is None or abs(rec.score - want) > 1e-4:
         return f"score {rec.score} does not follow from its own grade ({want})"
     return None
+
+
+def l3_score(axes: dict[str, float] | None, commitment: str | None) -> float | None:
+    """Native 0-3 score: committed mean(D, Q, N); abstained min(mean(D, Q), 2 if justified else 1)."""
+    if axes is None:
+        return None
+    if commitment == "abstain":
+        cap = 2.0 if axes.get("abstention_justified", 0.0) >= 0.5 else 1.0
+        return min((axes["D"] + axes["Q"]) / 2, cap)
+    return (axes["D"] + axes["Q"] + axes["N"]) / 3
+
+
+def recorded_score(status: str, native: float | None, eligible: bool) -> float | None:
+    """A dossier's 0-100 score as results.jsonl records it: 0 for a noncompliant answer; None (no score) for a fault,
+    a refusal, no parseable judge draw or an ineligible dossier (recorded, excluded from L3 means). `run` and
+    `grade` (benchmark.score.regrade, re-scoring from the stored draws) share it, so a re-score is the run's own rule."""
+    native = 0.0 if status == "noncompliant" else native
+    if status in ERROR_STATUSES or status == "refused" or native is None or not eligible:
+        return None
+    return round(native * 100 / 3, 6)
