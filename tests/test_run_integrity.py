@@ -144,7 +144,8 @@ def test_a_second_record_of_a_scored_world_is_named_not_silently_dropped(tmp_pat
     fault = json.dumps(_record(status="model_error", score=None, grade=None, error="HTTP 500"))
     (tmp_path / "results.jsonl").write_text(fault + "\n" + good + "\n")
     assert [r.status for r in RunStore(tmp_path).results()] == ["graded"]
-    (tmp_path / "results.jsonl").write_text(fault + "\n" + good + "\n" + good + "\n")
+    changed = json.dumps(_record(tokens_in=99))
+    (tmp_path / "results.jsonl").write_text(fault + "\n" + good + "\n" + changed + "\n")
     with pytest.raises(BenchmarkError, match=r"results.jsonl:3: a second record of .*\(line 2 already holds"):
         RunStore(tmp_path).results()
 

@@ -220,7 +220,8 @@ class RunStore:
                         "the file")
                 key = result_key(rec.world_id, rec.replicate)
                 prev = out.get(key)
-                if prev is not None and prev.status not in ERROR_STATUSES:
+                if prev is not None and prev.status not in ERROR_STATUSES and \
+                        prev.model_dump(exclude={"chain"}) != rec.model_dump(exclude={"chain"}):
                     raise BenchmarkError(
                         f"{self.results_path}:{lineno}: a second record of {key} (line {where[key]} already holds its "
                         f"scored result, status {prev.status}); the harness never re-runs a scored world: delete the "
