@@ -336,7 +336,10 @@ def _lock_stamp(lock: Lock) -> str:
 def _write_stamp(d: Path, lock: Lock) -> None:
     stamp = _stamp_path(d)
     stamp.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(stamp, _lock_stamp(lock).encode())
+    # a tmp name of this process's own: freezes of one world at once each write their stamp, then rename
+    tmp = stamp.with_name(f".{stamp.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_bytes(_lock_stamp(lock).encode())
+    os.replace(tmp, stamp)
 
 
 def freeze_world(ref: WorldRef, cache_root: Path | None = None) -> Lock:
