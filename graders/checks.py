@@ -256,22 +256,64 @@ def original_of(product: Path, files: list[Path]) -> Path | None:
     return best
 
 
+def _fields(line: str) -> list[str]:
+    """A data line's fields: tab-separated when it has tabs, else CSV (quotes respected)."""
+    if "\t" in line:
+        return [x.strip().strip('"').strip() for x in line.split("\t")]
+    try:
+        return [x.strip() for x in next(csv.reader([line], skipinitialspace=True), [])]
+    except csv.Error:
+        return [x.strip() for x in line.split(",")]
+
+
+# How a file's row is named by the items a prompt asks for: the whole line, its first field, or its first fields
+# joined by ':' ("Identify a SNP as CHR:POS" over a CHR POS ... table; CHROM:POS:REF:ALT over a VCF row).
+KEY_FORMS = {
+    "line": lambda line, f: line.strip().strip('"').strip(),
+    "first": lambda line, f: f[0] if f else "",
+    "first2": lambda line, f: ":".join(f[:2]),
+    "first3": lambda line, f: ":".join(f[:3]),
+    "vcf": lambda line, f: ":".join([f[0], f[1], f[3], f[4]]) if len(f) > 4 else "",
+}
+
+
+def _key_form(lines: list[str], known: set[str]) -> str:
+    """The key form under which the most golden items name rows of the original file (first field on a tie, so a
+    file whose rows the items do not name keeps the first-field reading)."""
+    best, hits = "first", 0
+    for name, form in KEY_FORMS.items():
+        n = len({k for line in lines if (k := _norm(form(line, _fields(line)))) in known})
+        if n > hits:
+            best, hits = name, n
+    return best
+
+
 def changed_records(original: Path, copy: Path, golden_items: list[str]) -> list[str]:
-    """The records a corrected copy changes: the keys (each line's `lines` item: the whole line where that is a
-    golden item, else its first field) whose rows differ between the original and the copy, removed or added rows
-    included."""
+    """The records a corrected copy changes: the keys whose rows differ between the original and the copy, removed
+    or added rows included. A row's key is read in the form the golden items name the original's rows (`_key_form`:
+    the whole line, its first field, or its first fields joined by ':' as a SNP is named CHR:POS), so a corrected
+    copy of a CHR POS table is read as the SNPs it changes, not the chromosomes."""
     known = {_norm(str(x)) for x in golden_items}
 
-    def rows(p: Path) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
+    def data_lines(p: Path) -> list[str]:
+        out = []
         for line in _read_text(p).splitlines()[:MAX_PRODUCT_ROWS]:
             line = line.rstrip("\r\n")
-            if not line.strip() or line.startswith("#"):
-                continue
-            out.setdefault(_line_item(line, known), []).append(",".join(x.strip() for x in re.split(r"[,\t]", line)))
+            if line.strip() and not line.startswith("#"):
+                out.append(line)
         return out
 
-    a, b = rows(original), rows(copy)
+    a_lines, b_lines = data_lines(original), data_lines(copy)
+    form = KEY_FORMS[_key_form(a_lines, known)]
+
+    def rows(lines: list[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for line in lines:
+            f = _fields(line)
+            out.setdefault(form(line, f), []).append(",".join(f))
+        return out
+
+    a, b = rows(a_lines), rows(b_lines)
     return sorted(k for k in set(a) | set(b) if sorted(a.get(k, [])) != sorted(b.get(k, [])))
 
 

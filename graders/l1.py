@@ -44,7 +44,7 @@ from graders.checks import CheckResult, as_number, flatten_text, run_checks
 from graders.report import parse_report
 
 GRADER_ID = "graders.l1"
-GRADER_VERSION = "4"
+GRADER_VERSION = "5"  # 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
 INVENTED_COST = 1.5  # native points per invented catalogued defect on a challenge world
 
 STATE_SCORES: dict[str, float] = {
