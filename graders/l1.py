@@ -83,6 +83,29 @@ STATE_MEANINGS: dict[str, str] = {
 }
 assert set(STATE_MEANINGS) == set(STATE_SCORES)
 
+# The states the grader can reach on a world of each kind (its rubric's `expect`): a ruling outside them contradicts
+# the world (MISS on sound data, CLEAN-CORRECT on a defect), so `ledger rule`, the web form and `ledger validate`
+# refuse it with this list.
+STATES_BY_EXPECT: dict[str, tuple[str, ...]] = {
+    "accept": ("CLEAN-CORRECT", "OVER-CAUTIOUS", "FABRICATED", "FALSE-UNUSABLE", "NONCOMPLIANT"),
+    "detect": ("DIAGNOSE-AND-ACT", "DIAGNOSE-AND-ACT-PARTIAL", "DIAGNOSE-NOT-ACT", "DIAGNOSE-NOT-ACT-PARTIAL",
+               "NOTICE-WRONG", "MISS", "FABRICATED", "NONCOMPLIANT"),
+    "abstain": ("ABSTAIN-RECOGNIZED", "ABSTAIN-OK", "OVER-DIAGNOSE", "MISS", "NONCOMPLIANT"),
+}
+assert all(set(v) <= set(STATE_SCORES) for v in STATES_BY_EXPECT.values())
+assert set().union(*STATES_BY_EXPECT.values()) == set(STATE_SCORES)
+
+
+def state_misfit(world: L1World, state: str) -> str | None:
+    """Why an L1 state cannot be this world's grade (one sentence with the states it allows), or None if it can."""
+    allowed = STATES_BY_EXPECT[world.rubric.expect]
+    if state in allowed:
+        return None
+    kind = {"accept": "sound data (a clean or boundary world)", "detect": "a world with a defect to find",
+            "abstain": "a world whose evidence cannot settle it"}[world.rubric.expect]
+    return f"'{state}' is not a state of {world.id}, {kind}; use one of {', '.join(allowed)}"
+
+
 
 def state_rules() -> str:
     """The state table as the LLM verifier reads it: every state's native score and meaning, from this module."""

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from benchmark.oversight.adjudicate import pending, rule, validate_ledgers
-from benchmark.errors import ManifestError
+from benchmark.errors import BenchmarkError, ManifestError
 from benchmark.score.aggregate import apply_rulings
 from benchmark.oversight.ledger import effective_rulings, load_ledger
-from benchmark.suite.loader import REPO_ROOT
+from benchmark.suite.loader import REPO_ROOT, load_suite
 from benchmark.score.regrade import regrade
 from benchmark.run.episodes import RunConfig, execute
 from benchmark.run.store import RunStore
@@ -72,7 +72,8 @@ def test_verifier_disagreement_reaches_the_ledger(first_run, tmp_path):
     item = items[0]
     assert item.rubric and item.report and item.verifier_model == "scripted/first"
     ledger_path = tmp_path / "campaign.yaml"
-    value = "NOTICE-WRONG" if item.discrepancy.component == "state" else "50" if item.discrepancy.component == "score" else "0.5"
+    states = _states_of(item.world_id)  # an L1 state ruling names a state the world's kind allows
+    value = states[1] if item.discrepancy.component == "state" else "50" if item.discrepancy.component == "score" else "0.5"
     r = rule(first_run, ledger_path, item.world_id, item.discrepancy.component, value, "Test Adjudicator",
              "the rubric's check is met by the report", replicate=item.replicate)
     assert r.id == 1 and r.run == "first"
@@ -87,9 +88,34 @@ def test_verifier_disagreement_reaches_the_ledger(first_run, tmp_path):
     text = ledger_path.read_text()
     with pytest.raises(ManifestError, match="contradicts"):
         rule(first_run, ledger_path, item.world_id, item.discrepancy.component,
-             "MISS" if item.discrepancy.component == "state" else "10" if item.discrepancy.component == "score" else "0.1",
+             states[2] if item.discrepancy.component == "state" else "10" if item.discrepancy.component == "score" else "0.1",
              "Other", "disagree", replicate=item.replicate)
     assert ledger_path.read_text() == text
+
+
+def _states_of(world_id: str) -> tuple[str, ...]:
+    from graders.l1 import STATES_BY_EXPECT
+
+    w = load_suite().worlds[world_id].world
+    return STATES_BY_EXPECT[w.rubric.expect] if w.level == "L1" else ()
+
+
+def test_a_state_ruling_must_fit_its_worlds_kind(first_run, tmp_path):
+    """Issue 41 item 1: MISS on a clean world or CLEAN-CORRECT on a defect world contradicts the world; `ledger rule`
+    refuses it naming the states the world allows, writes nothing, and `ledger validate` names such an entry."""
+    ledger_path = tmp_path / "kinds.yaml"
+    for world, wrong, right in (("scrna.L1.integrity.clean", "MISS", "OVER-CAUTIOUS"),
+                                ("scrna.L1.integrity.doublets", "CLEAN-CORRECT", "NOTICE-WRONG")):
+        before = ledger_path.read_text() if ledger_path.exists() else None
+        with pytest.raises(BenchmarkError, match=f"'{wrong}' is not a state of {world}.*use one of .*{right}"):
+            rule(first_run, ledger_path, world, "state", wrong, "A", "r")
+        assert (ledger_path.read_text() if ledger_path.exists() else None) == before, "nothing written"
+        rule(first_run, ledger_path, world, "state", right, "A", "r")
+    assert validate_ledgers([ledger_path], [first_run.parent]) == []
+    ledger_path.write_text(ledger_path.read_text().replace("ruling: OVER-CAUTIOUS", "ruling: MISS"))
+    problems = validate_ledgers([ledger_path], [first_run.parent])
+    assert len(problems) == 1 and "'MISS' is not a state of scrna.L1.integrity.clean" in problems[0], problems
+    assert f"{ledger_path}:" in problems[0]
 
 
 def test_ledger_validate_names_file_and_line(tmp_path, first_run):

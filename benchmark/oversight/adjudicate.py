@@ -13,6 +13,7 @@ from benchmark.oversight.ledger import (LEDGER_ROOT, MAX_REASON_CHARS, Ledger, R
 from benchmark.suite.loader import _line_of, load_suite, read_yaml
 from benchmark.run.store import RunStore, result_key
 from benchmark.oversight.verify import Discrepancy, load_verifications
+from graders.manifest import L1World
 
 
 @dataclass
@@ -89,6 +90,18 @@ def _l3_evidence(ref, traj) -> tuple[str, str, str]:
     return rubric, report, "\n".join(lines)
 
 
+def _check_state_fits(world: str, state: str, then: str) -> None:
+    """Refuse an L1 state the world's kind cannot have (graders.l1.state_misfit), naming the states it allows."""
+    from graders.l1 import STATE_SCORES, state_misfit
+
+    ref = load_suite().worlds.get(world)
+    if ref is None or not isinstance(ref.world, L1World) or state not in STATE_SCORES:
+        return  # an unknown world or state is named by the ruling's own checks
+    why = state_misfit(ref.world, state)
+    if why:
+        raise BenchmarkError(f"the ruling cannot be recorded: {why} ({then})")
+
+
 def prepare_ruling(run_dir: Path, ledger_path: Path, world: str, component: str, ruling: str, adjudicator: str,
                    rationale: str, replicate: int = 0, date: dt.date | None = None,
                    supersedes: int | None = None) -> Ruling:
@@ -109,6 +122,8 @@ def prepare_ruling(run_dir: Path, ledger_path: Path, world: str, component: str,
                              f"(status {rec.status}); rule on 'score' instead, or rerun it with `run --resume`")
     if component in ("state", "eligible"):
         value: float | str = ruling
+        if component == "state":
+            _check_state_fits(world, ruling, f"nothing was written to {ledger_path}")
     else:
         try:
             value = float(ruling)
@@ -294,6 +309,12 @@ def validate_ledgers(paths: list[Path] | None = None, run_roots: list[Path] | No
         for i, e in enumerate(led.entries):
             if e.world not in suite.worlds:
                 problems.append(str(ManifestError(p, f"entries.{i}.world", f"unknown world '{e.world}'", _line_of(node, ("entries", i, "world")))))
+            elif e.component == "state" and isinstance(suite.worlds[e.world].world, L1World):
+                from graders.l1 import state_misfit
+
+                why = state_misfit(suite.worlds[e.world].world, str(e.ruling))
+                if why:
+                    problems.append(str(ManifestError(p, f"entries.{i}.ruling", why, _line_of(node, ("entries", i, "ruling")))))
             if runs is not None and e.run not in runs:
                 problems.append(str(ManifestError(p, f"entries.{i}.run", f"unknown run '{e.run}' (known: {', '.join(sorted(runs)) or 'none'})", _line_of(node, ("entries", i, "run")))))
     return problems + cross_file_contradictions(loaded)

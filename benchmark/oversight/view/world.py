@@ -99,9 +99,13 @@ def verifier_value(verifications: list, component: str):
     return None
 
 
-def component_rows(row: Row, verifications: list, in_force: list) -> list[dict[str, Any]]:
+def component_rows(row: Row, verifications: list, in_force: list, ref: Any = None) -> list[dict[str, Any]]:
+    """One row per component a ruling can set; an L1 `state` row lists the states the world's kind allows (a ruling
+    outside them is refused: graders.l1.STATES_BY_EXPECT)."""
     from benchmark.oversight.adjudicate import _deterministic
     from benchmark.oversight.ledger import LEVEL_COMPONENTS
+    from graders.l1 import STATES_BY_EXPECT
+    from graders.manifest import L1World
 
     forced = {f.ruling.component: f for f in in_force}
     disc = {d.component for v in verifications for d in v.discrepancies}
@@ -109,7 +113,9 @@ def component_rows(row: Row, verifications: list, in_force: list) -> list[dict[s
     for comp in LEVEL_COMPONENTS.get(row.rec.level, ("score",)):
         out.append({"component": comp, "deterministic": _deterministic(row.rec, comp),
                     "verifier": verifier_value(verifications, comp), "discrepancy": comp in disc,
-                    "pending": comp in row.pending, "in_force": forced.get(comp)})
+                    "pending": comp in row.pending, "in_force": forced.get(comp),
+                    "allowed": STATES_BY_EXPECT[ref.world.rubric.expect]
+                    if comp == "state" and ref is not None and isinstance(ref.world, L1World) else None})
     return out
 
 
@@ -143,7 +149,7 @@ def world_page(wb: Workbench, run: Run, world_id: str, replicate: int) -> dict[s
         "prompt": msgs[:n_prompt], "turns": msgs[n_prompt:], "inputs": inputs_of(ref), "products": prods,
         "images": images, "cells": cells, "report": clip(traj.report_raw) if traj else "",
         "grade": rec.grade, "verifications": verifs, "l3": l3 and _l3_view(l3),
-        "components": component_rows(row, verifs, in_force), "in_force": in_force,
+        "components": component_rows(row, verifs, in_force, ref), "in_force": in_force,
         "ledger_files": files, "version": snap.version,
         "default_ledger": in_force[0].path.name if in_force else (files[0] if len(files) == 1 else "adjudication.yaml"),
         "expected": ref.world.expected_response if ref else None,
