@@ -286,6 +286,11 @@ def cmd_verify(args) -> int:
 
     verifier = model_notice(args.verifier, "--verifier", "verifier")
     check_model_keys([verifier])
+    from benchmark.oversight.verify import self_verification
+
+    same = self_verification(Path(args.run_dir), verifier)
+    if same:
+        _console().print(f"[bold yellow]warning:[/] {safe_markup(same)}", highlight=False, soft_wrap=True)
     n = len(to_verify(Path(args.run_dir), verifier))
     with progress(f"verifying with {verifier}", n) as step:
         new = verify_run(Path(args.run_dir), verifier, on_step=step)

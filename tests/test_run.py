@@ -198,3 +198,19 @@ def test_a_fresh_clones_missing_worlds_are_built_in_parallel_then_verified(tmp_p
     stamp = {r.id: (tmp_path / r.id).stat().st_mtime_ns for r in refs}
     R.build_missing(refs)
     assert {r.id: (tmp_path / r.id).stat().st_mtime_ns for r in refs} == stamp, "built worlds are not rebuilt"
+
+
+def test_verify_with_the_evaluated_model_warns(first_run, tmp_path, capsys):
+    """Issue 41 item 4: a verifier that is the run's own model (or judge, or reviewer) is named as no independent check."""
+    import shutil
+
+    from benchmark.cli import main
+    from benchmark.oversight.verify import self_verification
+
+    assert "is the evaluated model" in self_verification(first_run, "scripted/first")
+    assert self_verification(first_run, "scripted/oracle") is None
+    run = tmp_path / "copy"
+    shutil.copytree(first_run, run)
+    assert main(["verify", str(run), "--verifier", "scripted/first"]) == 0
+    err = capsys.readouterr().err
+    assert "warning:" in err and "not an independent check" in err

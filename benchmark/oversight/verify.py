@@ -244,6 +244,20 @@ def to_verify(run_dir: Path, verifier: str) -> list[ResultRecord]:
     return out
 
 
+def self_verification(run_dir: Path, verifier: str) -> str | None:
+    """A warning when the verifier is the evaluated model, its L3 judge or one of its reviewers: a model re-grading
+    its own work (or its own judgment) shares the blind spots the check exists to catch. None when independent."""
+    cfg = RunStore(run_dir).config()
+    roles = [("the evaluated model", cfg.get("model")), ("the L3 judge", cfg.get("judge"))]
+    roles += [("an L3 reviewer", r) for r in (cfg.get("reviewers") or [])]
+    same = sorted({what for what, m in roles if m == verifier})
+    if not same:
+        return None
+    return (f"the verifier {verifier} is {' and '.join(same)} of run {run_dir}: it re-checks its own work, so its "
+            "agreement is not an independent check; verify with another model (ideally another provider's), the same "
+            "for every model of a campaign")
+
+
 def verify_run(run_dir: Path, verifier: str, on_step=None) -> list[Verification]:
     """Verify every L1/L2 grade and L3 judged score of a run not yet verified by this verifier (`to_verify`);
     appends to DIR/verification.jsonl. `on_step(key)` is called as each result starts (progress)."""
