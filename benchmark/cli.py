@@ -184,7 +184,7 @@ def cmd_run(args) -> int:
     from benchmark.run.l3 import parse_reviewers
     from benchmark.run.episodes import RunConfig, execute, summary_table
 
-    from benchmark.console import check_model_keys, console, model_notice
+    from benchmark.console import check_endpoint, check_model_keys, console, model_notice
 
     model = model_notice(args.model)  # a defaulted model is said, never silent
     out = Path(args.out) if args.out else Path("runs") / model.replace("/", "_")
@@ -194,6 +194,7 @@ def cmd_run(args) -> int:
     reviewers = parse_reviewers(args.reviewers)
     if args.executor != "ray":  # a Ray worker reads its keys from its own environment
         check_model_keys([model, *reviewers, args.judge])
+        check_endpoint([model, *reviewers, args.judge])
     cfg = RunConfig(model=model, out=out, worlds=args.worlds, tracks=args.tracks,
                     levels=args.levels or ["L1", "L2", "L3"], replicates=args.replicates,
                     concurrency=default_concurrency(model) if args.concurrency is None else args.concurrency,
@@ -280,12 +281,13 @@ def cmd_grade(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from benchmark.console import check_model_keys, model_notice
+    from benchmark.console import check_endpoint, check_model_keys, model_notice
     from benchmark.run.progress import progress
     from benchmark.oversight.verify import to_verify, verify_run
 
     verifier = model_notice(args.verifier, "--verifier", "verifier")
     check_model_keys([verifier])
+    check_endpoint([verifier])
     from benchmark.oversight.verify import self_verification
 
     same = self_verification(Path(args.run_dir), verifier)

@@ -56,3 +56,35 @@ def check_model_keys(models: list[str]) -> None:
             "export OPENAI_API_KEY=dummy")
     raise BenchmarkError(f"{openai[0]} needs OPENAI_API_KEY in the environment (export OPENAI_API_KEY=...); for a "
                          "local OpenAI-compatible server also set OPENAI_API_BASE=http://HOST:PORT/v1")
+
+
+ENDPOINT_PROBE_S = 5.0  # a TCP connect, no request: nothing is sent to the model, nothing is billed
+
+
+def check_endpoint(models: list[str]) -> None:
+    """Stop before the first world when an `openai/...` model goes to an OPENAI_API_BASE that nothing listens on:
+    otherwise every world waits out litellm's retries (22 s each here) and ends a model_error row. One TCP connect to
+    the base URL's host and port; an endpoint that answers the connect but fails later is still a row error."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from benchmark.errors import BenchmarkError
+
+    openai = sorted({m for m in models if m.startswith("openai/")})
+    base = os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL")
+    if not openai or not base:
+        return
+    url = urlsplit(base)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise BenchmarkError(f"OPENAI_API_BASE={base} is not an http(s) URL; set it to the server's base, e.g. "
+                             "http://127.0.0.1:8000/v1")
+    try:
+        port = url.port or (443 if url.scheme == "https" else 80)
+    except ValueError:
+        raise BenchmarkError(f"OPENAI_API_BASE={base} has no valid port; e.g. http://127.0.0.1:8000/v1") from None
+    try:
+        socket.create_connection((url.hostname, port), timeout=ENDPOINT_PROBE_S).close()
+    except OSError as exc:
+        raise BenchmarkError(
+            f"nothing answers at OPENAI_API_BASE={base} ({url.hostname}:{port}: {exc.strerror or exc}), where "
+            f"{openai[0]} would be called; start the server or correct the URL (nothing was run)") from None

@@ -132,3 +132,31 @@ def dead_url() -> str:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     return f"http://127.0.0.1:{port}/v1"
+
+
+class DroppingServer:
+    """An endpoint that accepts each connection and closes it at once, with no HTTP reply: it passes the harness's
+    up-front reachability check (a TCP connect) and then fails every call without a status, as a server that dies
+    or a proxy that drops the request does mid-campaign."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            conn.close()
+
+    def __enter__(self) -> "DroppingServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.sock.close()

@@ -26,7 +26,7 @@ from benchmark.models.scripted import first_option_value
 from benchmark.run.records import ResultRecord
 from benchmark.run.episodes import RunConfig, execute
 from benchmark.run.store import RunStore
-from tests.fake_openai import FakeOpenAI, Reply, dead_url, error, malformed, rate_limited, report, slow, tool_call
+from tests.fake_openai import DroppingServer, FakeOpenAI, Reply, dead_url, error, malformed, rate_limited, report, slow, tool_call
 
 W1 = "scrna.L1.integrity.clean"
 W2 = "scrna.L1.integrity.doublets"
@@ -72,7 +72,14 @@ def test_dead_endpoint_is_no_score_incomplete_then_resume_scores_it(tmp_path):
     from benchmark.score.leaderboard import build, render_markdown
 
     out = tmp_path / "dead"
-    p = run_cli(out, dead_url(), env={"BENCHMARK_MODEL_ATTEMPTS": "2"})
+    # nothing listens: one sentence before the first world, nothing written (issue 41 item 4)
+    dead = dead_url()
+    p = run_cli(out, dead, env={"BENCHMARK_MODEL_ATTEMPTS": "2"})
+    assert p.returncode == 2 and f"nothing answers at OPENAI_API_BASE={dead}" in one_line(p.stderr), p.stderr
+    assert not out.exists()
+    # the endpoint answers the connect, then drops every request (it died mid-campaign): a fault row, no score
+    with DroppingServer() as srv:
+        p = run_cli(out, srv.url, env={"BENCHMARK_MODEL_ATTEMPTS": "2"})
     assert p.returncode == 3, p.stdout + p.stderr
     assert "1 of 1 worlds failed (model_error 1); rerun with --resume to retry them" in p.stderr
     rec = records(out)[W1]
@@ -161,13 +168,15 @@ def test_missing_bubblewrap_stops_the_run_before_the_first_world(tmp_path):
     empty = tmp_path / "bin"
     empty.mkdir()
     out = tmp_path / "nobwrap"
-    p = run_cli(out, dead_url(), env={"PATH": str(empty)})
+    with DroppingServer() as srv:  # an endpoint that listens: the missing tool is what stops the run
+        p = run_cli(out, srv.url, env={"PATH": str(empty)})
     assert p.returncode == 2, p.stdout + p.stderr
     assert "bwrap" in one_line(p.stderr) and "setup.sh" in p.stderr
     assert not out.exists(), "nothing is written when a tool is missing"
     (empty / "bwrap").symlink_to(shutil.which("bwrap"))  # bubblewrap present, the histone track's tools absent
     histone = load_suite().select(None, ["histone"], ["L1"])[0].id
-    p = run_cli(out, dead_url(), worlds=(histone,), env={"PATH": str(empty)})
+    with DroppingServer() as srv:
+        p = run_cli(out, srv.url, worlds=(histone,), env={"PATH": str(empty)})
     assert p.returncode == 2 and "samtools" in one_line(p.stderr) and "track histone" in p.stderr, p.stderr
     assert not out.exists()
 
