@@ -147,6 +147,21 @@ def test_progress_lines_say_what_starts_and_a_heartbeat(monkeypatch, capsys):
     assert "[verifying] 2/2 · done" in err
 
 
+def test_a_pools_heartbeat_names_the_worlds_in_flight(monkeypatch, capsys):
+    """Issue 41 item 4: a run counts finished worlds; while none finishes, its heartbeat names the ones running."""
+    from benchmark.run import progress
+    monkeypatch.delenv("BENCHMARK_PROGRESS", raising=False)
+    monkeypatch.setenv("BENCHMARK_PROGRESS_QUIET_S", "0")
+    monkeypatch.setenv("BENCHMARK_PROGRESS_HEARTBEAT_S", "0.3")
+    flying = ["scrna.L1.integrity.clean r0", "histone.L2.peaks.clean r0"]
+    with progress.progress("running m", 3, finished=True, running=lambda: list(flying)) as step:
+        time.sleep(1.0)
+        flying.pop()
+        step("histone.L2.peaks.clean r0")
+    err = capsys.readouterr().err
+    assert "[running m] 0/3 · still on scrna.L1.integrity.clean r0, histone.L2.peaks.clean r0" in err, err
+
+
 def test_the_time_left_weighs_dossiers_from_the_first_world(monkeypatch, capsys):
     """The main job's shape: 12 L3 dossiers (first, two at a time) and 98 L1/L2 worlds. When the first dossier ends
     (after 1.4x its expected time, in whole minutes) the line must not promise hours (110 x that / 2), as a count of

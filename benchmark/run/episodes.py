@@ -282,18 +282,24 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
         for s in range(cfg.concurrency):
             slots.put(s)
 
+        in_flight: dict[str, None] = {}  # the episodes running now, in start order (the heartbeat names them)
+
         def work(ref: WorldRef, rep: int) -> ResultRecord:
             slot = slots.get()
+            name = f"{ref.id} r{rep}"
+            in_flight[name] = None
             try:
                 return run_guarded(ref, rep, cfg, store, slot)
             finally:
+                in_flight.pop(name, None)
                 slots.put(slot)
 
         if remote is not None:  # each episode on a Ray worker; recorded here, in completion order
             with progress(f"running {cfg.model} on Ray", len(todo), finished=True, pace=pace) as step:
                 remote.run(todo, cfg, store, step)
         else:
-            with progress(f"running {cfg.model}", len(todo), finished=True, pace=pace) as step, \
+            with progress(f"running {cfg.model}", len(todo), finished=True, pace=pace,
+                          running=lambda: list(in_flight.copy())) as step, \
                     ThreadPoolExecutor(cfg.concurrency) as pool:
                 futures = {pool.submit(work, r, k): (r, k) for r, k in todo}
                 for fut in as_completed(futures):

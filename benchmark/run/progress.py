@@ -110,13 +110,15 @@ def note(line: str) -> None:
 
 
 @contextmanager
-def progress(label: str, total: int, finished: bool = False, pace: Pace | None = None) -> Iterator[Callable[[str], None]]:
+def progress(label: str, total: int, finished: bool = False, pace: Pace | None = None,
+             running: Callable[[], list[str]] | None = None) -> Iterator[Callable[[str], None]]:
     """`step(item)` marks the previous item done and names the one now running (the last is closed on exit); with
     `finished=True` (work done out of order, by a pool) it marks `item` itself done. `pace`: the items' weights and
-    the expected duration, for a time left that is right from the start (else each item weighs the same)."""
+    the expected duration, for a time left that is right from the start (else each item weighs the same).
+    `running`: the items in flight now (a pool's), which a log's heartbeat names."""
     m = mode()
     if m == "lines":
-        with _lines(label, total, finished, pace) as step:
+        with _lines(label, total, finished, pace, running) as step:
             yield step
         return
     from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
@@ -164,11 +166,13 @@ def progress(label: str, total: int, finished: bool = False, pace: Pace | None =
 
 
 @contextmanager
-def _lines(label: str, total: int, finished: bool, pace: Pace | None = None) -> Iterator[Callable[[str], None]]:
+def _lines(label: str, total: int, finished: bool, pace: Pace | None = None,
+           running: Callable[[], list[str]] | None = None) -> Iterator[Callable[[str], None]]:
     """A log's progress, flushed:
     '[label] 3/110 · now clinvar.L1.integrity.clean · 3 min elapsed, ~24 min left' (finished=False: the item
     starting), '[label] 12/110 clinvar.L1.integrity.clean · ...' (finished=True: the item just done), and a heartbeat
-    '[label] 3/110 · still on clinvar.L1.integrity.clean · 4 min elapsed' when nothing was printed for HEARTBEAT_S."""
+    '[label] 3/110 · still on clinvar.L1.integrity.clean · 4 min elapsed' when nothing was printed for HEARTBEAT_S
+    (with finished=True, the items `running` names: the worlds a pool has in flight)."""
     t0 = time.monotonic()
     quiet, beat_s = _seconds("QUIET_S", QUIET_S), _seconds("HEARTBEAT_S", HEARTBEAT_S)
     pace = pace or Pace()
@@ -211,7 +215,11 @@ def _lines(label: str, total: int, finished: bool, pace: Pace | None = None) -> 
         while not stop.wait(max(0.05, min(beat_s, 5.0)) if beat_s else 5.0):
             if beat_s and time.monotonic() - max(_printed[0], t0) >= beat_s:
                 with lock:
-                    what = f"still on {state['item']}" if state["item"] and not finished else "still working"
+                    now = running() if finished and running is not None else []
+                    if now:
+                        what = "still on " + ", ".join(now[:4]) + (f" and {len(now) - 4} more" if len(now) > 4 else "")
+                    else:
+                        what = f"still on {state['item']}" if state["item"] and not finished else "still working"
                     emit(f"· {what}", state["done"], force=True)
 
     beat = threading.Thread(target=heartbeat, name=f"progress-heartbeat-{label}", daemon=True)
