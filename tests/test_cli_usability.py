@@ -300,7 +300,27 @@ def test_tables_off_a_terminal_never_cut_ids(l3_run):
     for wid in ids:
         assert f" {wid} " in listing.stdout, wid
     summary = l3_run[1].stdout  # `run`'s summary table, printed to a pipe
-    assert "…" not in summary and "noncompliant" in summary and "tokens in/out" in summary
+    assert "…" not in summary and "noncompl." in summary and "tok in/out" in summary
+
+
+def test_the_run_summary_keeps_track_names_whole_at_80_columns():
+    """Issue 41 item 4: at 80 columns the summary cut 'bulkrna' to 'bulkr…'; every name and column now fits."""
+    from rich.console import Console
+
+    from benchmark.run.episodes import summary_table
+    from benchmark.run.records import ResultRecord
+
+    recs = [ResultRecord.model_construct(world_id=f"{t}.L1.integrity.clean", track=t, level="L1", model="openai/a-model",
+                                         replicate=0, status="graded", score=100.0, tokens_in=123456, tokens_out=78901,
+                                         calls=12, code_cells=7)  # the fields the summary reads
+            for t in ("bulkrna", "calorimetry", "enhancer")]
+    con = Console(width=80, record=True)
+    con.print(summary_table(recs))
+    text = con.export_text()
+    assert "…" not in text and max(map(len, text.splitlines())) <= 80
+    for t in ("bulkrna", "calorimetry", "enhancer"):
+        assert t in text
+    assert "123456/78901" in text and "cells" in text
 
 
 # ---------------------------------------------------------------- 12: typos name the pattern and the nearest ids

@@ -397,22 +397,31 @@ def summary_table(records: list[ResultRecord]):
 
     from rich.table import Table
 
+    from benchmark.errors import safe_markup
+
     groups: dict[tuple[str, str], list[ResultRecord]] = defaultdict(list)
     for r in records:
         groups[(r.track, r.level)].append(r)
-    from benchmark.errors import safe_markup
-
-    t = Table(title=f"{safe_markup(records[0].model) if records else ''}: {len(records)} results")
-    for col in ("track", "level", "worlds", "mean score", "noncompliant", "errors", "tokens in/out", "calls", "cells"):
-        t.add_column(col, justify="right" if col not in ("track", "level") else "left")
+    rows = []
     for (track, level), rs in sorted(groups.items()):
         scores = [r.score for r in rs if r.score is not None]
         mean = f"{sum(scores) / len(scores):.1f}" if scores else "-"
-        t.add_row(safe_markup(track), level, str(len(rs)), mean,
-                  str(sum(r.status == "noncompliant" for r in rs)),
-                  str(sum(r.status in ERROR_STATUSES for r in rs)),
-                  f"{sum(r.tokens_in for r in rs)}/{sum(r.tokens_out for r in rs)}",
-                  str(sum(r.calls for r in rs)), str(sum(r.code_cells for r in rs)))
+        rows.append([safe_markup(track), level, str(len(rs)), mean,
+                     str(sum(r.status == "noncompliant" for r in rs)),
+                     str(sum(r.status in ERROR_STATUSES for r in rs)),
+                     f"{sum(r.tokens_in for r in rs)}/{sum(r.tokens_out for r in rs)}",
+                     str(sum(r.calls for r in rs)), str(sum(r.code_cells for r in rs))])
+    # fits 80 columns with no track name or number cut (at 80 'calorimetry' was 'calor…'): light rules, short
+    # headers, each column as wide as its widest value (the caption spells the short headers out)
+    t = Table(title=f"{safe_markup(records[0].model) if records else ''}: {len(records)} results",
+              box=None, pad_edge=False, padding=(0, 1),
+              caption="mean: mean score · noncompl.: noncompliant · tok: tokens")
+    cols = ("track", "level", "worlds", "mean", "noncompl.", "errors", "tok in/out", "calls", "cells")
+    for i, col in enumerate(cols):
+        widest = max([len(col), *(len(row[i]) for row in rows)])
+        t.add_column(col, justify="left" if col in ("track", "level") else "right", min_width=widest, no_wrap=True)
+    for row in rows:
+        t.add_row(*row)
     return t
 
 
