@@ -45,6 +45,7 @@ import ctypes
 import io
 import json
 import os
+import re
 import selectors
 import signal
 import struct
@@ -76,6 +77,39 @@ def read_capture(fd: int) -> tuple[str, bool]:
     tail = os.pread(fd, 4 * TAIL, size - 4 * TAIL).decode("utf-8", errors="replace")[-TAIL:]
     cut = size - len(head.encode()) - len(tail.encode())
     return f"{head}\n... [{cut} bytes truncated] ...\n{tail}", True
+
+
+KEEP_WHOLE_BYTES = 64 << 20  # a cut stdout is kept whole up to this size, for the agent to read back in pieces
+
+
+def keep_whole(fd: int, scratch: str, seq: int) -> str | None:
+    """Copy a capture that was cut to `scratch`/cell_<seq>_stdout.txt (at most KEEP_WHOLE_BYTES), so the agent can
+    read the whole output back in pieces, as it would page a long log; None when it cannot be written (a full /tmp)."""
+    path = os.path.join(scratch, f"cell_{seq}_stdout.txt")
+    try:
+        size = min(os.fstat(fd).st_size, KEEP_WHOLE_BYTES)
+        out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            done = 0
+            while done < size:
+                chunk = os.pread(fd, min(1 << 20, size - done), done)
+                if not chunk:
+                    break
+                os.write(out, chunk)
+                done += len(chunk)
+        finally:
+            os.close(out)
+    except OSError:
+        return None
+    return path
+
+
+def note_whole(text: str, path: str | None) -> str:
+    """The cut marker, naming the file that holds the whole output when there is one."""
+    if path is None:
+        return text
+    return re.sub(r"\[(\d+) (characters|bytes) truncated\]",
+                  lambda m: f"[{m.group(1)} {m.group(2)} truncated; the whole stdout is in {path}]", text, count=1)
 
 
 def capture_file(scratch: str) -> int:
@@ -459,6 +493,8 @@ def main() -> None:
             threads = 0
         stdout, t1 = read_capture(out_fd)
         stderr, t2 = read_capture(err_fd)
+        if t1:
+            stdout = note_whole(stdout, keep_whole(out_fd, scratch, seq))
         os.ftruncate(out_fd, 0)
         os.ftruncate(err_fd, 0)
         if between:

@@ -64,6 +64,23 @@ def test_scripted_agent_replays_a_handed_over_script_with_no_suite_knowledge():
     assert rec.ok and resp.choices[0].message.content == "plain"
 
 
+def test_a_scripted_report_cut_by_the_output_cap_is_read_back_whole_in_the_sandbox(tmp_path):
+    """Issue 41 item 8: scripted/naive printed a DE report longer than the sandbox's output cap and copied the cut
+    marker into its report (noncompliant on bulkrna.L2.condition_de.batch_confound). It now reads the whole output
+    back from the file the cut names, in pieces, through the real sandbox."""
+    from benchmark.run.episodes import RunConfig, execute
+    from benchmark.run.store import RunStore
+
+    world = "bulkrna.L2.condition_de.batch_confound"
+    out = tmp_path / "naive"
+    rec = execute(RunConfig(model="scripted/naive", out=out, worlds=[world], levels=["L2"]))[0]
+    traj = RunStore(out).load_trajectory(rec.trajectory)
+    assert any("truncated; the whole stdout is in" in c.stdout for c in traj.cells), "the report is long enough to be cut"
+    assert "truncated" not in (traj.report_raw or "") and rec.status == "graded", rec.status
+    report = json.loads(traj.report_raw)
+    assert len(report["de_genes"]) == report["n_de_genes"] > 100, "every gene of the long list came back"
+
+
 def test_scripted_agent_without_a_context_to_plan_from_is_refused_by_name():
     resp, rec = call_model("scripted/oracle", [{"role": "user", "content": "x"}], step=0,
                            metadata={"world_id": "histone.L1.integrity.clean"})

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import re
+
 import pytest
 
 from benchmark.suite.loader import REPO_ROOT
@@ -114,9 +116,14 @@ def test_disk_filler_is_contained(world):
 
 
 def test_long_output_is_truncated_by_policy(world):
+    """A cut stdout names the file that holds it whole, so an agent can read it back in pieces (issue 41 item 8:
+    a report printed longer than the cap reached the grader with the marker inside it)."""
     with Sandbox(world) as sb:
-        r = sb.run_python("print('a' * 50000)")
-        assert r.truncated and "characters truncated" in r.stdout and len(r.stdout) < 9000
+        r = sb.run_python("print('a' * 50000 + 'END')")
+        m = re.search(r"characters truncated; the whole stdout is in (/tmp/cell_\d+_stdout\.txt)\]", r.stdout)
+        assert r.truncated and m and len(r.stdout) < 9000
+        back = sb.run_python(f"t = open('{m.group(1)}').read(); print(len(t), t.endswith('END\\n'))")
+        assert back.stdout.split() == ["50004", "True"], back.as_text()
 
 
 def test_collect_returns_agent_outputs_only(world, tmp_path):

@@ -24,6 +24,7 @@ Scripted agents are not language models: they report zero tokens.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import uuid
 from typing import Any
@@ -48,15 +49,45 @@ def _response(model: str, content: str | None = None, code: str | None = None) -
                                  finish_reason="tool_calls" if calls else "stop")])
 
 
+WHOLE_OUTPUT = re.compile(r"truncated; the whole stdout is in (/tmp/cell_\d+_stdout\.txt)\]")
+READ_BACK_CHARS = 3000  # one piece of a cut output, printed as a JSON string (escapes at most double it: under the cap)
+
+
 def replay(name: str, script: Script, messages: list, optional_params: dict) -> Reply:
     """One call of a handed-over script: the next cell (counting the tool results in the conversation), else the
-    final answer."""
+    final answer. When the last cell's printed report was cut by the sandbox's output cap, the agent reads the whole
+    output back from the file the cut names, a piece per cell, as a person pages a long log: a report is never
+    built from a cut (the marker would land in it)."""
     if script.error:
         raise ProviderError(status_code=501, message=script.error)
     done = [m for m in messages if m.get("role") == "tool"]
-    if len(done) < len(script.cells) and optional_params.get("tool_choice") != "none":
+    can_run = optional_params.get("tool_choice") != "none"
+    n = len(script.cells)
+    if len(done) < n and can_run:
         return _response(name, code=script.cells[len(done)])
     last = str(done[-1].get("content", "")) if done else None
+    if script.answer.from_last_cell and n and len(done) >= n:
+        cut = WHOLE_OUTPUT.search(str(done[n - 1].get("content", "")))
+        if cut:
+            pieces = []
+            for m in done[n:]:
+                try:
+                    piece = json.loads(str(m.get("content", "")).strip())
+                except ValueError:
+                    piece = None
+                if not isinstance(piece, str):
+                    pieces = None  # the read-back failed: answer from what was shown
+                    break
+                pieces.append(piece)
+            if pieces is not None:
+                whole = "".join(pieces)
+                finished = bool(pieces) and len(pieces[-1]) < READ_BACK_CHARS
+                if not finished and can_run:
+                    at = len(whole)
+                    return _response(name, code=f"print(__import__('json').dumps(open({cut.group(1)!r}).read()"
+                                                 f"[{at}:{at + READ_BACK_CHARS}]))")
+                if finished:
+                    last = whole
     return _response(name, content=script.answer.render(last))
 
 
