@@ -204,6 +204,14 @@ def cmd_run(args) -> int:
     records = execute(cfg)
     console().print(summary_table(records))
     print(f"results: {out / 'results.jsonl'}")
+    if records:
+        from benchmark.score.baselines import meaning
+        from benchmark.score.regrade import suite_of
+        from benchmark.run.store import RunStore
+
+        print("what it means (each level's mean beside the suite's bars on the same worlds):")
+        for line in meaning(records, suite_of(RunStore(out))):
+            print(f"  {safe_text(line)}")
     failed = failure_line(records, cfg.replicates)
     if failed:  # faults are not scores: the run is incomplete, and says so in one line and its exit status
         _console().print(f"[bold red]incomplete:[/] {failed}", highlight=False, soft_wrap=True)

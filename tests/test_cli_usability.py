@@ -340,3 +340,23 @@ def test_a_typo_names_the_pattern_and_the_nearest_ids():
     with pytest.raises(BenchmarkError, match="no world matches --worlds scrna.L1.\\* --levels L3 together"):
         select_worlds(RunConfig(model="scripted/naive", out=Path("unused"), worlds=["scrna.L1.*"], levels=["L3"]))
     assert [r.id for r in select_worlds(RunConfig(model="scripted/naive", out=Path("unused"), worlds=[L1]))] == [L1]
+
+
+def test_the_run_ends_by_placing_the_model_beside_the_baselines(l3_run):
+    """Issue 41 item 9: the run's last lines put each level's mean beside the oracle and blind trust on the same
+    worlds, and say in a sentence what it means."""
+    from benchmark.score.baselines import meaning
+    from benchmark.run.store import RunStore
+    from benchmark.suite.loader import load_suite
+
+    out = l3_run[1].stdout
+    assert "what it means" in out and "| oracle 100.0 | blind trust" in out
+    assert "judge-scored; no blind-trust bar" in out
+    # blind trust on one world is that world's soundness; a noncompliant majority says the score measures the format
+    recs = RunStore(l3_run[0]).results()
+    lines = meaning(recs, load_suite())
+    l1 = next(x for x in lines if x.startswith("L1:"))
+    sound = load_suite().worlds[L1].world.rubric.expect == "accept"
+    assert f"blind trust {100.0 if sound else 0.0:.1f} (1 worlds)" in l1
+    broken = [r.model_copy(update={"status": "noncompliant", "score": 0.0}) for r in recs if r.level == "L2"]
+    assert "mostly measures the report format" in meaning(broken, load_suite())[0]
