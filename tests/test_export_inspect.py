@@ -146,3 +146,34 @@ def test_unscored_records_and_errors(runs, tmp_path, capsys):
 
     with pytest.raises(BenchmarkError, match="recorded in both"):
         export_runs([scripted, scripted], tmp_path / "dup")
+
+
+def test_rulings_target_answer_and_transcript_events(runs, tmp_path):
+    """Issue 41 item 6: `--ledgers` applies the rulings in force (the leaderboard's score), `target` is the world's
+    expected response, the score's `answer` the report, and events fill Inspect's transcript tab."""
+    from benchmark.oversight.adjudicate import rule
+    from benchmark.suite.loader import load_suite
+
+    root, scripted, hosted = runs
+    ledgers = tmp_path / "ledgers"
+    ledgers.mkdir()
+    r = rule(scripted, ledgers / "c.yaml", L2, "score", "12.5", "Test Adjudicator", "the table misses a marker")
+    out = root / "ruled"
+    assert main(["export", "inspect", str(scripted), "--out", str(out), "--ledgers", str(ledgers)]) == 0
+    logs = {read_eval_log(i.name).eval.task: read_eval_log(i.name) for i in list_eval_logs(str(out))}
+    l2 = logs["discern-L2"]
+    assert l2.eval.metadata["rulings_applied"] is True and l2.eval.metadata["rulings_in_samples"] == [r.id]
+    s = l2.samples[0]
+    score = s.scores["discern"]
+    assert score.value == pytest.approx(12.5) and score.metadata["rulings"] == [r.id]
+    assert score.metadata["record_score"] == pytest.approx(100.0)
+    assert l2.results.scores[0].metrics["mean"].value == pytest.approx(12.5)
+    assert s.target == load_suite().worlds[L2].world.expected_response and s.target
+    assert score.answer and score.answer == s.output.completion[:4000]
+    kinds = [e.event for e in s.events]
+    assert kinds.count("tool") == len([m for m in s.messages if m.role == "tool"]) >= 1
+    assert kinds.count("model") == len([m for m in s.messages if m.role == "assistant"]) and kinds[-1] == "score"
+    # without --ledgers the records' own scores, said so
+    plain = read_eval_log(next(i.name for i in list_eval_logs(str(_export(root, "plain2", scripted)))
+                               if "L2" in i.name))
+    assert plain.eval.metadata["rulings_applied"] is False and plain.samples[0].scores["discern"].value == 100.0

@@ -14,7 +14,10 @@ identity in `metadata` (world id, track, family, level, class, status, trajector
 samples also hold the protocol record (prior, gate, review rounds with critiques and rebuttals, judge draws) under
 `metadata["l3"]`.
 
-Scores are the records' as written: adjudication rulings are not applied (the leaderboard applies them). A fault
+Scores are the records' as written unless `--ledgers` names adjudication ledgers: then each ruled sample carries
+the score the leaderboard uses (its ruling ids and the recorded score in the score's metadata), and the log says
+`rulings_applied`. `target` is the world's expected response, the score's `answer` the head of the report, and the
+sample's events (a ModelEvent per agent turn, a ToolEvent per cell, the ScoreEvent) fill Inspect's transcript. A fault
 (model, sandbox or harness error) and a refusal carry no score value (Inspect's unscored NaN, with `reason` = the
 status) and the sample's `error` names the fault; a gated-out L3 dossier has no score either. The log's metric
 `mean` is the mean over the scored samples, the benchmark's rule for level means (faults, refusals and gated-out
@@ -39,7 +42,7 @@ from inspect_ai.model import GenerateConfig, ModelOutput, ModelUsage
 from inspect_ai.scorer import Score
 
 from benchmark.errors import BenchmarkError
-from benchmark.export.inspect_messages import chat_messages
+from benchmark.export.inspect_messages import chat_messages, transcript_events
 from benchmark.run.records import ERROR_STATUSES, ResultRecord, Trajectory
 from benchmark.run.store import RunStore, read_json_file, result_key
 from benchmark.oversight.verify import Verification, load_verifications
@@ -59,6 +62,7 @@ class LoadedRun:
     config: dict
     records: list[ResultRecord]
     verifications: dict[str, list[Verification]]
+    suite: Any = None  # the suite the run was graded against (targets: each world's expected response)
 
 
 @dataclass
@@ -82,7 +86,9 @@ def load_run(root: Path) -> LoadedRun:
     verifs: dict[str, list[Verification]] = defaultdict(list)
     for v in load_verifications(root):
         verifs[v.key].append(v)
-    return LoadedRun(root, store, cfg, store.results(), dict(verifs))
+    from benchmark.score.regrade import suite_of
+
+    return LoadedRun(root, store, cfg, store.results(), dict(verifs), suite_of(store))
 
 
 def _iso(ts: float) -> str:
@@ -114,10 +120,28 @@ def _verifier_meta(v: Verification) -> dict[str, Any]:
             "discrepancies": [d.model_dump() for d in v.discrepancies], "usage": v.usage.model_dump()}
 
 
-def sample_score(rec: ResultRecord, verifs: list[Verification]) -> Score:
-    """The record's grade as an Inspect score: value 0-100 (unscored for a fault, a refusal or a gated-out dossier)."""
+ANSWER_CHARS = 4000  # Score.answer: the head of the report the score judged (the whole report is the sample's output)
+
+
+def sample_score(rec: ResultRecord, verifs: list[Verification], rulings: dict | None = None, run_id: str = "",
+                 answer: str | None = None) -> Score:
+    """The record's grade as an Inspect score: value 0-100 (unscored for a fault, a refusal or a gated-out dossier).
+    With `rulings` (the ledgers' rulings in force), a ruled result carries the score the leaderboard uses, the
+    ruling ids and the recorded score beside it."""
     meta: dict[str, Any] = {"scale": "0-100", "status": rec.status, "record_score": rec.score,
                             "verified": bool(verifs), "verifier": [_verifier_meta(v) for v in verifs]}
+    answer = answer[:ANSWER_CHARS] if answer else None
+    if rulings:
+        from benchmark.score.aggregate import apply_rulings
+
+        eff = apply_rulings(rec, run_id, rulings)
+        if eff.rulings:
+            meta.update({"rulings": eff.rulings, "ruled_state": eff.state, "ruled_components": eff.components})
+            if rec.status not in ERROR_STATUSES and rec.status != "refused" and (rec.score is not None or
+                                                                                  eff.eligible):
+                return Score(value=float(eff.score), answer=answer, metadata=meta,
+                             explanation=f"ruled by ledger ruling(s) {', '.join(map(str, eff.rulings))} "
+                                         f"(recorded score {rec.score})")
     g = rec.grade
     if g is not None:
         meta.update({"state" if rec.level == "L1" else "grade_status": g.status, "native": g.native,
@@ -133,7 +157,7 @@ def sample_score(rec: ResultRecord, verifs: list[Verification]) -> Score:
         why = ("refusal" if rec.status == "refused" else rec.status if rec.status in ERROR_STATUSES
                else "ineligible" if rec.level == "L3" and rec.eligible is False else rec.status)
         return Score.unscored(reason=why, explanation=rec.error or explanation, metadata=meta)
-    return Score(value=float(rec.score), explanation=explanation, metadata=meta)
+    return Score(value=float(rec.score), answer=answer, explanation=explanation, metadata=meta)
 
 
 def _output(rec: ResultRecord, traj: Trajectory | None) -> ModelOutput:
@@ -157,7 +181,14 @@ def _l3_meta(traj: Trajectory | None) -> dict[str, Any] | None:
     return out
 
 
-def build_sample(run: LoadedRun, rec: ResultRecord) -> EvalSample:
+def _target(run: LoadedRun, rec: ResultRecord) -> str:
+    """What a right answer is, in the world's own words (its manifest's expected response); empty for a world this
+    checkout does not hold."""
+    ref = run.suite.worlds.get(rec.world_id) if run.suite is not None else None
+    return (getattr(ref.world, "expected_response", None) or "") if ref is not None else ""
+
+
+def build_sample(run: LoadedRun, rec: ResultRecord, rulings: dict | None = None) -> EvalSample:
     traj = run.store.load_trajectory(rec.trajectory) if rec.trajectory else None
     verifs = run.verifications.get(result_key(rec.world_id, rec.replicate), [])
     messages = chat_messages(traj) if traj is not None else []
@@ -176,9 +207,13 @@ def build_sample(run: LoadedRun, rec: ResultRecord) -> EvalSample:
     if l3 is not None:
         meta["l3"] = l3
     fault = rec.status in ERROR_STATUSES
+    target = _target(run, rec)
+    output = _output(rec, traj)
+    score = sample_score(rec, verifs, rulings=rulings, run_id=meta["run_id"], answer=output.completion)
     return EvalSample(
-        id=rec.world_id, epoch=rec.replicate + 1, input=first_user, target="", messages=messages,
-        output=_output(rec, traj), scores={SCORER: sample_score(rec, verifs)}, metadata=meta,
+        id=rec.world_id, epoch=rec.replicate + 1, input=first_user, target=target, messages=messages,
+        output=output, scores={SCORER: score}, metadata=meta,
+        events=transcript_events(messages, rec.model, rec.started_at, score, target),
         model_usage={rec.model: _usage(rec.tokens_in, rec.tokens_out)}, role_usage=_role_usage(rec, verifs),
         total_time=rec.wall_s, working_time=rec.wall_s,
         uuid=hashlib.sha256(f"{meta['run_id']}/{rec.world_id}/{rec.replicate}".encode()).hexdigest()[:22],
@@ -211,9 +246,9 @@ def _package_version() -> str:
         return "unknown"
 
 
-def build_log(model: str, level: str, items: list[tuple[LoadedRun, ResultRecord]]) -> EvalLog:
+def build_log(model: str, level: str, items: list[tuple[LoadedRun, ResultRecord]], rulings: dict | None = None) -> EvalLog:
     runs = sorted({id(r): r for r, _ in items}.values(), key=lambda r: r.store.run_id())
-    samples = [build_sample(run, rec) for run, rec in items]
+    samples = [build_sample(run, rec, rulings) for run, rec in items]
     vals = _values(samples)
     mean = sum(vals) / len(vals) if vals else None
     run_ids = [r.store.run_id() for r in runs]
@@ -248,7 +283,10 @@ def build_log(model: str, level: str, items: list[tuple[LoadedRun, ResultRecord]
                                 "seed": r.config.get("seed"), "replicates": r.config.get("replicates"),
                                 "reviewers": r.config.get("reviewers"), "judge": r.config.get("judge")} for r in runs],
                       "harness_versions": harness, "level": level, "score_scale": "0-100",
-                      "rulings_applied": False, "exported_by": "python -m benchmark export inspect"}),
+                      "rulings_applied": rulings is not None,
+                      "rulings_in_samples": sorted({r for s in samples for r in
+                                                    ((s.scores or {}).get(SCORER).metadata or {}).get("rulings", [])}),
+                      "exported_by": "python -m benchmark export inspect"}),
         plan=EvalPlan(name="discern", steps=steps, config=GenerateConfig(seed=cfg0.get("seed"))),
         results=EvalResults(
             total_samples=len(samples), completed_samples=sum(s.error is None for s in samples),
@@ -283,14 +321,20 @@ def group_records(runs: list[LoadedRun]) -> dict[tuple[str, str], list[tuple[Loa
     return {k: sorted(v, key=lambda x: (x[1].world_id, x[1].replicate)) for k, v in sorted(groups.items())}
 
 
-def export_runs(run_dirs: list[Path], out: Path) -> list[Written]:
-    """Write one .eval log per (model, level) into `out` (atomically: a temp file, then a rename)."""
+def export_runs(run_dirs: list[Path], out: Path, ledgers: list | None = None) -> list[Written]:
+    """Write one .eval log per (model, level) into `out` (atomically: a temp file, then a rename). With `ledgers`
+    (Ledger objects), each sample's score is the one the leaderboard uses: the rulings in force applied."""
     from benchmark.run.progress import progress
 
     if not run_dirs:
         raise BenchmarkError("name at least one run directory to export")
     runs = [load_run(Path(p)) for p in run_dirs]
     groups = group_records(runs)
+    rulings = None
+    if ledgers is not None:
+        from benchmark.oversight.ledger import effective_rulings
+
+        rulings = effective_rulings(ledgers)
     if not groups:
         raise BenchmarkError(f"{', '.join(map(str, run_dirs))}: no result records to export; run some worlds first")
     out = Path(out)
@@ -298,7 +342,7 @@ def export_runs(run_dirs: list[Path], out: Path) -> list[Written]:
     written: list[Written] = []
     with progress("exporting to Inspect", len(groups), finished=True) as step:
         for (model, level), items in groups.items():
-            log = build_log(model, level, items)
+            log = build_log(model, level, items, rulings)
             path = out / log_file_name(log)
             tmp = out / f".{path.name}.{os.getpid()}.tmp"
             try:

@@ -110,3 +110,36 @@ def chat_messages(traj: Trajectory) -> list[ChatMessage]:
             out.append(ChatMessageUser(content=text, source=source))
         i += 1
     return out
+
+
+def transcript_events(messages: list[ChatMessage], model: str, at: str | None, score: Any = None,
+                      target: str | None = None) -> list:
+    """The chat as Inspect transcript events: a ModelEvent per assistant turn (its input the conversation before it,
+    its output the turn), a ToolEvent per code cell answered, and the grading as a ScoreEvent, so Inspect's
+    transcript tab shows the model calls, the tool calls and the grade. `at` (ISO time the episode started) stamps
+    every event, so an export of the same records is the same bytes."""
+    import datetime as dt
+
+    from inspect_ai.event import ModelEvent, ScoreEvent, ToolEvent
+    from inspect_ai.model import GenerateConfig, ModelOutput
+    from inspect_ai.tool import ToolInfo, ToolParam, ToolParams
+
+    when = dt.datetime.fromisoformat(at) if at else dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    tool = ToolInfo(name=TOOL, description="Execute Python code in the persistent sandbox kernel",
+                    parameters=ToolParams(properties={"code": ToolParam(type="string")}, required=["code"]))
+    events: list = []
+    calls: dict[str, ToolCall] = {}
+    for i, m in enumerate(messages):
+        if isinstance(m, ChatMessageAssistant):
+            out = ModelOutput.from_message(m)
+            events.append(ModelEvent(model=model, input=list(messages[:i]), tools=[tool], tool_choice="auto",
+                                     config=GenerateConfig(), output=out, timestamp=when, working_start=0.0))
+            calls.update({tc.id: tc for tc in (m.tool_calls or [])})
+        elif isinstance(m, ChatMessageTool):
+            tc = calls.get(m.tool_call_id or "")
+            events.append(ToolEvent(id=m.tool_call_id or f"call-{i}", function=m.function or TOOL,
+                                    arguments=dict(tc.arguments) if tc else {}, view=tc.view if tc else None,
+                                    result=m.text, error=m.error, timestamp=when, working_start=0.0))
+    if score is not None:
+        events.append(ScoreEvent(score=score, target=target, scorer="discern", timestamp=when, working_start=0.0))
+    return events
