@@ -1,7 +1,7 @@
 """Model providers. Hosted models go through litellm (SPEC R5); the offline ones are served in-process.
 
-`local/...` (a real small LLM, benchmark.models.local) and `scripted/...` (replayed scripts, benchmark.models.scripted)
-answer through `offline_complete` with litellm's call shape: OpenAI chat messages and parameters in, a reply read by
+`local/...` (a real small LLM, benchmark.models.local), `scripted/...` (replayed scripts, benchmark.models.scripted)
+and `human/...` (a person at the terminal, benchmark.models.human: the human baseline) answer through `offline_complete` with litellm's call shape: OpenAI chat messages and parameters in, a reply read by
 the same attributes as litellm's ModelResponse out (benchmark.models.reply). They never import litellm, whose import
 alone costs ~5 s of CPU in every process. Any other string is passed to litellm as is (e.g. `anthropic/claude-...`,
 `openai/gpt-...`), with keys read by litellm from the environment.
@@ -20,7 +20,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 _REGISTERED = False
 OFFLINE_DEFAULT = "local/smollm2"
-OFFLINE_PROVIDERS = ("local", "scripted")
+OFFLINE_PROVIDERS = ("local", "scripted", "human")  # human/<name>: a person at the terminal (models.human)
 _handlers: dict[str, Any] = {}
 
 
@@ -66,6 +66,10 @@ def offline_complete(model: str, messages: list, metadata: dict | None = None, *
             from benchmark.models.scripted import ScriptedLLM
 
             _handlers[provider] = ScriptedLLM()
+        elif provider == "human":
+            from benchmark.models.human import HumanAgent
+
+            _handlers[provider] = HumanAgent()
         else:
             raise ValueError(f"'{model}' is not an offline model; offline providers: {', '.join(OFFLINE_PROVIDERS)}")
     return _handlers[provider].complete(model, messages, params, metadata or {})

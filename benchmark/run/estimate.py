@@ -62,6 +62,8 @@ def default_concurrency(model: str) -> int:
     server per world, benchmark.models.local), HOSTED_CONCURRENCY for a hosted one."""
     from benchmark.models import is_offline
 
+    if model.startswith("human/"):
+        return 1  # one keyboard
     return cores() if is_offline(model) else HOSTED_CONCURRENCY
 
 

@@ -131,6 +131,15 @@ def physics_section(data: dict) -> list[str]:
     return L
 
 
+def baseline_kind(model: str) -> str | None:
+    """'human baseline' for a person's run (human/NAME), 'scripted baseline' for a scripted agent; None for a model."""
+    if model.startswith("human/"):
+        return "human baseline"
+    if model.startswith("scripted/"):
+        return "scripted baseline"
+    return None
+
+
 def render_markdown(data: dict) -> str:
     L: list[str] = ["# Leaderboard", "", SCALE_NOTE, ""]
     inp = data["inputs"]
@@ -156,6 +165,8 @@ def render_markdown(data: dict) -> str:
             name = f"*{r['model']}* (incomplete: {r['answered']}/{r['assigned']})"
         else:
             name = r["model"] if r["ranked"] else f"*{r['model']}* (unranked)"
+        if baseline_kind(r["model"]):
+            name += f" ({baseline_kind(r['model'])})"
         if r["flagged_tracks"]:
             name += " †"
         rows.append([str(r["rank"]) if r["rank"] else "-", name, overall, _pm(r["L1"], r["L1_sd"]), _pm(r["L2"], r["L2_sd"]),
@@ -168,6 +179,10 @@ def render_markdown(data: dict) -> str:
     L.append("")
     notes = []
     for s in data["models"]:
+        if baseline_kind(s["model"]) == "human baseline":
+            notes.append(f"{s['model']}: a person who worked the same worlds under the same rules (the agent's prompt, "
+                         "the same sandbox kernel, step budget and limits: `run --model human/NAME`): a baseline, not a "
+                         "model; no tokens or cost.")
         if s["accounting"].get("usd_estimated"):
             notes.append(f"{s['model']}: ~ cost estimated: its endpoint reported no token usage for some calls, so those "
                          "calls were counted with the model's tokenizer (litellm token_counter).")
