@@ -512,3 +512,24 @@ def test_the_verifier_reads_the_worlds_nuisance_features():
     p = _prompt(rec, {"zero_if": []}, {"x": 1}, "{}", [], "L2", nuis)
     assert "NUISANCE FEATURES" in p and all(n.feature in p for n in nuis) and len(nuis) >= 2
     assert "NUISANCE FEATURES" not in _prompt(rec, {"zero_if": []}, {"x": 1}, "{}", [], "L2")
+
+
+def test_the_rubric_judge_grades_so_baselines_show_every_composite(tmp_path):
+    """Issue 41 item 7: scripted/rubric scores an L3 answer against the dossier's rubric (the first-option judge gave
+    every dossier 0): the oracle's dossier scores high, the naive agent's (the textbook prior) low, and a baseline
+    leaderboard shows the track composite."""
+    from benchmark.run.episodes import RunConfig, execute
+    from benchmark.score.leaderboard import build
+
+    worlds = ["scrna.L1.integrity.clean", "scrna.L2.markers.clean", "scrna.L3.dossier.b_cell_markers"]
+    scores = {}
+    for agent in ("oracle", "naive"):
+        out = tmp_path / agent
+        recs = execute(RunConfig(model=f"scripted/{agent}", out=out, worlds=worlds, levels=["L1", "L2", "L3"],
+                                 reviewers=("scripted/rubric",) * 3, judge="scripted/rubric"))
+        scores[agent] = {r.level: r.score for r in recs}
+        if agent == "oracle":
+            board = build([out], ledgers=[], bootstrap=0, permutations=0)
+            track = board["models"][0]["tracks"]["scrna"]
+            assert track["composite"] and track["composite"] > 80, track
+    assert scores["oracle"]["L3"] >= 80 and scores["naive"]["L3"] <= 20, scores

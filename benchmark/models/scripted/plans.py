@@ -19,6 +19,8 @@ Agents:
   all_clear, flag_all, keyword, constant, metadata, layout, withhold, alarmist   gaming agents
            (benchmark.models.scripted.gaming), L1/L2 only.
   thorough the oracle's findings written as a careful expert writes them (benchmark.models.scripted.expert).
+  rubric   an L3 judge that grades: scores the quoted final answer against the world's rubric
+           (benchmark.models.scripted.rubric); L3 grading roles only.
   In a grading role (L3 eligibility, review, judge; the run verifier) oracle, naive and the gaming agents pick the
   first option; as a grounding judge they grade like the evaluator they stand in for (`scripted_verdict`).
 """
@@ -31,7 +33,7 @@ from benchmark.models.scripted.expert import EXPERTS
 from benchmark.models.scripted.gaming import GAMING
 from benchmark.models.scripted.script import Script, first_option_value, refuse, reply, reply_json, run_cells
 
-AGENTS = ("oracle", "naive", "first", "recall", "verbose", *GAMING, *(e for e in EXPERTS if e not in GAMING))
+AGENTS = ("oracle", "naive", "first", "recall", "verbose", "rubric", *GAMING, *(e for e in EXPERTS if e not in GAMING))
 GENERIC = ("first", "verbose")  # answer from the call's report_schema and messages, without a plan
 GRADING_ROLES = ("eligibility", "review", "judge", "verify")
 L3_ROLES = ("prior", "rebuttal", *GRADING_ROLES)
@@ -62,7 +64,7 @@ def plan(name: str, meta: dict[str, Any], messages: list) -> Script | None:
         if task == "grounding_judge":
             return grounding_judge(name, meta, messages)
         if task in L3_ROLES:
-            return role(name, str(task), meta.get("report_schema") or {}, meta)
+            return role(name, str(task), meta.get("report_schema") or {}, meta, messages)
         if meta.get("world_manifest"):  # the run path's episode (L1/L2) or the L3 dossier steps
             return world(name, _world(meta))
     except Exception as exc:  # noqa: BLE001 - see docstring
@@ -174,10 +176,12 @@ def _l3_report(name: str, ref) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- L3 roles and grading roles
 
-def role(name: str, kind: str, schema: dict, meta: dict[str, Any]) -> Script:
+def role(name: str, kind: str, schema: dict, meta: dict[str, Any], messages: list | None = None) -> Script:
     """One answer in an L3 role (prior, rebuttal, eligibility, review, judge) or as the run verifier (verify)."""
     if name == "recall":
         return refuse("scripted/recall answers grounding items only")
+    if name == "rubric":
+        return _rubric(kind, meta, messages or [])
     if kind in GRADING_ROLES:
         return reply_json(first_option_value(schema))
     if not meta.get("world_manifest"):
@@ -189,6 +193,19 @@ def role(name: str, kind: str, schema: dict, meta: dict[str, Any]) -> Script:
         return reply_json({"response": "The critique does not change what the dossier's evidence shows.",
                            "concessions": [], "revised_hypothesis": None})
     return refuse(f"scripted/{name} has no behaviour for the L3 role {kind!r}")
+
+
+def _rubric(kind: str, meta: dict[str, Any], messages: list) -> Script:
+    """scripted/rubric in an L3 grading role: grades against the world's rubric (benchmark.models.scripted.rubric)."""
+    from benchmark.models.scripted import rubric
+
+    if kind not in ("eligibility", "judge", "review") or not meta.get("world_manifest"):
+        return refuse(f"scripted/rubric grades L3 dossiers only (eligibility, review, judge), not {kind!r}")
+    w = _world(meta).world
+    prompt = next((str(m.get("content") or "") for m in reversed(messages) if m.get("role") == "user"), "")
+    if kind == "review":
+        return reply_json(rubric.review())
+    return reply_json(rubric.eligibility(w, prompt) if kind == "eligibility" else rubric.judge(w, prompt))
 
 
 # ---------------------------------------------------------------- pivotal choices
