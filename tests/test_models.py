@@ -382,3 +382,37 @@ def test_local_fit_keeps_the_agents_latest_turns_behind_a_long_dossier_and_the_s
         assert len(out[1]["content"]) <= budget * HEAD_SHARE and "characters cut here" in out[1]["content"]
         openings.add(out[1]["content"])
     assert len(openings) == 1, "the opening is cut the same way every turn"
+
+
+def test_the_local_model_takes_one_thread_when_no_core_is_free():
+    """Issue 42 item 1: two threads on busy cores decoded at 0.11x one thread's rate. With every core kept busy by
+    other processes, a new server measures no free core and takes one thread; the env override still rules."""
+    import multiprocessing as mp
+    import os
+
+    from benchmark.models import local
+
+    n = os.cpu_count() or 1
+    ctx = mp.get_context("spawn")
+    burners = [ctx.Process(target=_burn, daemon=True) for _ in range(n)]
+    for b in burners:
+        b.start()
+    try:
+        import time
+
+        time.sleep(0.5)  # the burners are running
+        assert local.idle_cores() < 1.0
+        assert local._threads() == 1
+    finally:
+        for b in burners:
+            b.kill()
+    os.environ[local.THREADS_ENV] = "3"
+    try:
+        assert local._threads() == 3
+    finally:
+        del os.environ[local.THREADS_ENV]
+
+
+def _burn():
+    while True:
+        pass
