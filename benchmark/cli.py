@@ -181,7 +181,7 @@ def cmd_worlds_grade(args) -> int:
 # ---------------------------------------------------------------- run and sandbox
 
 def cmd_run(args) -> int:
-    from benchmark.run.l3 import parse_reviewers
+    from benchmark.run.roles import parse_reviewers
     from benchmark.run.episodes import RunConfig, execute, summary_table
 
     from benchmark.console import check_endpoint, check_model_keys, console, model_notice

@@ -72,3 +72,21 @@ def test_no_module_is_left_flat_in_benchmark():
     """The stage layout: only the entry point and the cross-stage helpers stay at benchmark/'s top level."""
     flat = sorted(p.name for p in (ROOT / "benchmark").glob("*.py"))
     assert flat == ["__init__.py", "__main__.py", "cli.py", "console.py", "errors.py", "jsontext.py"], flat
+
+
+def test_an_l1_run_never_imports_the_l3_protocol(tmp_path):
+    """Issue 42 item 4: a process imports what its verb and levels use; `run --levels L1` checks its reviewer option
+    through benchmark.run.roles, not the L3 protocol (about 0.3 s of imports)."""
+    import os
+    import subprocess
+    import sys
+
+    from benchmark.suite.loader import REPO_ROOT
+
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "benchmark", "run", "--model", "scripted/oracle",
+                        "--worlds", "scrna.L1.integrity.clean", "--levels", "L1", "--out", str(tmp_path / "r")],
+                       cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, BENCHMARK_PROGRESS="0"))
+    assert p.returncode == 0, p.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
+    assert "benchmark.run.roles" in imported and "benchmark.run.l3" not in imported

@@ -71,7 +71,7 @@ class RunConfig:
 
 
 def select_worlds(cfg: RunConfig) -> list[WorldRef]:
-    from benchmark.run.l3 import parse_reviewers
+    from benchmark.run.roles import parse_reviewers
 
     cfg.reviewers = parse_reviewers(cfg.reviewers)  # one model per role; names the roles when the count is wrong
     from benchmark.suite.campaign import campaign_suite
