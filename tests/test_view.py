@@ -133,6 +133,37 @@ def _form(client, url: str) -> dict:
             "version": re.search(r'name="version" value="([^"]*)"', html).group(1)}
 
 
+def test_the_world_page_shows_what_an_adjudicator_weighs(crafted):
+    """Issue 41 item 2: the files the agent saw (a bounded preview and a download of each, nothing else served), the
+    golden value of each check, each verifier by name, the place in the pending queue, tokens, search by world id, and
+    the code once."""
+    from benchmark.suite.freeze import ensure_built, read_golden
+    from benchmark.suite.loader import load_suite
+
+    run, _, wb, app = crafted
+    ref = load_suite().worlds[DOUBLETS]
+    ensure_built(ref)
+    c = app.test_client()
+    html = c.get(_world_url()).get_data(as_text=True)
+    assert 'class="input-preview"' in html and all(f in html for f in ref.world.public_files)
+    # the golden value the action check ("flagged") compares against, from the world's golden
+    want = read_golden(ref).values[next(x for x in ref.world.rubric.actions if x.id == "flagged").golden]
+    assert 'class="golden"' in html and str(want[0]) in html
+    assert "(scripted/first)" in html, "the verifier is named beside its value"
+    assert 'id="queue"' in html and "item 1 of 1" in html
+    assert 'id="tokens"' in html
+    assert html.count("plt.savefig(&#39;plot.png&#39;)") == 1, "the code is shown once, in its cell"
+    # downloads: a listed file, never an unlisted path
+    rel = sorted(ref.world.public_files)[0]
+    got = c.get(f"/run/crafted/input/{DOUBLETS}/{rel}")
+    assert got.status_code == 200 and got.data == (ensure_built(ref) / rel).read_bytes()
+    assert "attachment" in got.headers["Content-Disposition"]
+    for bad in ("../../config.json", "%2e%2e/%2e%2e/etc/passwd", "world.yaml", "nope.csv"):
+        assert c.get(f"/run/crafted/input/{DOUBLETS}/{bad}").status_code == 404, bad
+    found = c.get("/search?q=doublets").get_data(as_text=True)
+    assert DOUBLETS in found and CLEAN not in found.split('id="search-results"')[1]
+
+
 # ---------------------------------------------------------------- escaping
 
 def test_agent_text_is_escaped_on_every_page(crafted):

@@ -180,6 +180,30 @@ def create_app(wb: Workbench, token: str | None = None, bind_host: str = "127.0.
         snap = wb.snapshot()
         return render_template("pending.html", groups=wb.pending(), version=snap.version)
 
+    @app.get("/run/<run_id>/input/<world_id>/<path:rel>")
+    def input_download(run_id: str, world_id: str, rel: str):
+        """A world file the agent was given (only those its lock lists), as a download."""
+        from benchmark.oversight.view.world import input_file
+
+        try:
+            wb.run(run_id)
+        except KeyError:
+            abort(404)
+        p = input_file(wb.world_ref(world_id), rel)
+        if p is None:
+            abort(404)
+        resp = send_file(p, mimetype="application/octet-stream", as_attachment=True, download_name=Path(rel).name,
+                         conditional=False, max_age=0)
+        resp.headers["Content-Security-Policy"] = security.FILE_CSP
+        return resp
+
+    @app.get("/search")
+    def search():
+        """Results whose world id contains the query (every run), newest run order kept."""
+        q = (request.args.get("q") or "").strip()
+        rows = [r for r in wb.snapshot().rows if q and q.lower() in r.rec.world_id.lower()][:500]
+        return render_template("search.html", q=q, rows=rows)
+
     @app.get("/run/<run_id>/artifact/<key>/<path:rel>")
     def artifact(run_id: str, key: str, rel: str):
         try:

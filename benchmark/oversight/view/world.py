@@ -36,8 +36,9 @@ class Turn:
     index: int
     role: str
     content: str
-    tool_calls: list[dict[str, str]] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
     tool_call_id: str = ""
+    cell: int | None = None  # a tool reply that is a recorded cell's output: shown with that cell
 
 
 def turns(messages: list[dict[str, Any]]) -> list[Turn]:
@@ -81,6 +82,90 @@ def inputs_of(ref) -> list[str]:
         return list(ref.world.public_files)
 
 
+PREVIEW_LINES, PREVIEW_CHARS = 40, 8000  # the head of a table, shown on the page
+DOSSIER_CHARS = 200_000  # an L3 dossier is shown whole (up to this)
+
+
+def world_dir(ref):
+    """The folder holding the world's built files on this machine, or None where it was never built here (the page
+    then says how to build it; a page view never builds a world)."""
+    from benchmark.suite.freeze import world_cache
+
+    if ref is None:
+        return None
+    d = world_cache(ref)
+    return d if d.is_dir() else None
+
+
+def input_file(ref, rel: str):
+    """The world file `rel` names, when it is one of the files the lock lists (an allow-list: nothing else of the
+    machine is served), else None."""
+    d = world_dir(ref)
+    if d is None or rel not in set(inputs_of(ref)):
+        return None
+    p = d / rel
+    return p if p.is_file() and not p.is_symlink() and p.resolve().is_relative_to(d.resolve()) else None
+
+
+def input_previews(ref, run_id: str) -> list[dict[str, Any]]:
+    """Each input file with its size, a download link and a bounded preview: the head of a text file (an L3
+    dossier whole), nothing for a binary one (BAM, gzip)."""
+    out = []
+    for rel in inputs_of(ref):
+        p = input_file(ref, rel)
+        item: dict[str, Any] = {"rel": rel, "size": None, "preview": None, "url": None}
+        if p is not None:
+            item["size"] = p.stat().st_size
+            item["url"] = f"/run/{quote(run_id, safe='')}/input/{quote(ref.id, safe='')}/{quote(rel, safe='/')}"
+            with open(p, "rb") as fh:
+                head = fh.read(DOSSIER_CHARS if rel.endswith(".md") else PREVIEW_CHARS)
+            if b"\0" not in head[:4096]:
+                text = head.decode("utf-8", errors="replace")
+                if not rel.endswith(".md"):
+                    lines = text.splitlines()
+                    text = "\n".join(lines[:PREVIEW_LINES])
+                    if len(lines) > PREVIEW_LINES or item["size"] > len(head):
+                        text += "\n[... the rest in the download]"
+                item["preview"] = text
+        out.append(item)
+    return out
+
+
+def check_goldens(ref) -> dict[str, str]:
+    """check id -> the golden value it was compared against (compact JSON, clipped), from the world's golden."""
+    from benchmark.suite.freeze import read_golden
+    from graders.manifest import L1World
+
+    if ref is None:
+        return {}
+    w = ref.world
+    rub = getattr(w, "rubric", None)
+    checks = (list(rub.measure) + list(rub.actions)) if isinstance(w, L1World) else list(getattr(rub, "checks", []) or [])
+    try:
+        values = read_golden(ref).values
+    except Exception:  # noqa: BLE001 - a world without a golden here shows none
+        return {}
+    out = {}
+    for c in checks:
+        if not getattr(c, "golden", None):
+            continue
+        v: Any = values
+        for part in str(c.golden).split("."):
+            v = v.get(part) if isinstance(v, dict) else None
+        out[c.id] = clip(v if not isinstance(v, (dict, list)) else json.dumps(v, ensure_ascii=False), 400)
+    return out
+
+
+def verifier_values(verifications: list, component: str) -> list[tuple[str, Any]]:
+    """Each verifier model's latest value for a component, by name (two verifiers are two values, not one)."""
+    latest: dict[str, Any] = {}
+    for v in verifications:
+        val = verifier_value([v], component)
+        if val is not None:
+            latest[v.verifier_model] = val
+    return sorted(latest.items())
+
+
 def verifier_value(verifications: list, component: str):
     """The latest verifier's value for a component: its discrepancy value, else what its verdict says."""
     from benchmark.oversight.verify import L3_SUBAXES
@@ -113,6 +198,7 @@ def component_rows(row: Row, verifications: list, in_force: list, ref: Any = Non
     for comp in LEVEL_COMPONENTS.get(row.rec.level, ("score",)):
         out.append({"component": comp, "deterministic": _deterministic(row.rec, comp),
                     "verifier": verifier_value(verifications, comp), "discrepancy": comp in disc,
+                    "verifiers": verifier_values(verifications, comp),
                     "pending": comp in row.pending, "in_force": forced.get(comp),
                     "allowed": STATES_BY_EXPECT[ref.world.rubric.expect]
                     if comp == "state" and ref is not None and isinstance(ref.world, L1World) else None})
@@ -142,11 +228,14 @@ def world_page(wb: Workbench, run: Run, world_id: str, replicate: int) -> dict[s
         cells.append({"index": i, "step": c.step, "code": clip(c.code), "stdout": clip(c.stdout), "stderr": clip(c.stderr),
                       "error": clip(c.error), "violation": c.violation.model_dump() if c.violation else None,
                       "via": c.via, "truncated": c.truncated, "wall_s": c.wall_s, "images": named})
+    _once(msgs[n_prompt:], cells, prods)
     l3 = traj.l3 if traj is not None and isinstance(traj.l3, dict) else None
     files = wb.adjudication_files()
     return {
         "run": run, "row": row, "rec": rec, "key": key, "ref": ref, "traj": traj,
         "prompt": msgs[:n_prompt], "turns": msgs[n_prompt:], "inputs": inputs_of(ref), "products": prods,
+        "input_files": input_previews(ref, run.run_id), "built": world_dir(ref) is not None,
+        "goldens": check_goldens(ref), "queue": _queue(wb, run, world_id, replicate),
         "images": images, "cells": cells, "report": clip(traj.report_raw) if traj else "",
         "grade": rec.grade, "verifications": verifs, "l3": l3 and _l3_view(l3),
         "components": component_rows(row, verifs, in_force, ref), "in_force": in_force,
@@ -176,3 +265,45 @@ def _l3_view(l3: dict[str, Any]) -> dict[str, Any]:
             "axes": l3.get("axes"), "hyp_drift": l3.get("hyp_drift"), "rounds": rounds, "draws": draws,
             "unparsed": clip(l3.get("unparsed")) if l3.get("unparsed") else "",
             "truncations": clip(l3.get("truncations")) if l3.get("truncations") else ""}
+
+
+def _queue(wb: Workbench, run: Run, world_id: str, replicate: int) -> dict[str, Any]:
+    """Where this result sits in the pending queue (every run's open discrepancies, in `ledger pending` order): its
+    position and the previous and next items' pages."""
+    items = []
+    for r, pend, _ in wb.pending():
+        for it in pend:
+            k = (r.run_id, it.world_id, it.replicate)
+            if not items or items[-1] != k:
+                items.append(k)
+    here = (run.run_id, world_id, replicate)
+    if here not in items:
+        return {"position": None, "total": len(items), "prev": None, "next": None}
+    i = items.index(here)
+    url = lambda k: f"/run/{quote(k[0], safe='')}/world/{quote(k[1], safe='')}/r/{k[2]}"  # noqa: E731
+    return {"position": i + 1, "total": len(items), "prev": url(items[i - 1]) if i > 0 else None,
+            "next": url(items[i + 1]) if i + 1 < len(items) else None}
+
+
+def _once(model_turns: list[Turn], cells: list[dict[str, Any]], prods: list[dict[str, Any]]) -> None:
+    """Code and figures once: a run_python call whose code is a recorded cell links to it (the cell shows the code
+    and its output), the tool reply answering it says so, and a figure a cell shows is linked, not drawn again, in
+    the products table."""
+    free = list(cells)
+    by_call: dict[str, int] = {}
+    for t in model_turns:
+        for c in t.tool_calls:
+            if c["name"] != "run_python":
+                continue
+            hit = next((x for x in free if x["code"] == c["arguments"]), None)
+            if hit is not None:
+                free.remove(hit)
+                c["cell"] = hit["index"]
+                by_call[c["id"]] = hit["index"]
+    for t in model_turns:
+        if t.role == "tool" and t.tool_call_id in by_call:
+            t.cell = by_call[t.tool_call_id]
+    shown = {p["rel"]: c["index"] for c in cells for p in c["images"]}
+    for p in prods:
+        if p["rel"] in shown:
+            p["in_cell"] = shown[p["rel"]]
