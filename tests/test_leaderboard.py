@@ -284,10 +284,53 @@ def test_stage_profile_legend_outside_missing_levels_absent_incomplete_marked(tm
     assert not any(legend.overlaps(p.get_window_extent(renderer)) for c in bars.values() for p in c.patches)
     ticks = [t.get_text() for t in ax.get_xticklabels()]
     assert ticks == [m + (" *" if m in ("m/c", "m/x") else "") for m in models]
-    foot = ax.get_xlabel()
+    (note,) = [t for t in fig.texts if t.get_gid() == "notes"]
+    foot = note.get_text().replace("\n", " ")
     assert "* incomplete coverage" in foot and "m/c 1/15 answered" in foot and "m/x 10/15 answered" in foot
     frame, _ = _saved_frame(fig)
     assert _inside(_inches(fig, ax.get_legend()), frame)
+
+
+@pytest.mark.parametrize("n_models", [1, 2, 8])
+def test_figures_are_right_and_readable_for_one_two_and_eight_models_zeros_included(tmp_path, n_models):
+    """Issue 41 item 5: a zero is drawn as a zero (not as n/a), an SD bar stays on the 0-100 scale, equal threshold
+    curves stay visible, and the notes sit below the axes, crossing neither the axes nor the y label."""
+    from benchmark.score.leaderboard_figures import build_stage_profile, build_threshold
+
+    _, pricing = _runs(tmp_path)
+    runs = []
+    for k in range(n_models):
+        m = f"m/model-{k}"
+        hi = 100.0 if k % 2 == 0 else 0.0  # L1 scores 0 and 100 across tracks: mean 50, SD 70.7
+        recs = [rec("gwas.L1.w0", "gwas", "L1", hi, model=m), rec("scrna.L1.w0", "scrna", "L1", 100.0 - hi, model=m),
+                rec("gwas.L2.w0", "gwas", "L2", 0.0, model=m), rec("scrna.L2.w0", "scrna", "L2", 0.0, model=m)]
+        runs.append(write_run(tmp_path / "runs", f"r{k}", recs, m))
+    data = _board(runs, pricing)
+    fig = build_stage_profile(data)
+    ax = fig.axes[0]
+    zeros = {t.get_gid() for t in ax.texts if t.get_text() == "0"}
+    assert zeros == {f"zero:m/model-{k}:L2" for k in range(n_models)}, "each zero mean is labelled 0"
+    assert {t.get_gid() for t in ax.texts if t.get_text() == "n/a"} == {f"na:m/model-{k}:L3" for k in range(n_models)}
+    for line in ax.lines:  # error bars (and the Overall marker) within the scale
+        ys = [y for y in line.get_ydata() if y == y]
+        assert all(-1e-9 <= y <= 100 + 1e-9 for y in ys), ys
+    for coll in ax.collections:
+        for seg in getattr(coll, "get_segments", lambda: [])():
+            assert all(-1e-9 <= y <= 100 + 1e-9 for _, y in seg), seg
+    renderer = fig.canvas.get_renderer()
+    (note,) = [t for t in fig.texts if t.get_gid() == "notes"]
+    nb = note.get_window_extent(renderer)
+    assert "SD bars are cut at 0 and 100" in note.get_text()
+    assert not nb.overlaps(ax.get_window_extent(renderer)) and not nb.overlaps(ax.yaxis.label.get_window_extent(renderer))
+    assert all(not nb.overlaps(t.get_window_extent(renderer)) for t in ax.get_xticklabels() if t.get_text())
+    frame, _ = _saved_frame(fig)
+    assert _inside(_inches(fig, note), frame)
+    # identical curves: every one drawn, each distinguishable (width and dash pattern)
+    fig = build_threshold(data)
+    curves = [ln for ln in fig.axes[0].lines if (ln.get_gid() or "").startswith("curve:")]
+    assert len(curves) == n_models
+    assert len({(round(c.get_linewidth(), 3), str(c.get_linestyle()), str(c.get_dashes() if hasattr(c, "get_dashes") else ""))
+                for c in curves}) == n_models
 
 
 def test_threshold_step_sits_at_the_stage_mean_itself(tmp_path):

@@ -63,13 +63,22 @@ def build_stage_profile(data: dict):
     ax = fig.add_subplot(1, 1, 1)
     x = np.arange(len(models))
     width = 0.25
+    clipped: list[float] = []
     for i, lv in enumerate(LEVELS):
         have = [j for j, s in enumerate(models) if s["levels"][lv]["mean"] is not None]
         means = [models[j]["levels"][lv]["mean"] for j in have]
         sds = [models[j]["levels"][lv]["sd"] if models[j]["levels"][lv]["sd"] is not None else np.nan for j in have]
+        # the SD bar is cut at the scale's ends (a mean of 50 +- 70.7 ran off the axes), said in the notes
+        err = np.array([[min(sd, m) for sd, m in zip(sds, means)], [min(sd, 100 - m) for sd, m in zip(sds, means)]]) \
+            if have else None
+        clipped.extend(m for m, sd in zip(means, sds) if not np.isnan(sd) and (sd > m or sd > 100 - m))
         # an empty call still gives the level its legend entry
-        ax.bar(x[have] + (i - 1) * width if have else [], means, width, yerr=sds if have else None, capsize=2,
+        ax.bar(x[have] + (i - 1) * width if have else [], means, width, yerr=err, capsize=2,
                label=lv, color=COLORS[i])
+        for j, m in zip(have, means):  # a zero is a score: said in place, so it never reads as n/a
+            if m == 0:
+                ax.text(x[j] + (i - 1) * width, 1.5, "0", ha="center", va="bottom", fontsize=7, color="0.1",
+                        gid=f"zero:{models[j]['model']}:{lv}")
         for j in (j for j in range(len(models)) if j not in have):  # absent, not zero
             ax.text(x[j] + (i - 1) * width, 1.5, "n/a", rotation=90, ha="center", va="bottom", fontsize=7, color="0.35",
                     gid=f"na:{models[j]['model']}:{lv}")
@@ -82,15 +91,27 @@ def build_stage_profile(data: dict):
     ax.set_ylabel("score (0-100), mean ± SD across tracks")
     ax.set_title("Stage profile per model")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    notes = ["n/a: no score at that level (not in the selection, or no answered world); no bar is drawn"]
+    notes = ["n/a: no score at that level (not in the selection, or no answered world); no bar is drawn; "
+             "0: a score of zero"]
+    if clipped:
+        notes.append("SD bars are cut at 0 and 100, the ends of the scale")
     inc = [s for s in models if _incomplete(s)]
     if inc:
         c = lambda s: s["coverage"]  # noqa: E731
         notes.append("* incomplete coverage, shown but not ranked: "
                      + "; ".join(f"{s['model']} {c(s)['answered']}/{c(s)['assigned']} answered" for s in inc))
-    ax.set_xlabel("\n".join(notes), fontsize=7, loc="left")
-    fig.tight_layout()
+    _notes_below(fig, notes)
     return fig
+
+
+def _notes_below(fig, notes: list[str]) -> None:
+    """The notes as figure text under everything else (left edge of the figure, wrapped to its width), with room
+    made for them: a note set as the x label started at the axes and ran across the y axis's labels."""
+    import textwrap
+
+    lines = [w for n in notes for w in textwrap.wrap(n, width=int(fig.get_figwidth() * 15))]
+    fig.text(0.01, 0.01, "\n".join(lines), ha="left", va="bottom", fontsize=7, gid="notes")
+    fig.tight_layout(rect=(0, min(0.5, (len(lines) * 10 + 8) / (fig.get_figheight() * 72)), 1, 1))
 
 
 def stage_profile_figure(data: dict, target: Path | IO[bytes]) -> None:
@@ -171,13 +192,19 @@ def threshold_steps(floors: list[float], lo: float = 0.0, hi: float = 100.0) -> 
     return xs, [share(x) for x in xs]
 
 
+DASHES = ("-", (0, (5, 2)), (0, (2, 1.5)), (0, (6, 2, 1, 2)), (0, (1, 1)), (0, (8, 3)), (0, (3, 1, 1, 1, 1, 1)),
+          (0, (4, 4)))
+
+
 def build_threshold(data: dict):
     fig = _figure(6.0, 4.5)
     ax = fig.add_subplot(1, 1, 1)
+    n = len(data["models"])
     for i, s in enumerate(data["models"]):
         xs, ys = threshold_steps(track_floors(s))
-        if xs:
-            ax.step(xs, ys, where="post", label=s["model"], color=COLORS[i % len(COLORS)], gid=f"curve:{s['model']}")
+        if xs:  # equal curves stay visible: each later one thinner and dashed differently, drawn over the earlier
+            ax.step(xs, ys, where="post", label=s["model"], color=COLORS[i % len(COLORS)], gid=f"curve:{s['model']}",
+                    linewidth=1.2 + 2.4 * (n - 1 - i) / max(1, n - 1), linestyle=DASHES[i % len(DASHES)], zorder=2 + i)
     ax.set_xlabel("score requirement t (0-100)")
     ax.set_ylabel("share of tracks with every stage > t")
     ax.set_xlim(0, 100)
