@@ -38,7 +38,9 @@ moment between a cell's end and its SIGSTOP), reported by the next cell under a 
 go to the cell's own capture files (subprocesses such as macs3 and samtools are captured too).
 
 Truncation policy: each stream keeps its first HEAD and last TAIL characters with a marker in between saying how
-much was cut; only the head and tail are ever read back, so a 600 MB output costs no memory here.
+much was cut; only the head and tail are ever read back, so a 600 MB output costs no memory here. A cut stdout is
+also copied whole (up to KEEP_WHOLE_BYTES) to /tmp/cell_<n>_stdout.txt, which the marker names, so the agent can
+read it back in pieces (a long report printed once would otherwise reach it, and its answer, with the marker inside).
 """
 import base64
 import ctypes
