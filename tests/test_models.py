@@ -321,15 +321,19 @@ def test_local_smollm2_stops_a_looping_reply_early_with_real_counts():
 
 def test_local_threads_follow_the_workers_unless_a_task_fixes_them(monkeypatch):
     """A Ray task reserves BENCHMARK_RAY_CPUS cores and says so in BENCHMARK_LOCAL_THREADS; without it the local
-    model shares this process's cores between its servers."""
+    model shares the cores it measures idle (here all 8, then 3) between its servers."""
     from benchmark.models import local
 
     monkeypatch.setattr(local.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     monkeypatch.delenv(local.THREADS_ENV, raising=False)
+    monkeypatch.setattr(local, "idle_cores", lambda interval=0.0: 7.95)
     monkeypatch.setattr(local, "_workers", 4)
     assert local._threads() == 2
     monkeypatch.setattr(local, "_workers", 1)
     assert local._threads() == 4, "at most 4 threads a server"
+    monkeypatch.setattr(local, "idle_cores", lambda interval=0.0: 3.0)
+    assert local._threads() == 3, "no more threads than idle cores"
+    monkeypatch.setattr(local, "idle_cores", lambda interval=0.0: 7.95)
     monkeypatch.setenv(local.THREADS_ENV, "1")
     assert local._threads() == 1
     monkeypatch.setenv(local.THREADS_ENV, "junk")
