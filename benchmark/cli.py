@@ -192,10 +192,12 @@ def cmd_run(args) -> int:
     from benchmark.run.episodes import failure_line
 
     reviewers = parse_reviewers(args.reviewers)
-    if model.startswith("human/") and (args.concurrency or 1) > 1:
+    from benchmark.models.human import is_human
+
+    if is_human(model) and (args.concurrency or 1) > 1:
         raise BenchmarkError(f"--concurrency {args.concurrency}: a person works one world at a time (one keyboard); "
                              "drop --concurrency for human/ models")
-    if model.startswith("human/") and args.executor == "ray":
+    if is_human(model) and args.executor == "ray":
         raise BenchmarkError("a human/ model cannot run on Ray workers (the person types at this terminal); "
                              "drop --executor ray")
     if args.executor != "ray":  # a Ray worker reads its keys from its own environment

@@ -16,13 +16,11 @@ model's, and the row says `human/` so every table shows it as a baseline. One wo
 """
 from __future__ import annotations
 
-import json
 import sys
 import threading
-import uuid
 from typing import Any, TextIO
 
-from benchmark.models.reply import Choice, Function, Message, ProviderError, Reply, ToolCall
+from benchmark.models.reply import ProviderError, Reply
 
 PROVIDER = "human"
 HELP = ("Type Python to run in the sandbox and end it with a line `.run`; or `.report`, your final answer (the JSON "
@@ -103,12 +101,6 @@ class HumanAgent:
 
 
 def _reply(model: str, content: str | None = None, code: str | None = None) -> Reply:
-    calls = None
-    if code is not None:
-        calls = [ToolCall(id=f"call_{uuid.uuid4().hex[:10]}",
-                          function=Function(name="run_python", arguments=json.dumps({"code": code})))]
-    if content is None and calls is None:
+    if content is None and code is None:
         raise ProviderError(500, "a human turn ended with neither code nor an answer")
-    return Reply(id=f"human-{uuid.uuid4().hex[:12]}", model=model,
-                 choices=[Choice(message=Message(content=content, tool_calls=calls),
-                                 finish_reason="tool_calls" if calls else "stop")])
+    return Reply.turn(model, "human", content=content, code=code)

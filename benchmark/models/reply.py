@@ -80,3 +80,17 @@ class Reply:
         u = d.get("usage") or {}
         return cls(id=str(d.get("id") or rid), model=model, choices=choices,
                    usage=Usage(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0)))
+
+    @classmethod
+    def turn(cls, model: str, id_prefix: str, content: str | None = None, code: str | None = None) -> "Reply":
+        """An offline agent's turn: a final answer (`content`), or one `run_python` call running `code`."""
+        import json
+        import uuid
+
+        calls = None
+        if code is not None:
+            calls = [ToolCall(id=f"call_{uuid.uuid4().hex[:10]}",
+                              function=Function(name="run_python", arguments=json.dumps({"code": code})))]
+        return cls(id=f"{id_prefix}-{uuid.uuid4().hex[:12]}", model=model,
+                   choices=[Choice(message=Message(content=content, tool_calls=calls),
+                                   finish_reason="tool_calls" if calls else "stop")])

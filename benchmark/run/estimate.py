@@ -61,8 +61,9 @@ def default_concurrency(model: str) -> int:
     """`run --concurrency` when not given: one world per core for an offline model (the local model keeps one
     server per world, benchmark.models.local), HOSTED_CONCURRENCY for a hosted one."""
     from benchmark.models import is_offline
+    from benchmark.models.human import is_human
 
-    if model.startswith("human/"):
+    if is_human(model):
         return 1  # one keyboard
     return cores() if is_offline(model) else HOSTED_CONCURRENCY
 

@@ -26,12 +26,11 @@ from __future__ import annotations
 import json
 import re
 import threading
-import uuid
 from typing import Any
 
 from pydantic import ValidationError
 
-from benchmark.models.reply import Choice, Function, Message, ProviderError, Reply, ToolCall
+from benchmark.models.reply import ProviderError, Reply
 
 from benchmark.models.scripted.script import Script, first_option_value, last_json_line  # noqa: F401 - re-exported
 
@@ -40,13 +39,7 @@ VERBOSE_CHARS = 2000
 
 
 def _response(model: str, content: str | None = None, code: str | None = None) -> Reply:
-    calls = None
-    if code is not None:
-        calls = [ToolCall(id=f"call_{uuid.uuid4().hex[:10]}",
-                          function=Function(name="run_python", arguments=json.dumps({"code": code})))]
-    return Reply(id=f"scripted-{uuid.uuid4().hex[:12]}", model=f"scripted/{model}",
-                 choices=[Choice(message=Message(content=content, tool_calls=calls),
-                                 finish_reason="tool_calls" if calls else "stop")])
+    return Reply.turn(f"scripted/{model}", "scripted", content=content, code=code)
 
 
 WHOLE_OUTPUT = re.compile(r"truncated; the whole stdout is in (/tmp/cell_\d+_stdout\.txt)\]")

@@ -145,13 +145,14 @@ def check_goldens(ref) -> dict[str, str]:
         values = read_golden(ref).values
     except Exception:  # noqa: BLE001 - a world without a golden here shows none
         return {}
+    from graders.checks import _MISSING, get_path
+
     out = {}
     for c in checks:
         if not getattr(c, "golden", None):
             continue
-        v: Any = values
-        for part in str(c.golden).split("."):
-            v = v.get(part) if isinstance(v, dict) else None
+        v = get_path(values, str(c.golden))  # the graders' own lookup of a check's golden
+        v = None if v is _MISSING else v
         out[c.id] = clip(v if not isinstance(v, (dict, list)) else json.dumps(v, ensure_ascii=False), 400)
     return out
 
@@ -279,10 +280,11 @@ def _queue(wb: Workbench, run: Run, world_id: str, replicate: int) -> dict[str, 
     here = (run.run_id, world_id, replicate)
     if here not in items:
         return {"position": None, "total": len(items), "prev": None, "next": None}
+    from benchmark.oversight.view.app import world_url
+
     i = items.index(here)
-    url = lambda k: f"/run/{quote(k[0], safe='')}/world/{quote(k[1], safe='')}/r/{k[2]}"  # noqa: E731
-    return {"position": i + 1, "total": len(items), "prev": url(items[i - 1]) if i > 0 else None,
-            "next": url(items[i + 1]) if i + 1 < len(items) else None}
+    return {"position": i + 1, "total": len(items), "prev": world_url(*items[i - 1]) if i > 0 else None,
+            "next": world_url(*items[i + 1]) if i + 1 < len(items) else None}
 
 
 def _once(model_turns: list[Turn], cells: list[dict[str, Any]], prods: list[dict[str, Any]]) -> None:
