@@ -243,8 +243,26 @@ def cmd_sandbox_exec(args) -> int:
     code = _read_text(args.code_file, "code file")
     with Sandbox(ensure_built(ref), label=args.world) as sb:
         res = sb.run_python(code)
+        kept = sb.collect(Path(args.collect)) if args.collect else []
     print(res.as_text())
+    if args.collect:
+        # what the agent's products would be: the files the code wrote in the working directory (not the inputs)
+        print(f"[{len(kept)} file(s) written by the code copied to {args.collect}: {', '.join(kept) or 'none'}]",
+              file=sys.stderr)
+        for line in sb.collect_log:
+            print(f"[collect] {line}", file=sys.stderr)
     return 1 if res.error or res.violation else 0
+
+
+def cmd_sandbox_prompt(args) -> int:
+    """What an agent is given for a world, and nothing else: its family's prompt and report schema (a blind
+    analyst or a human baseline works from these and `sandbox exec`, never from the repository)."""
+    ref = _world_ref(args, args.world)
+    if args.schema:
+        print(json.dumps(ref.family.report_schema, indent=1))
+    else:
+        print(ref.family.prompt)
+    return 0
 
 
 def cmd_sandbox_seed(args) -> int:
@@ -526,8 +544,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp = ssub.add_parser("exec", help="run a code file in a world's sandbox and print its output")
     sp.add_argument("world")
     sp.add_argument("--code-file", required=True)
+    sp.add_argument("--collect", metavar="DIR", help="copy the files the code wrote in its working directory "
+                    "(the products an agent would name) to DIR")
     sp.add_argument("--root", help=argparse.SUPPRESS)
     sp.set_defaults(fn=cmd_sandbox_exec)
+    sp = ssub.add_parser("prompt", help="print what an agent is given for a world: its prompt, or its report "
+                         "schema with --schema")
+    sp.add_argument("world")
+    sp.add_argument("--schema", action="store_true", help="print the report's JSON schema instead of the prompt")
+    sp.add_argument("--root", help=argparse.SUPPRESS)
+    sp.set_defaults(fn=cmd_sandbox_prompt)
     sp = ssub.add_parser("seed", help="compile numba's cache once for every sandbox of this environment "
                          "(scripts/setup.sh runs it)")
     sp.set_defaults(fn=cmd_sandbox_seed)

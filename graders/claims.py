@@ -38,7 +38,9 @@ NOT_A_CLAIM = re.compile(
     r"|\b(?:agrees?|agreeing|consistent)\s+with\s+(?:the\s+)?(?:stated|declared|expected|reported|recorded|annotated)"
     r"|\bbut\s+(?:these|they|this|it|none)\s+(?:are|is|was|were|do|does|did)\s+not\b"
     r"|\b(?:no|without|negligible|minimal)\s+(?:material\s+|measurable\s+|practical\s+|meaningful\s+)?"
-    r"(?:effect|impact|consequence|influence|bias)\b"
+    r"(?:effect|impact|consequence|influence|bias|skew|distortion)\b"
+    r"|^\W*(?:(?:all\s+|other\s+|remaining\s+)?(?:QC|quality\s+control|sanity\s+checks?|checks?))\s+"
+    r"(?:pass(?:es|ed)?|(?:is|are|was|were)\s+(?:fine|clean|normal|ok))\b"
     r"|\bbelow\s+(?:the\s+|any\s+|our\s+|a\s+)?(?:threshold|cut-?off|significance|detection|noise)"
     r"|\bnot\s+(?:present|detected|found|observed|seen|an?\s+issue|a\s+problem|relevant|material)\b"
     r"|\b(?:negligible|harmless|immaterial|inconsequential|unaffected|benign)\b"
@@ -86,16 +88,42 @@ def named_codes(catalog: dict[str, list[str]], text: str) -> list[str]:
     return [c for _, _, c in sorted(hits)]
 
 
+def claim_catalog(catalog: dict[str, list[str]], prompt: str) -> dict[str, list[str]]:
+    """A family's catalogue as a claim is read: a pattern that matches the family's own prompt names a topic the task
+    itself sets ("ddG", "batch", "copy_number", "summary", "the Mn-54 reference spectrum"), which every report
+    discusses, so it alone does not make an issue a claim of that defect, in L1 as in L2 (the code's own words still
+    do: `code_pattern`; a world's rubric diagnosis patterns still recognise its own defect)."""
+    return {code: [p for p in pats if not re.search(p, prompt, flags=re.IGNORECASE)] for code, pats in catalog.items()}
+
+
 def category_text(category: Any) -> str:
     """A category as words: `chromosome_naming_mismatch` reads as `chromosome naming mismatch`."""
     return re.sub(r"_+", " ", str(category or ""))
 
 
+def _word(w: str) -> str:
+    return re.sub("[sz]", "[sz]", re.escape(w))  # normalised / normalized
+
+
+def category_codes(catalog: dict[str, list[str]], category: Any) -> list[str]:
+    """The codes a category names: by the catalogue (`named_codes`), else a code every word of which the category
+    holds in any order ("counts_normalised_not_raw" names normalised_counts; "chromosome naming mismatch" names a
+    code `chromosome_mismatch`): a category is a label of a few words, and experts order them their own way."""
+    text = category_text(category)
+    codes = named_codes(catalog, text)
+    if codes or not text:
+        return codes
+    return [code for code in catalog
+            if len(code.split("_")) > 1 and all(re.search(rf"\b{_word(w)}", text, flags=re.IGNORECASE)
+                                                for w in code.split("_"))]
+
+
 def claimed_defect(catalog: dict[str, list[str]], issue: dict[str, Any]) -> str | None:
-    """The one catalogued defect an L1 issue claims: the earliest its category names, else the earliest the lead of
-    its description names; None when neither names one (an uncatalogued problem). A warning is a claim of a problem
-    whatever its words ("No spectrum exists for days 12-15" claims missing spectra), so no negation cue applies."""
-    codes = named_codes(catalog, category_text(issue.get("category")))
+    """The one catalogued defect an L1 issue claims: the earliest its category names (`category_codes`), else the
+    earliest the lead of its description names; None when neither names one (an uncatalogued problem). A warning is a
+    claim of a problem whatever its words ("No spectrum exists for days 12-15" claims missing spectra), so no
+    negation cue applies."""
+    codes = category_codes(catalog, issue.get("category"))
     if not codes:
         codes = named_codes(catalog, lead(str(issue.get("description") or "")))
     return codes[0] if codes else None
@@ -109,7 +137,7 @@ def claimed_trap(catalog: dict[str, list[str]], item: Any) -> str | None:
     entry's `category`, else the heading of a string entry ("Dead time: ..."), else the lead of its text. The rest of
     the entry is context: an expert's entry on one problem names the files, references and checks around it."""
     if isinstance(item, dict):
-        codes = named_codes(catalog, category_text(item.get("category")))
+        codes = category_codes(catalog, item.get("category"))
         text = " ".join(str(item.get(k) or "") for k in ("issue", "what", "description"))
     else:
         text = str(item or "")

@@ -40,11 +40,11 @@ from typing import Any
 
 from graders.manifest import FamilyManifest, L1World
 from graders import claims
-from graders.checks import CheckResult, as_number, flatten_text, run_checks
+from graders.checks import CheckResult, as_number, flatten_text, run_check, run_checks
 from graders.report import parse_report
 
 GRADER_ID = "graders.l1"
-GRADER_VERSION = "5"  # 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
+GRADER_VERSION = "6"  # 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
 INVENTED_COST = 1.5  # native points per invented catalogued defect on a challenge world
 
 STATE_SCORES: dict[str, float] = {
@@ -176,8 +176,9 @@ def _matches(patterns: list[str], texts: list[str]) -> bool:
 
 
 def claimed_defect(family: FamilyManifest, issue: dict[str, Any]) -> str | None:
-    """The one catalogued defect an alarm claims (graders/claims.py): its category's, else its lead's."""
-    return claims.claimed_defect(family.defect_catalog, issue)
+    """The one catalogued defect an alarm claims (graders/claims.py): its category's, else its lead's, read with the
+    catalogue's topic words (patterns the family's prompt itself matches) set aside (`claims.claim_catalog`)."""
+    return claims.claimed_defect(claims.claim_catalog(family.defect_catalog, family.prompt), issue)
 
 
 MAX_VALUE_READS = 50  # alarms whose value and product are checked for recognition (a report of 10,000 alarms is cut)
@@ -301,7 +302,8 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
     measured = run_checks(list(rub.measure), scope, golden, products)
     has_value = not rub.measure or any(r.credit >= 1.0 for r in measured)
     full = diag is not None and has_value and not misnamed
-    results = run_checks(list(rub.actions), scope, golden, products, inputs)
+    results = _best_product(rub, run_checks(list(rub.actions), scope, golden, products, inputs), report, issue,
+                            golden, products, inputs)
     assess_ok = not rub.acceptable_assessments or assessment in rub.acceptable_assessments
     if rub.acceptable_assessments:
         results.append(CheckResult("assessment", float(assess_ok), f"assessment {assessment}" + (" acceptable" if assess_ok else f" not in {rub.acceptable_assessments}")))
@@ -318,6 +320,29 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
     how = ("recognised the defect by its value and product" + (f" (misnamed as {claimed_defect(family, diag)})" if misnamed else "")) if by_work else ("named the defect" if diag else "partly named the defect")
     reason = f"{how}{value_note}; {passed}/{len(results)} action checks passed{inv_note}"
     return _penalise(_state(name, reason, measured + results, fab), invented)
+
+
+MAX_OTHER_PRODUCTS = 20  # other issues' products read for a product action the diagnosing issue's output fails
+
+
+def _best_product(rub, results: list[CheckResult], report: dict[str, Any], issue: dict[str, Any],
+                  golden: dict[str, Any], products: Path | None, inputs: Path | None) -> list[CheckResult]:
+    """A product action that the diagnosing issue's own output fails, read on the outputs other issues of the report
+    name: an expert lists the regions in the alarm and the filtered copy in a note below it ("filtered_alignments"),
+    and the copy is the action whichever issue names it. Only a product that passes the check earns."""
+    others = [i.get("output") for i in report.get("issues", []) if isinstance(i, dict) and i is not issue
+              and isinstance(i.get("output"), str) and i.get("output") != issue.get("output")][:MAX_OTHER_PRODUCTS]
+    out = list(results)
+    for k, c in enumerate(rub.actions):
+        if not c.kind.startswith("product") or c.field != "output" or out[k].credit >= 1.0:
+            continue
+        for path in others:
+            r = run_check(c, {**report, **issue, "output": path}, golden, products, inputs)
+            if r.credit > out[k].credit:
+                out[k] = CheckResult(r.id, r.credit, f"{r.detail} (the product another issue names)", r.component)
+            if out[k].credit >= 1.0:
+                break
+    return out
 
 
 def _penalise(g: L1Grade, invented: list[str]) -> L1Grade:

@@ -70,13 +70,9 @@ def claimed_items(report: dict[str, Any]) -> list[Any]:
 
 
 def claim_catalog(family: FamilyManifest) -> dict[str, list[str]]:
-    """The family's catalogue as a claim is read: a pattern that matches the family's own prompt names a topic the
-    task itself sets ("ddG", "batch", "copy_number", "the Mn-54 reference spectrum"), which every report discusses,
-    so it alone does not make an entry a claim of that trap (the code's own words still do: `claims.code_pattern`)."""
-    import re
-
-    return {code: [p for p in pats if not re.search(p, family.prompt, flags=re.IGNORECASE)]
-            for code, pats in family.defect_catalog.items()}
+    """The family's catalogue as a claim is read (graders/claims.py `claim_catalog`): topic words of its prompt
+    alone do not make an entry a claim."""
+    return claims.claim_catalog(family.defect_catalog, family.prompt)
 
 
 def invented_claims(world: L2World, family: FamilyManifest, claimed: list[Any]) -> list[tuple[str, bool]]:

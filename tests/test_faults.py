@@ -654,3 +654,24 @@ def test_a_provider_without_a_seed_parameter_is_called_without_one():
 
     assert not takes_seed("anthropic/claude-sonnet-4-5")
     assert takes_seed("openai/gpt-4o") and takes_seed("local/smollm2") and takes_seed("scripted/oracle")
+
+
+def test_a_row_claims_the_paid_requests_of_the_fault_it_replaced(tmp_path):
+    """Issue 40: the last row of a pair is the one that counts, so the tokens of a fault row that `--resume` replaced
+    (and of any attempt whose record was lost) vanished from $/task. The new row names them in `lost_usage`
+    (benchmark.run.journal); an offline run journals nothing and carries no attempt id."""
+    out = tmp_path / "run"
+    with FakeOpenAI(script=[tool_call("print(1)"), error(400, "bad request")], default=report(valid_report())) as srv:
+        p = run_cli(out, srv.url, env={"BENCHMARK_MODEL_ATTEMPTS": "1"})
+        first = records(out)[W1]
+        assert first.status == "model_error" and first.calls == 1 and first.attempt, (p.stdout + p.stderr)[-2000:]
+        assert first.lost_usage == {}
+        p = run_cli(out, srv.url, "--resume")
+        assert p.returncode == 0, (p.stdout + p.stderr)[-2000:]
+    row = records(out)[W1]
+    assert row.status == "graded" and row.attempt != first.attempt
+    lost = row.lost_usage["agent"]
+    assert (lost.calls, lost.tokens_in, lost.tokens_out, lost.estimated_calls) == (1, 11, 7, 0), row.lost_usage
+    off = tmp_path / "off"
+    assert main(["run", "--model", "scripted/oracle", "--out", str(off), "--levels", "L1", "--worlds", W1]) == 0
+    assert not (off / "calls.jsonl").exists() and RunStore(off).results()[0].attempt is None

@@ -42,7 +42,8 @@ FAKE_WORLDS = ["scrna.L1.integrity.clean", "scrna.L1.integrity.doublets", "scrna
 FAKE_MODEL = "openai/fake-model"
 RAY_BIN = str(Path(sys.executable).parent / "ray")
 VOLATILE = {"wall_s", "budget_s", "collect_s", "run_id", "elapsed_s", "t", "started_at", "finished_at",
-            "chain"}  # the digest chain covers each row's time stamps and run id, so it differs as they do
+            "chain",  # the digest chain covers each row's time stamps and run id, so it differs as they do
+            "attempt", "lost_usage"}  # a new id per attempt; lost requests are asserted where a test loses one
 CALL_ID = re.compile(r"call_[0-9a-f]{10}")
 
 
@@ -538,6 +539,11 @@ def test_killing_a_worker_node_loses_nothing_ray_reruns_the_episode(cluster, fak
     assert sorted(x["world_id"] for x in lines) == sorted(FAKE_WORLDS), "one line per world: nothing lost or doubled"
     assert all(x["status"] == "graded" for x in lines)
     assert calls == len(FAKE_WORLDS) + 1, "exactly the killed episode ran again"
+    lost = {x["world_id"]: x["lost_usage"] for x in lines if x["lost_usage"]}
+    # the killed attempt's request was sent and never answered: the re-run episode's row counts its prompt (issue 40)
+    assert len(lost) == 1 and list(lost.values())[0]["agent"]["calls"] == 1, lost
+    assert list(lost.values())[0]["agent"]["estimated_calls"] == 1 and list(lost.values())[0]["agent"]["tokens_in"] > 0
+    assert all(x["attempt"] for x in lines)
     assert_same_runs(fake_local, out)
 
 
@@ -552,6 +558,7 @@ def test_killing_a_worker_node_without_retries_is_a_fault_row_that_resume_reruns
     bad = [x for x in lines if x["status"] != "graded"]
     assert len(bad) == 1 and bad[0]["status"] == "harness_error" and bad[0]["score"] is None
     assert "EpisodeLost" in bad[0]["error"] and "was lost after 0 retries" in bad[0]["error"], bad[0]["error"]
+    assert bad[0]["attempt"] is None and bad[0]["lost_usage"]["agent"]["calls"] == 1, bad[0]  # the killed request
     traj = json.loads((out / bad[0]["trajectory"]).read_text())
     assert traj["status"] == "harness_error" and traj["error"] == bad[0]["error"]
     good = {x["world_id"]: (out / x["trajectory"]).stat().st_mtime_ns for x in lines if x["status"] == "graded"}
@@ -564,6 +571,7 @@ def test_killing_a_worker_node_without_retries_is_a_fault_row_that_resume_reruns
         assert (out / f"trajectories/{wid}__r0.json").stat().st_mtime_ns == mtime, f"{wid} was re-run"
     final = result_lines(out)
     assert len(final) == len(FAKE_WORLDS) + 1 and final[-1]["world_id"] == bad[0]["world_id"]
+    assert final[-1]["lost_usage"] == bad[0]["lost_usage"], "the row that replaced the fault counts its lost request"
     assert_same_runs(fake_local, out)
 
 

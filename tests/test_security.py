@@ -692,3 +692,56 @@ def test_a_ray_gcs_beyond_loopback_without_token_auth_is_warned_about():
     assert gcs_exposure_warning("10.0.3.7:6379", {"RAY_AUTH_MODE": "token"}) is None
     assert gcs_exposure_warning("127.0.0.1:6379", {}) is None and gcs_exposure_warning("[::1]:6379", {}) is None
     assert gcs_exposure_warning("node7.cluster:6379", {})
+
+
+def test_a_request_never_answered_and_a_replaced_attempt_are_counted_as_lost_usage(tmp_path, monkeypatch):
+    """Issue 40: a Ray worker killed with kill -9 was re-run and its lost request paid again (7 requests, 6 calls'
+    tokens on record). Every paid request is now journaled when sent and when it returns (benchmark.run.journal):
+    one that times out counts its prompt (estimated), one refused with an HTTP status counts nothing, and the calls
+    of an attempt whose record was lost or replaced are the pair's `lost_usage`, priced into $/task."""
+    import datetime as dt
+
+    from benchmark.run.agent import RetryPolicy, call_model
+    from benchmark.run.journal import CallJournal, episode_attempt
+    from benchmark.run.store import RunStore
+    from benchmark.score.accounting import Pricing, RateCard
+    from benchmark.score.aggregate import Options, aggregate
+    from tests.aggregate_helpers import rec, run_input
+    from tests.fake_openai import FakeOpenAI, error, report, slow
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake")
+    key = "scrna.L1.integrity.clean__r0"
+    store = RunStore(tmp_path / "run")
+    store.root.mkdir()
+    msgs = [{"role": "system", "content": "You are a careful analyst. " * 40}, {"role": "user", "content": "go"}]
+    fast = RetryPolicy(attempts=3, timeout_s=1.0, deadline_s=30.0, base_s=0.01, cap_s=0.02)
+    with FakeOpenAI(script=[report("first"), slow(3), error(500), report("done")]) as srv:
+        monkeypatch.setenv("OPENAI_API_BASE", srv.url)
+        with episode_attempt(key, store.journal.write) as lost_attempt:  # its record never comes (a killed worker)
+            assert call_model("openai/fake-model", msgs, step=0, policy=fast)[1].ok
+        with episode_attempt(key, store.journal.write) as attempt:
+            _, call = call_model("openai/fake-model", msgs, step=0, policy=fast)  # timeout, 500, then a reply
+        assert len(srv.requests) == 4
+    assert call.ok and len(call.attempts) == 3 and lost_attempt != attempt
+    lost = CallJournal(store.root).lost_usage(key, attempt)  # read back from calls.jsonl, as after a restart
+    assert set(lost) == {"agent"}, lost
+    u = lost["agent"]
+    assert u.calls == 2 and u.estimated_calls == 1, u  # the lost attempt's reply and the unanswered request
+    assert u.tokens_out == 7 and 11 + 200 < u.tokens_in < 11 + 600, u  # 11 reported; the timeout's prompt counted
+    # a torn last line (a kill mid-write) is no event, and the next event starts on its own line
+    with open(store.journal.path, "ab") as fh:
+        fh.write(b'{"key": "' + key.encode() + b'", "attempt": "x", "ca')
+    store.journal.write({"key": key, "attempt": "y", "call": 1, "event": "refused", "http_status": 429})
+    assert CallJournal(store.root).lost_usage(key, attempt) == lost
+    # the row of `attempt` carries it, and a priced model's $/task includes it
+    card = RateCard(date=dt.date(2026, 1, 1), source="test", models={"openai/fake-model": {"input": 10.0, "output": 20.0}})
+    base = rec("scrna.L1.integrity.clean", "scrna", "L1", model="openai/fake-model", tokens_in=11, tokens_out=7)
+    with_lost = base.model_copy(update={"attempt": attempt, "lost_usage": lost})
+    cost = {}
+    for name, r in (("row", base), ("with_lost", with_lost)):
+        data = aggregate([run_input([r])], {}, Pricing([card]), Options(bootstrap_draws=50, permutation_draws=50))
+        cost[name] = data["models"][0]["accounting"]
+    assert cost["with_lost"]["usd_per_task"] == pytest.approx(
+        cost["row"]["usd_per_task"] + (u.tokens_in * 10 + u.tokens_out * 20) / 1e6)
+    assert cost["with_lost"]["usd_estimated"] is True and cost["row"]["usd_estimated"] is False
+

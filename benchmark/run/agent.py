@@ -209,6 +209,7 @@ def call_model(model: str, messages: list[dict[str, Any]], step: int, role: str 
     """
     from benchmark.models import is_offline, offline_complete, register_providers
     from benchmark.models.bounded import bounded_call, usage_counts
+    from benchmark.run import journal
 
     offline = is_offline(model)
     if not offline:
@@ -223,6 +224,7 @@ def call_model(model: str, messages: list[dict[str, Any]], step: int, role: str 
     for attempt in range(policy.attempts):
         remaining = policy.deadline_s - (time.monotonic() - start)
         t0 = time.monotonic()
+        sent = None
         try:
             kwargs: dict[str, Any] = dict(model=model, messages=messages, metadata=metadata or {},
                                           max_tokens=max_tokens, temperature=temperature, num_retries=0, max_retries=0,
@@ -237,16 +239,22 @@ def call_model(model: str, messages: list[dict[str, Any]], step: int, role: str 
                 resp = offline_complete(**{k: v for k, v in kwargs.items()
                                            if k not in ("num_retries", "max_retries", "timeout")})
             else:  # a hosted reply: bytes capped as they stream in, the attempt's timeout held end to end
+                # journaled before it goes out: a request whose reply never reaches a record is still paid for
+                sent = journal.Request(role, model, lambda: estimate_usage(model, messages, tools, None)[0])
                 resp = bounded_call(litellm.completion, kwargs, kwargs["timeout"])
             choice = resp.choices[0]
             tokens_in, tokens_out = usage_counts(resp)
             estimated = not offline and _usage_missing(resp)
             if estimated:  # an endpoint that reports no usage is not free: count the exchange with its tokenizer
                 tokens_in, tokens_out = estimate_usage(model, messages, tools, choice.message)
+            if sent is not None:
+                sent.returned(tokens_in, tokens_out, estimated)
         except Exception as exc:  # noqa: BLE001 - every provider error becomes a recorded outcome
             name = type(exc).__name__
             msg = f"{name}: {str(exc)[:500]}"
             status = _http_status(exc)
+            if sent is not None and status is not None:  # an error status is not billed; no answer may have been
+                sent.refused(status)
             refused = "ContentPolicy" in name
             rec = AttemptRecord(http_status=status, error=msg, wall_s=round(time.monotonic() - t0, 3))
             attempts.append(rec)

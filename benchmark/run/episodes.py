@@ -201,11 +201,16 @@ def fault_record(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore,
 def run_guarded(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, slot: int) -> ResultRecord:
     """The per-world error boundary: whatever run_one raises (a RecursionError from a deeply nested report, a bad
     trajectory, a grader crash) becomes a harness_error row and the campaign moves on; --resume retries it."""
+    from benchmark.run.journal import episode_attempt
+
     t0 = time.monotonic()
-    try:
-        return run_one(ref, replicate, cfg, store, slot)
-    except Exception as exc:  # noqa: BLE001 - see docstring
-        return fault_record(ref, replicate, cfg, store, exc, time.monotonic() - t0)
+    paid = any(not is_offline(m) for m in (cfg.model, *cfg.reviewers, cfg.judge))
+    # every paid request of this attempt is journaled as it is sent and returns (benchmark.run.journal)
+    with episode_attempt(result_key(ref.id, replicate), store.journal.write if paid else None):
+        try:
+            return run_one(ref, replicate, cfg, store, slot)
+        except Exception as exc:  # noqa: BLE001 - see docstring
+            return fault_record(ref, replicate, cfg, store, exc, time.monotonic() - t0)
 
 
 def failure_line(records: list[ResultRecord], replicates: int = 1) -> str | None:

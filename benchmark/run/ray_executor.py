@@ -20,7 +20,9 @@ A worker (any node: the same checkout and `scripts/setup.sh` as the head) never 
 
 Faults. An episode that fails on the worker is the same row as locally (run_guarded). A task whose worker or node
 dies (kill -9, a lost machine, the out-of-memory killer) is re-run by Ray up to BENCHMARK_RAY_MAX_RETRIES times
-(default 2) on any live node; nothing of the lost attempt was recorded, exactly like an interrupted local run.
+(default 2) on any live node; the lost attempt's record is gone, exactly like an interrupted local run, but its paid
+requests reached the head as they were sent and returned (benchmark.run.journal: a JournalBuffer actor the head
+drains into its calls.jsonl), so the pair's row counts them as `lost_usage` and $/task includes them.
 Past the retries, or when the worker refuses the task (another harness version or lock), the head records the
 pair as a `harness_error` row (fault_record), and `--resume` runs it again. Exceptions inside an episode are never
 retried by Ray: they already are rows.
@@ -78,6 +80,7 @@ class EpisodeTask:
     golden: bytes
     campaign_seed: int | None = None
     campaign_root: str | None = None  # the head's campaign folder (used as is when it is on this node, unchanged)
+    journal: object = None  # the head's JournalBuffer actor: this attempt's paid requests, as they happen
 
 
 @dataclass
@@ -192,6 +195,8 @@ def _seed_numba(ref) -> None:
 def run_remote_episode(task: EpisodeTask) -> EpisodeResult:
     """One episode on this node, exactly as run_guarded runs it on the head's machine, into a scratch folder."""
     from benchmark.run.episodes import run_guarded
+    from benchmark.models import is_offline
+    from benchmark.run.journal import episode_attempt
     from benchmark.run.store import RunStore, result_key
 
     t0 = time.monotonic()
@@ -206,7 +211,9 @@ def run_remote_episode(task: EpisodeTask) -> EpisodeResult:
         store.init({"run_id": task.run_id}, resume=False)  # held until the answer is read: see _sweep_scratch
         try:
             cfg = dataclasses.replace(task.cfg, out=store.root, suite=None, executor="local", address=None)
-            rec = run_guarded(ref, task.replicate, cfg, store, 0)
+            paid = any(not is_offline(m) for m in (cfg.model, *cfg.reviewers, cfg.judge))
+            with episode_attempt(result_key(ref.id, task.replicate), _journal_sink(task.journal) if paid else None):
+                rec = run_guarded(ref, task.replicate, cfg, store, 0)
             files, dirs = _read_tree(store.artifacts / result_key(ref.id, task.replicate))
             return EpisodeResult(record=rec.model_dump_json(by_alias=True).encode(),
                                  trajectory=(store.root / rec.trajectory).read_bytes(), artifacts=files, dirs=dirs,
@@ -215,6 +222,16 @@ def run_remote_episode(task: EpisodeTask) -> EpisodeResult:
             store.close()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _journal_sink(actor):
+    """Each journal event goes to the head's actor and is acknowledged before the request is sent or its reply used,
+    so a worker killed right after still leaves it with the head (its scratch folder dies with it)."""
+    if actor is None:
+        return None
+    import ray
+
+    return lambda event: ray.get(actor.add.remote(event), timeout=60)
 
 
 def _sweep_scratch(min_age_s: float = 60.0) -> None:
@@ -420,6 +437,19 @@ class RayExecutor:
         remote = ray.remote(run_remote_episode).options(
             num_cpus=self.cpus, max_retries=self.max_retries, retry_exceptions=False, scheduling_strategy="SPREAD")
         run_id = store.run_id()
+        from benchmark.run.journal import JournalBuffer
+
+        # the workers' journal events wait here until the head writes them to its calls.jsonl (drain)
+        buffer = ray.remote(num_cpus=0)(JournalBuffer).remote()
+
+        def drain() -> None:
+            for event in ray.get(buffer.drain.remote(), timeout=60):
+                try:
+                    store.journal.write(event)
+                except ValueError as exc:  # a worker's event that is no event: said, never recorded
+                    print(f"warning: a worker sent a call-journal event that is not one ({str(exc)[:200]})",
+                          file=sys.stderr)
+
         queue = list(todo)
         queue.reverse()
         pending: dict = {}
@@ -427,11 +457,13 @@ class RayExecutor:
         def fill() -> None:
             while queue and len(pending) < cfg.concurrency:
                 ref, rep = queue.pop()
-                pending[remote.remote(self._task(ref, rep, cfg, run_id))] = (ref, rep, time.monotonic())
+                task = dataclasses.replace(self._task(ref, rep, cfg, run_id), journal=buffer)
+                pending[remote.remote(task)] = (ref, rep, time.monotonic())
 
         fill()
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
+            drain()  # before any row of these is written: a row's lost_usage reads the journal
             for oref in ready:
                 ref, rep, t0 = pending.pop(oref)
                 try:

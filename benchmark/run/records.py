@@ -148,6 +148,12 @@ class ResultRecord(BaseModel):
     harness_version: str
     run_id: str = ""
     role_usage: dict[str, RoleUsage] = Field(default_factory=dict, description="reviewer/judge usage (not the agent's)")
+    attempt: str | None = Field(None, description="the episode attempt that wrote this row (benchmark.run.journal); "
+                                                  "None when no request of the run is paid (offline models)")
+    lost_usage: dict[str, RoleUsage] = Field(default_factory=dict, description=(
+        "requests of this (world, replicate) that no row counts: attempts whose record was lost or replaced (a Ray "
+        "worker killed, a run killed, a fault re-run) and requests never answered (estimated from the prompt); by "
+        "role ('agent', or 'role:model'); priced into $/task (benchmark.run.journal)"))
     eligible: bool | None = Field(None, description="L3 counterfactuals: the evidence conflicts with the stated prior")
     started_at: str | None = Field(None, description="UTC time the episode started (ISO 8601, ms): a run's timeline")
     finished_at: str | None = Field(None, description="UTC time the row was written, after grading (ISO 8601, ms)")

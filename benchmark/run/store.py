@@ -134,6 +134,16 @@ class RunStore:
         self.results_path = self.root / "results.jsonl"
         self._lock = threading.Lock()
         self._holder: HarnessLock | None = None
+        self._journal = None
+
+    @property
+    def journal(self):
+        """The run's call journal (calls.jsonl, benchmark.run.journal), opened on first use."""
+        if self._journal is None:
+            from benchmark.run.journal import CallJournal
+
+            self._journal = CallJournal(self.root)
+        return self._journal
 
     def acquire(self) -> None:
         """Take the folder's exclusive harness lock, or stop at once naming who holds it."""
@@ -258,6 +268,12 @@ class RunStore:
         """One row, appended and fsynced, chained to the last complete row (benchmark.run.chain)."""
         from benchmark.run.chain import chained_line, last_chain
 
+        from benchmark.run.journal import current_attempt
+
+        rec.attempt = rec.attempt or current_attempt()
+        lost = self.journal.lost_usage(result_key(rec.world_id, rec.replicate), rec.attempt)
+        if lost:  # what the endpoint was asked for under this pair that no row counts (benchmark.run.journal)
+            rec.lost_usage = lost
         body = rec.model_dump_json(by_alias=True, exclude={"chain"}).encode()
         with self._lock:
             with open(self.results_path, "ab") as fh:

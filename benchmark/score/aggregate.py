@@ -17,7 +17,9 @@ Pipeline (every step deterministic; every collection is sorted before it is redu
    axes when the record, being gated out, stored none), "ineligible" takes it out.
 2. **Pricing**: each record's agent usage is priced with the card in force on its run's evaluation date
    (`benchmark.score.accounting`). Reviewer/judge usage (record `role_usage`) and verifier usage (`DIR/verification.jsonl`)
-   are priced the same way and reported separately, never in the headline.
+   are priced the same way and reported separately, never in the headline. A record's `lost_usage` (paid requests no
+   row counts: a lost Ray attempt, a replaced fault, an unanswered request; benchmark.run.journal) is priced into
+   its role's total, the agent's into $/task.
 3. **Fallback replay** (`--fallback X=Y`, seed 001 §3 and L.5): a new row "X -> Y" in which every refused
    (world, replicate) of X, and every assigned world X has no record for (refusal-stop), takes Y's recorded
    result for the same world (same replicate if Y has it, else Y's lowest replicate). Only Y's scoreable outputs
@@ -376,6 +378,10 @@ def build_attempts(run: RunInput, rulings: dict, pricing: Pricing, date_override
             u = rec.role_usage[role]
             parts.append(Part(role, pricing.price(u.model or "?", u.tokens_in, u.tokens_out, date), u.calls,
                               estimated=u.estimated_calls > 0))
+        for name in sorted(rec.lost_usage):  # paid requests no row counts (benchmark.run.journal): $/task has them
+            u = rec.lost_usage[name]
+            parts.append(Part(name.split(":", 1)[0], pricing.price(u.model or rec.model, u.tokens_in, u.tokens_out, date),
+                              u.calls, estimated=u.estimated_calls > 0))
         for u in run.verifier_usage.get(result_key(rec.world_id, rec.replicate), []):
             parts.append(Part("verifier", pricing.price(u.model or "?", u.tokens_in, u.tokens_out, date), u.calls))
         axes = eff.axes or {}

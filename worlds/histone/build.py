@@ -256,6 +256,16 @@ def histone_panel(seed: int, chroms: dict[str, int] | None = None, build: str = 
 
 # ------------------------------------------------------------------ recipes
 
+def panel_note(d: HistoneData) -> str:
+    """What the contigs are, said in meta.json: a careful analyst who compared the BAM headers' lengths with the
+    named build's chromosomes found 2 Mb where hg38 has 58.6 Mb and rightly reported a build mismatch the world did
+    not intend (issue 38). The panel is a simulation, and meta.json now says so."""
+    sizes = ", ".join(f"{c} {n / 1e6:.1f} Mb" for c, n in d.chroms)
+    return (f"simulated reads on a {sum(n for _, n in d.chroms) / 1e6:.1f} Mb panel of {len(d.chroms)} contigs named "
+            f"after {d.build} chromosomes ({sizes}): windows, not whole chromosomes; the BAM headers carry these "
+            "lengths and genes.csv uses the same coordinates")
+
+
 def _layout_meta(d: HistoneData, mark: str, claimed: str | None = None) -> None:
     claimed = claimed or mark
     chip, inp = f"alignments/{claimed}_chip.bam", f"alignments/{claimed}_input.bam"
@@ -263,6 +273,7 @@ def _layout_meta(d: HistoneData, mark: str, claimed: str | None = None) -> None:
     d.meta = {
         "target_mark": claimed,
         "genome_build": d.build,
+        "genome_panel": panel_note(d),
         "cell_type": d.cell_type,
         "assay": "ChIP-seq, single-end 50 bp reads, aligned with bwa; one ChIP and its matched input control",
         "files": {"genes": "genes.csv", "chip_bam": chip, "input_bam": inp},
@@ -567,6 +578,7 @@ def two_conditions(d: HistoneData, rng: np.random.Generator, domain_scale: float
     d.meta = {
         "target_mark": "H3K27me3",
         "genome_build": d.build,
+        "genome_panel": panel_note(d),
         "cell_type": d.cell_type,
         "design": "control = vehicle (DMSO) 7 days; treated = 7 days of a candidate chromatin-targeting compound; one "
                   "H3K27me3 ChIP + matched input per condition",

@@ -543,7 +543,8 @@ def validate_dedup_bam(path: Path, golden: dict, check=None) -> tuple[float, str
 @product_validator("histone.mapq_filtered_bam", compressed=("bgzf",))
 def validate_mapq_filtered_bam(path: Path, golden: dict, check=None) -> tuple[float, str]:
     """The ChIP filtered to MAPQ >= 30: no primary mapped read below MAPQ 30 is left, and the reads kept number the
-    ChIP's MAPQ >= 30 reads (within 1%)."""
+    ChIP's MAPQ >= 30 reads (95-101% of them: an analyst who also drops the well-mapped reads inside the pile-up
+    regions, as a blacklist does, filtered the same artefact a little more strictly)."""
     import pysam
 
     want = golden.get("n_reads_chip_mapq30")
@@ -565,8 +566,8 @@ def validate_mapq_filtered_bam(path: Path, golden: dict, check=None) -> tuple[fl
         return 0.0, f"not a readable BAM ({type(exc).__name__})"
     if low:
         return 0.0, f"{low} reads with MAPQ < 30 remain among {n}"
-    if want is None or abs(n - want) > 0.01 * want:
-        return 0.0, f"{n} reads kept, expected {want}"
+    if want is None or not 0.95 * want <= n <= 1.01 * want:
+        return 0.0, f"{n} reads kept, expected {want} (95-101% of them)"
     return 1.0, f"{n} reads, all MAPQ >= 30"
 
 
