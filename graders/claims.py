@@ -51,6 +51,14 @@ NOT_A_CLAIM = re.compile(
     r"|\bno\s+(?:\w+\s+){0,3}(?:is|are|was|were)\s+affected\b"
     r"|\b(?:found|showed|revealed|detected|turned\s+up)\s+(?:nothing|no\s+(?:problems?|issues?|defects?|signs?|evidence))\b")
 
+# the same, read on an entry's lead only: a verdict of soundness at its head ("The energy calibration is sound.",
+# "Hit calls are the same with or without the CN correction") says the entry reports a check that found nothing,
+# while later words in a claim ("... is stable, but the drift biases ...") stay the claim's context
+NOT_A_CLAIM_LEAD = re.compile(
+    r"(?ix)^[^.;:]{0,100}?\b(?:is|are|was|were|looks?|seems?|appears?|stays?|remains?)\s+(?:\w+\s+)?"
+    r"(?:sound|fine|correct|valid|stable|reliable|accurate|clean|ok|okay|as\s+expected|unaffected|unchanged|"
+    r"(?:the\s+same|identical)\s+(?:with\s+or\s+without|either\s+way|whether))\b(?![^.;]{0,40}\bbut\b)")
+
 _LEAD_END = re.compile(r"(?<=[a-z0-9)\]%])[.;!?](?=\s|$)|\n", re.IGNORECASE)
 LEAD_MAX = 240  # characters of a description read as its lead when it has no sentence end
 
@@ -129,7 +137,7 @@ def claimed_defect(catalog: dict[str, list[str]], issue: dict[str, Any]) -> str 
     return codes[0] if codes else None
 
 
-_HEADING = re.compile(r"^\s*([^:.;\n]{1,80}):\s")
+_HEADING = re.compile(r"^\s*([^:.;\n]{1,120}):\s")
 
 
 def claimed_trap(catalog: dict[str, list[str]], item: Any) -> str | None:
@@ -143,6 +151,8 @@ def claimed_trap(catalog: dict[str, list[str]], item: Any) -> str | None:
         text = str(item or "")
         head = _HEADING.match(text)
         codes = named_codes(catalog, head.group(1)) if head else []
+        if head and not codes and len(head.group(1).split()) >= 3:
+            return None  # a heading of its own words names the entry's topic, and it is no catalogued trap
     if not codes:
         codes = named_codes(catalog, lead(text))
     return codes[0] if codes else None
@@ -164,7 +174,8 @@ def is_claim(item: Any) -> bool:
             return False
         if flag is True:
             return True
-    return not NOT_A_CLAIM.search(item_text(item))
+    text = item_text(item)
+    return not NOT_A_CLAIM.search(text) and not NOT_A_CLAIM_LEAD.search(lead(text))
 
 
 # an entry that says the problem moves this analysis' answer (the claim an alarmist makes of a trap that is not there)

@@ -35,7 +35,7 @@ from graders.checks import PRODUCT_KINDS, CheckResult, get_path, product_path, r
 from graders.report import parse_report
 
 GRADER_ID = "graders.l2"
-GRADER_VERSION = "6"
+GRADER_VERSION = "7"  # 7: a measured uncatalogued claim with the trap handled in the values is recognition
 ISSUES_FIELD = "issues_found"
 COMPONENTS = ("A", "I", "M", "C")
 # a trap the world does not have, asserted as changing the result: the report's conclusion rests on a fabrication,
@@ -153,20 +153,27 @@ def _unread(c, report: dict[str, Any], products: Path | None) -> bool:
     return c.kind in PRODUCT_KINDS and product_path(products, get_path(report, c.field) if c.field else None)[0] is None
 
 
-def _recognised_by_work(world: L2World, results: list[CheckResult], zero_if: list[CheckResult]) -> list[CheckResult]:
+def _recognised_by_work(world: L2World, family: FamilyManifest, results: list[CheckResult], zero_if: list[CheckResult],
+                        claimed: list[Any]) -> list[CheckResult]:
     """On a trap world, an analysis whose values and products are all right (every A and M check full) while none of
     the trap's own results is reproduced (no zero_if check holds) has handled the trap in its numbers, whatever its
-    words: its recognition checks (I, affirmative `mentions`) earn half credit, as a named trap without its value
-    does (`requires`). Full recognition still needs the trap said: a report that handles a trap silently does not
-    flag it to its reader (the hand-written "right numbers, trap unnamed" reports stay below 100)."""
+    words. Its recognition checks (I, affirmative `mentions`) earn full credit when `issues_found` flags the problem
+    in the analyst's own words: a claimed entry that names no other catalogued trap and measures what it reports ("83
+    variants have an input count of only 1-3 reads"); the values say which trap it is. A report that handles the trap
+    silently (no such entry) earns half, as a named trap without its value does (`requires`): it does not flag the
+    trap to its reader (the hand-written "right numbers, trap unnamed" reports stay below 100)."""
     if not world.defect or not zero_if or any(r.credit >= 1.0 for r in zero_if):
         return results
     checks = list(world.rubric.checks)
     if not all(r.credit >= 1.0 for c, r in zip(checks, results) if c.component in ("A", "M")):
         return results
-    return [CheckResult(r.id, RECOGNISED_BY_VALUES, f"{r.detail}; half credit: handled in its values (every A and M "
-                        f"check holds and the trap's result is not reproduced), not named", r.component)
-            if c.component == "I" and c.kind == "mentions" and not c.negate and r.credit < RECOGNISED_BY_VALUES else r
+    catalog = claim_catalog(family)
+    said = any(claims.claimed_trap(catalog, it) in (None, world.defect) and claims.measured(claims.item_text(it))
+               for it in claimed)
+    credit, how = (1.0, "flagged in its own words with a measurement") if said else (RECOGNISED_BY_VALUES, "not named")
+    return [CheckResult(r.id, credit, f"{r.detail}; {'full' if said else 'half'} credit: handled in its values (every A "
+                        f"and M check holds and the trap's result is not reproduced), {how}", r.component)
+            if c.component == "I" and c.kind == "mentions" and not c.negate and r.credit < credit else r
             for c, r in zip(checks, results)]
 
 
@@ -181,7 +188,7 @@ def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw
     results = run_checks(list(rub.checks), _claims_only(report, world, family, claimed), golden, products)
     results = _negated_by_leads(world, family, report, claimed, results, golden, products)
     zr = run_checks(list(rub.zero_if), report, golden, products) if rub.zero_if else []
-    results = _recognised_by_work(world, results, zr)
+    results = _recognised_by_work(world, family, results, zr, claimed)
     comps: dict[str, float] = {}
     for comp in COMPONENTS:
         mine = [(c, r) for c, r in zip(rub.checks, results) if c.component == comp]

@@ -506,3 +506,97 @@ def test_l2_a_nuisance_said_to_change_the_result_is_excused_only_where_it_can(ca
     g = grade_l2(l2_world(), fam, GOLD2, _l2(6.4, "broad", ["narrow default fragments domains", effect]))
     assert (g.invented == []) == can_move
     assert (g.score <= 0.2) != can_move
+
+
+# ------------------------------------------------------------------ issue 38: the second blind-analyst study
+
+def test_l1_a_topic_word_of_the_prompt_claims_no_defect_and_a_category_names_its_code_in_any_order(products):
+    """A nuclear analyst's warning "imprecise acquisition-software summary" (whose text says the summary's numbers
+    are faithful) was charged with summary_mismatch because the bare pattern `summary` names a file every report
+    reads. A pattern the family's prompt itself matches is a topic, not a claim (as in L2); and a category holds a
+    code's words in its own order ("counts_normalised_not_raw" claims normalised_counts)."""
+    fam = l1_family(prompt="World directory: counts.csv and summary.csv (the software's summary).",
+                    defect_catalog={"duplicated_barcodes": [r"duplicat\w* barcode"],
+                                    "summary_mismatch": [r"summary", r"net (counts|areas?).{0,40}(disagree|differ)"]})
+    warn = {"category": "imprecise acquisition-software summary", "severity": "warning",
+            "description": "its net areas scatter 1.5% about the trend; reproduced exactly from the spectra"}
+    rep = l1_report("usable_with_caveats", [dup(value=5, output="dups.txt"), warn])
+    g = grade_l1(_world(), fam, GOLD, rep, products=products)
+    assert g.state == "DIAGNOSE-AND-ACT" and not g.invented, g.reason
+    named = {**warn, "category": "summary_mismatch"}  # the code's own words still claim it
+    g = grade_l1(_world(), fam, GOLD, l1_report("usable_with_caveats", [dup(value=5, output="dups.txt"), named]),
+                 products=products)
+    assert g.invented == ["summary_mismatch"], g.reason
+    reordered = {"category": "barcodes_duplicated_in_matrix", "severity": "blocking", "description": "see list",
+                 "value": 5, "output": "dups.txt"}
+    g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable_with_caveats", [reordered]), products=products)
+    assert g.state == "DIAGNOSE-AND-ACT" and "named the defect" in g.reason, g.reason
+
+
+def test_l1_a_product_another_issue_names_is_the_action(products):
+    """An expert lists the affected items in one note and diagnoses in the alarm above it: the product is the action
+    whichever issue names it; a wrong product anywhere earns nothing."""
+    alarm = dup(value=5, output=None)
+    note = {"category": "flagged barcodes", "severity": "info", "description": "the list", "output": "dups.txt"}
+    g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable_with_caveats", [alarm, note]), products=products)
+    assert g.state == "DIAGNOSE-AND-ACT", g.reason
+    wrong = {**note, "output": "everything.txt"}
+    g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable_with_caveats", [alarm, wrong]), products=products)
+    assert g.state == "DIAGNOSE-NOT-ACT", g.reason
+
+
+@pytest.mark.parametrize("entry,claims_it", [
+    ("The energy calibration is sound. The standard reads 1.00008 of its reference.", False),
+    ("Hit calls are the same with or without the CN correction and the amplified-gene scaling.", False),
+    ("QC passes otherwise: plasmid and T0 correlate (Spearman 0.98), so transduction introduced no skew.", False),
+    ("The block part of the table was checked against my own reduction of the raw pulses: amplified energy scale "
+     "agrees within 0.05%.", False),
+    ("Amplified regions: 4 genes at CN 3-4 bias the calls.", True),
+    ("The calibration is stable, but amplified genes bias the calls by 0.3 log2.", True),
+    ("Replicates are identical in two amplified columns.", True),
+])
+def test_l2_a_verdict_of_soundness_or_a_long_heading_of_its_own_is_no_claim(entry, claims_it):
+    fam = l2_family(defect_catalog={"narrow_default": ["narrow", "fragment"], "amplified": ["amplif"]})
+    g = grade_l2(l2_world(), fam, GOLD2, _l2(6.4, "broad", ["narrow default fragments domains", entry]))
+    assert (g.invented == ["amplified"]) == claims_it, (entry, g.invented, g.caps)
+
+
+def test_l2_a_measured_problem_in_the_analysts_own_words_with_the_trap_handled_is_recognition(tmp_path):
+    """Values that handle the trap and an entry that flags the problem with a measurement, in words no pattern
+    knows ("83 variants have an input count of only 1-3 reads"), recognise the trap in full; an unmeasured or no
+    entry stays at half (the silent report)."""
+    import yaml
+
+    from benchmark.suite.freeze import ensure_built, read_golden
+    from benchmark.suite.handwritten import report_path, write_products
+    from benchmark.suite.loader import load_suite
+    from graders.grade import grade
+
+    ref = load_suite().worlds["protein.L2.fitness.wt_norm"]
+    doc = yaml.safe_load(report_path(ref).read_text())
+    golden = read_golden(ref).values
+    products = write_products(doc, golden, tmp_path / "products", ensure_built(ref) if doc.get("products_world") else None)
+    own = grade(ref, golden, {**doc["correct"], "issues_found": ["The wild-type row holds 1,759,616 reads, not the "
+                                                                  "construct row the table scales by (3.2-fold)"]},
+                products=products)
+    vague = grade(ref, golden, {**doc["correct"], "issues_found": ["Something about the reference looks off"]},
+                  products=products)
+    assert own.score == pytest.approx(100.0), own.reason
+    assert vague.components["I"] == pytest.approx(0.5), vague.reason
+
+
+def test_scrna_null_genes_leave_out_what_the_truth_changed(tmp_path):
+    """The lane_batch reference misses 4 truly changed genes and listed them among the genes that must stay null: an
+    analysis that found all 8 true genes failed its M check. A gene the generative truth changed is never a null."""
+    from types import SimpleNamespace
+
+    from worlds.scrna.solvers import de_calls
+
+    golden = {"truth": {"de_genes": ["A", "B", "C", "D"]}, "de_genes": ["A", "B"],
+              "null_padj": {"C": 1.0, "D": 1.0, "X": 1.0, "Y": 1.0, "Z": 1.0}}
+    t = tmp_path / "de.csv"
+    t.write_text("gene,log2fc,padj\nA,2,0.001\nB,2,0.001\nC,2,0.001\nD,2,0.001\nX,0,0.9\nY,0,0.9\nZ,0,0.9\n")
+    credit, why = de_calls(t, golden, SimpleNamespace(golden="null_padj"))
+    assert credit == 1.0 and "of the 3 null_padj genes" in why, why
+    t.write_text("gene,log2fc,padj\nA,2,0.001\nB,2,0.001\nC,2,0.001\nD,2,0.001\nX,2,0.001\nY,2,0.001\nZ,0,0.9\n")
+    assert de_calls(t, golden, SimpleNamespace(golden="null_padj"))[0] == 0.0

@@ -859,12 +859,31 @@ def _prior_lift(row: list[str]) -> int:
     return pg[1] - pg[0] if len(pg) == 3 else 0
 
 
-def _homref_call(row: list[str], depth: int, gq: int) -> str:
-    """A hom-ref call of genotype quality `gq` on `depth` reads, none ALT, written as the pipeline writes every other
-    call of the file: GATK likelihoods PL = (0, PL1, 10 x depth); posteriors PP = PL + the record's INFO PG prior,
-    less their minimum (CalculateGenotypePosteriors); GQ the second-lowest PP, so PL1 is set for GQ = `gq`. A call
-    with PP = PL would be the only one of the file that skipped the prior: a tell that a careful analyst reads as an
-    edit (issue 38 blind-analyst study)."""
+def _homref_pl_per_read(rows: list[list[str]], n_samples: int) -> list[tuple[float, float]]:
+    """(PL[het], PL[hom-alt]) / DP of the file's own confident hom-ref calls, sorted by the first: how much likelihood
+    a reference read carries here."""
+    out = []
+    for r in rows:
+        for i in range(n_samples):
+            d = _genotype_fields(r, i)
+            try:
+                dp, pl = int(d.get("DP", "0")), [int(x) for x in d.get("PL", "").split(",")]
+            except ValueError:
+                continue
+            if d.get("GT") == "0/0" and dp >= CLEAR_DP and len(pl) == 3 and pl[0] == 0:
+                out.append((pl[1] / dp, pl[2] / dp))
+    return sorted(out)
+
+
+def _homref_call(row: list[str], depth: int, gq: int | None = None,
+                 per_read: tuple[float, float] | None = None) -> str:
+    """A hom-ref call on `depth` reads, none ALT, written as the pipeline writes every other call of the file: GATK
+    likelihoods PL = (0, PL1, PL2); posteriors PP = PL + the record's INFO PG prior, less their minimum
+    (CalculateGenotypePosteriors); GQ the second-lowest PP (cap 99). (PL1, PL2) are `per_read` x depth (a confident
+    call's likelihoods follow its reads, as the file's own calls do), or else PL1 is set for GQ = `gq` and PL2 is
+    10 x depth (a low call). A call
+    with PP = PL would be the only one of the file that skipped the prior, and a 30-read call whose PL1 is a sixth of
+    the file's per-read typical is another: careful analysts read both as edits (issue 38 blind-analyst studies)."""
     keys = row[8].split(":")
     info = dict(kv.split("=", 1) for kv in row[7].split(";") if "=" in kv)
     try:
@@ -872,8 +891,9 @@ def _homref_call(row: list[str], depth: int, gq: int) -> str:
     except (KeyError, ValueError):
         pg = []
     pg = pg if len(pg) == 3 and "PP" in keys else [0, 0, 0]
-    pl1 = max(1, gq - (pg[1] - pg[0]))
-    pl = [0, pl1, max(10 * depth, pl1 + 1, pg[0] - pg[2] + 1)]  # hom-ref stays the best posterior
+    pl1 = max(1, round(per_read[0] * depth)) if per_read is not None else max(1, gq - (pg[1] - pg[0]))
+    pl2 = round(per_read[1] * depth) if per_read is not None else 10 * depth
+    pl = [0, pl1, max(pl2, pl1 + 1, pg[0] - pg[2] + 1)]  # hom-ref stays the best posterior
     pp = [a + b for a, b in zip(pl, pg)]
     pp = [x - min(pp) for x in pp]
     vals = {"GT": "0/0", "AD": f"{depth},0", "DP": str(depth), "GQ": str(min(99, sorted(pp)[1])),
@@ -892,7 +912,8 @@ def inheritance_world(data: VcfData, rng, fraction: float, n_hom: int, n_trans: 
       n_trans   AR gene, two child hets within `window` bp, one from each parent (real: child/parent het, the other
                 parent hom-ref, at each)                                                           -> explained
       n_denovo  AD gene, a child het whose carrying parent's call is replaced by a confident hom-ref call (15-40 reads,
-                none ALT, GQ 45-99): a de novo variant (seeded edit)                                -> explained
+                none ALT, PL per read drawn from the file's own confident hom-ref calls): a de novo variant (seeded
+                edit)                                                                               -> explained
       n_absent  AR or AD gene whose variant only a parent carries                                        -> not
       n_single  AR gene, ONE child het inherited from one parent (a carrier)                           -> not
       n_cis     AR gene, two child hets within `window` bp BOTH from the same parent (the other parent hom-ref at
@@ -952,11 +973,15 @@ def inheritance_world(data: VcfData, rng, fraction: float, n_hom: int, n_trans: 
     for _ in range(n_absent):
         genes.append(("absent", str(rng.choice(["AR", "AD"])), take(lambda g: g[0] == 0 and (g[1] == 1 or g[2] == 1), 1)))
     edits = {}
+    typical = _homref_pl_per_read(rows, 3)
     for _ in range(n_denovo):
         (i,) = take(lambda g: g in ((1, 1, 0), (1, 0, 1)), 1)
         par = P1 if pat[i][1] == 1 else P2
         d = int(rng.integers(15, 41))
-        edits[(i, par)] = _homref_call(rows[i], d, min(99, int(rng.integers(45, 100))))
+        # the per-read likelihood of one of the file's own confident hom-ref calls, from its middle half
+        mid = typical[len(typical) // 4: 3 * len(typical) // 4]
+        per_read = mid[int(rng.integers(len(mid)))] if mid else (3.0, 40.0)
+        edits[(i, par)] = _homref_call(rows[i], d, per_read=per_read)
         genes.append(("denovo", "AD", [i]))
     for _ in range(n_dropout):
         # a site whose population prior (INFO PG) leaves a 2-5-read hom-ref call clearly low (GQ < 10), as it must be
