@@ -360,3 +360,27 @@ def test_the_run_ends_by_placing_the_model_beside_the_baselines(l3_run):
     assert f"blind trust {100.0 if sound else 0.0:.1f} (1 worlds)" in l1
     broken = [r.model_copy(update={"status": "noncompliant", "score": 0.0}) for r in recs if r.level == "L2"]
     assert "mostly measures the report format" in meaning(broken, load_suite())[0]
+
+
+def test_sandbox_prompt_and_exec_collect_give_a_blind_analyst_what_an_agent_has(tmp_path, capsys):
+    """A blind analyst (or a human baseline) works from the prompt, the schema and `sandbox exec`, never the
+    repository: `sandbox prompt` prints what the agent is given, and `exec --collect DIR` keeps the files the code
+    wrote (its work products), not the world's inputs."""
+    import json as _json
+
+    from benchmark.cli import main as cli_main
+    from benchmark.suite.loader import load_suite
+
+    wid = "scrna.L1.integrity.clean"
+    fam = load_suite().worlds[wid].family
+    assert cli_main(["sandbox", "prompt", wid]) == 0
+    assert capsys.readouterr().out.strip() == fam.prompt.strip()
+    assert cli_main(["sandbox", "prompt", wid, "--schema"]) == 0
+    assert _json.loads(capsys.readouterr().out) == fam.report_schema
+    code = tmp_path / "c.py"
+    code.write_text("import os\nos.makedirs('fixed', exist_ok=True)\nopen('fixed/list.txt', 'w').write('AAAC-1\\n')\n"
+                    "print(sorted(os.listdir('.')))\n")
+    out = tmp_path / "out"
+    assert cli_main(["sandbox", "exec", wid, "--code-file", str(code), "--collect", str(out)]) == 0
+    assert "fixed" in capsys.readouterr().out
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == ["fixed/list.txt"]
