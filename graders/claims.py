@@ -151,8 +151,6 @@ def claimed_trap(catalog: dict[str, list[str]], item: Any) -> str | None:
         text = str(item or "")
         head = _HEADING.match(text)
         codes = named_codes(catalog, head.group(1)) if head else []
-        if head and not codes and len(head.group(1).split()) >= 3:
-            return None  # a heading of its own words names the entry's topic, and it is no catalogued trap
     if not codes:
         codes = named_codes(catalog, lead(text))
     return codes[0] if codes else None
@@ -175,7 +173,14 @@ def is_claim(item: Any) -> bool:
         if flag is True:
             return True
     text = item_text(item)
-    return not NOT_A_CLAIM.search(text) and not NOT_A_CLAIM_LEAD.search(lead(text))
+    return not NOT_A_CLAIM.search(text) and lead_claims(text)
+
+
+def lead_claims(text: str) -> bool:
+    """Whether the lead of an entry claims anything: not negated at its head nor a verdict of soundness. An entry whose
+    lead does not claim is no recognition either, whatever trap its later words name."""
+    head = lead(text)
+    return not NOT_A_CLAIM.search(head) and not NOT_A_CLAIM_LEAD.search(head)
 
 
 # an entry that says the problem moves this analysis' answer (the claim an alarmist makes of a trap that is not there)

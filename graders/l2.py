@@ -108,7 +108,7 @@ def _claims_only(report: dict[str, Any], world: L2World, family: FamilyManifest,
     ids = {id(it) for it in claimed}
     keep = [it for it in items if id(it) in ids or (
         world.defect and claims.claimed_trap(family.defect_catalog, it) == world.defect
-        and not claims.NOT_A_CLAIM.search(claims.lead(claims.item_text(it))))]
+        and claims.lead_claims(claims.item_text(it)))]
     texts = [claims.item_text(it) for it in keep if not claims.excused_by_nuisance(family.nuisance, world.id, it)]
     return {**report, ISSUES_FIELD: [claims.lead(t) if leads else t for t in texts]}
 

@@ -270,10 +270,11 @@ class RunStore:
 
         from benchmark.run.journal import current_attempt
 
-        rec.attempt = rec.attempt or current_attempt()
-        lost = self.journal.lost_usage(result_key(rec.world_id, rec.replicate), rec.attempt)
-        if lost:  # what the endpoint was asked for under this pair that no row counts (benchmark.run.journal)
-            rec.lost_usage = lost
+        if isinstance(rec, ResultRecord):  # an episode row (a grounding or pivotal record has no attempts)
+            rec.attempt = rec.attempt or current_attempt()
+            lost = self.journal.lost_usage(result_key(rec.world_id, rec.replicate), rec.attempt)
+            if lost:  # what the endpoint was asked for under this pair that no row counts (benchmark.run.journal)
+                rec.lost_usage = lost
         body = rec.model_dump_json(by_alias=True, exclude={"chain"}).encode()
         with self._lock:
             with open(self.results_path, "ab") as fh:
