@@ -60,6 +60,12 @@ class RunConfig:
     executor: str = "local"  # "local": a thread pool on this machine; "ray": a Ray cluster (benchmark.run.ray_executor)
     address: str | None = None  # with executor "ray": the cluster's address (default RAY_ADDRESS, else "auto")
 
+    @property
+    def paid(self) -> bool:
+        """Whether any model of the run is hosted (offline models, local/scripted/human, are free and need no
+        litellm): its requests are journaled (benchmark.run.journal) and litellm is imported."""
+        return any(not is_offline(m) for m in (self.model, *self.reviewers, self.judge))
+
     def describe(self) -> dict:
         d = asdict(self)
         d.pop("force_config")
@@ -204,9 +210,8 @@ def run_guarded(ref: WorldRef, replicate: int, cfg: RunConfig, store: RunStore, 
     from benchmark.run.journal import episode_attempt
 
     t0 = time.monotonic()
-    paid = any(not is_offline(m) for m in (cfg.model, *cfg.reviewers, cfg.judge))
     # every paid request of this attempt is journaled as it is sent and returns (benchmark.run.journal)
-    with episode_attempt(result_key(ref.id, replicate), store.journal.write if paid else None):
+    with episode_attempt(result_key(ref.id, replicate), store.journal.write if cfg.paid else None):
         try:
             return run_one(ref, replicate, cfg, store, slot)
         except Exception as exc:  # noqa: BLE001 - see docstring
@@ -239,7 +244,7 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
     refs = select_worlds(cfg)
     preflight(refs)
     importing = None
-    if any(not is_offline(m) for m in (cfg.model, *cfg.reviewers, cfg.judge)):
+    if cfg.paid:
         import threading  # litellm's import (~5 s) overlaps the lock checks; episodes start once it is done, so
         # their wall_s (and started_at) is the episode's, not the process's one-off import
 

@@ -195,7 +195,6 @@ def _seed_numba(ref) -> None:
 def run_remote_episode(task: EpisodeTask) -> EpisodeResult:
     """One episode on this node, exactly as run_guarded runs it on the head's machine, into a scratch folder."""
     from benchmark.run.episodes import run_guarded
-    from benchmark.models import is_offline
     from benchmark.run.journal import episode_attempt
     from benchmark.run.store import RunStore, result_key
 
@@ -211,8 +210,7 @@ def run_remote_episode(task: EpisodeTask) -> EpisodeResult:
         store.init({"run_id": task.run_id}, resume=False)  # held until the answer is read: see _sweep_scratch
         try:
             cfg = dataclasses.replace(task.cfg, out=store.root, suite=None, executor="local", address=None)
-            paid = any(not is_offline(m) for m in (cfg.model, *cfg.reviewers, cfg.judge))
-            with episode_attempt(result_key(ref.id, task.replicate), _journal_sink(task.journal) if paid else None):
+            with episode_attempt(result_key(ref.id, task.replicate), _journal_sink(task.journal) if cfg.paid else None):
                 rec = run_guarded(ref, task.replicate, cfg, store, 0)
             files, dirs = _read_tree(store.artifacts / result_key(ref.id, task.replicate))
             return EpisodeResult(record=rec.model_dump_json(by_alias=True).encode(),
