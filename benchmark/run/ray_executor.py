@@ -437,8 +437,13 @@ class RayExecutor:
         run_id = store.run_id()
         from benchmark.run.journal import JournalBuffer
 
-        # the workers' journal events wait here until the head writes them to its calls.jsonl (drain)
-        buffer = ray.remote(num_cpus=0)(JournalBuffer).remote()
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        # the workers' journal events wait here until the head writes them to its calls.jsonl (drain). It lives on
+        # this driver's own node: a worker node that dies must not take the journal (and the run) with it.
+        here = ray.get_runtime_context().get_node_id()
+        buffer = ray.remote(num_cpus=0)(JournalBuffer).options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False)).remote()
 
         def drain() -> None:
             for event in ray.get(buffer.drain.remote(), timeout=60):
