@@ -463,6 +463,8 @@ def evaluate_product(c: Check, got: Any, want: Any, golden: dict[str, Any], prod
                 return c2, f"{why}: a corrected copy of {original.name}; the records it changes: {d2}"
         return credit, f"{why}: {detail}"
     if c.kind == "product_table":
+        if c.universe is not None:
+            return _universe_table_credit(c, path, why, want, get_path(golden, c.universe), _reference_answer(c, golden))
         return _table_credit(c, path, why, want, _reference_answer(c, golden))
     from graders.registry import PRODUCT_VALIDATORS
 
@@ -477,6 +479,36 @@ def evaluate_product(c: Check, got: Any, want: Any, golden: dict[str, Any], prod
     except Exception as exc:  # noqa: BLE001 - an unreadable product is an outcome
         return 0.0, f"{why}: could not be read ({type(exc).__name__}: {str(exc)[:200]})"
     return float(max(0.0, min(1.0, credit))), f"{why}: {detail}"
+
+
+def _universe_table_credit(c: Check, path: Path, rel: str, want: Any, universe: Any, reference: Any) -> tuple[float, str]:
+    """A table whose rows are the analysis's own choice within a true set (the genes in the true domains, found by
+    the analyst's domain caller): credit when it holds as much of the universe as the reference does (less
+    bar_slack, at most min_coverage) and its values on those keys agree with the reference's value at each key."""
+    if not isinstance(want, dict) or not want or not isinstance(universe, list) or not universe:
+        return 0.0, f"golden {c.golden} or {c.universe} is missing or empty (rubric/golden mismatch)"
+    table, why = read_table(path, c.key or "", c.column or "")
+    if table is None:
+        return 0.0, f"{rel}: {why}"
+    gold = _numeric_map(want)
+    u = {_norm(str(k)) for k in universe} & set(gold)
+    shared = sorted(u & set(table))
+    ref = _numeric_map(reference) if isinstance(reference, dict) else {}
+    need_cov = reference_bar(c, c.min_coverage, len(u & set(ref)) / len(u) if u else None)
+    coverage = len(shared) / len(u) if u else 0.0
+    parts = [f"{rel}: {len(shared)}/{len(u)} genes of the true set present (need {need_cov:.2f}, the reference's "
+             f"{len(u & set(ref))})"]
+    ok = coverage >= need_cov - 1e-12
+    if c.min_spearman is not None:
+        rho = _spearman(table, gold, shared)
+        parts.append(f"Spearman {rho:.3f} (need {c.min_spearman:.2f})")
+        ok = ok and rho >= c.min_spearman - 1e-12
+    if c.min_share is not None:
+        within = sum(_within(table[k], gold[k], c.rel_tol, c.abs_tol) for k in shared)
+        share = within / len(shared) if shared else 0.0
+        parts.append(f"{share:.2f} of their values within tolerance (need {c.min_share:.2f})")
+        ok = ok and share >= c.min_share - 1e-12
+    return float(ok), "; ".join(parts)
 
 
 def _table_credit(c: Check, path: Path, rel: str, want: Any, reference: Any = _MISSING) -> tuple[float, str]:

@@ -57,7 +57,10 @@ NOT_A_CLAIM = re.compile(
 NOT_A_CLAIM_LEAD = re.compile(
     r"(?ix)^[^.;:]{0,100}?\b(?:is|are|was|were|looks?|seems?|appears?|stays?|remains?)\s+(?:\w+\s+)?"
     r"(?:sound|fine|correct|valid|stable|reliable|accurate|clean|ok|okay|as\s+expected|unaffected|unchanged|"
-    r"(?:the\s+same|identical)\s+(?:with\s+or\s+without|either\s+way|whether))\b(?![^.;]{0,40}\bbut\b)")
+    r"(?:the\s+same|identical)\s+(?:with\s+or\s+without|either\s+way|whether))\b(?![^.;]{0,40}\bbut\b)"
+    # two measurements said to agree ("treated and control agree in ...", "the two estimates match to 0.003 K")
+    r"|^[^.;:]{0,100}?\b(?:agree|agrees|agreed|match|matched|coincide)\s+(?:closely\s+|well\s+|both\s+)?"
+    r"(?:in|on|to|within|with\s+each\s+other)\b(?![^.;]{0,40}\bbut\b)")
 
 _LEAD_END = re.compile(r"(?<=[a-z0-9)\]%])[.;!?](?=\s|$)|\n", re.IGNORECASE)
 LEAD_MAX = 240  # characters of a description read as its lead when it has no sentence end
@@ -77,20 +80,33 @@ def code_pattern(code: str) -> str:
     return guard + r"\b" + r"[\s_-]?".join(re.escape(w) for w in code.split("_")) + r"\b"
 
 
-def _first_match(patterns: Iterable[str], text: str) -> int | None:
+# a topic named as the object of a check ("energy scale checked against the Cu standard", "the calibration was
+# verified with ...") reports the check, not the defect, unless the same text says something changes the result
+CHECKED_AFTER = re.compile(r"(?i)\w*(?:\s+[\w-]+){0,2}?\W{0,3}(?:(?:was|were|is|are|has\s+been|have\s+been)\s+)?"
+                           r"(?:also\s+|independently\s+)?(?:re-?|cross-?)?(?:checked|verified|validated|confirmed)\b")
+
+
+def _first_match(patterns: Iterable[str], text: str, checks_named: bool = True) -> int | None:
+    """Where the earliest pattern matches; with `checks_named` false, a match that is the object of a check
+    (CHECKED_AFTER) is passed over."""
     best = None
     for p in patterns:
-        m = re.search(p, text, flags=re.IGNORECASE)
-        if m and (best is None or m.start() < best):
-            best = m.start()
+        for m in re.finditer(p, text, flags=re.IGNORECASE):
+            if checks_named or CHECKED_AFTER.match(text, m.end()) is None:
+                if best is None or m.start() < best:
+                    best = m.start()
+                break
     return best
 
 
 def named_codes(catalog: dict[str, list[str]], text: str) -> list[str]:
-    """Every catalogued code the text names, in the order they are first named (ties in catalogue order)."""
+    """Every catalogued code the text names, in the order they are first named (ties in catalogue order). A code
+    named only as what was checked ("energy scale checked against the Cu standard") is not named, unless the text
+    says something changes the result (ASSERTS_EFFECT)."""
     hits = []
+    checks_named = bool(ASSERTS_EFFECT.search(text))
     for i, (code, pats) in enumerate(catalog.items()):
-        pos = _first_match([*pats, code_pattern(code)], text)
+        pos = _first_match([*pats, code_pattern(code)], text, checks_named)
         if pos is not None:
             hits.append((pos, i, code))
     return [c for _, _, c in sorted(hits)]

@@ -257,6 +257,12 @@ class Check(Strict):
     key: str | None = Field(None, description="product_table: the CSV column holding the key (gene, region)")
     column: str | None = Field(None, description="product_table: the CSV column holding the value")
     min_coverage: float = Field(0.9, ge=0, le=1, description="product_table: share of golden keys that must be present")
+    universe: str | None = Field(None, description=(
+        "product_table: golden key of the generative truth's list of keys the table is asked for (the genes in the "
+        "true domains) when which of them an analysis finds is its own choice (its domain caller). Coverage is the "
+        "share of the universe the table holds, its bar the lower of min_coverage and the reference's own share (the "
+        "keys of `reference`) less bar_slack; values are judged on the table's keys in the universe against `golden`, "
+        "which holds the reference's value at every key"))
     min_spearman: float | None = Field(None, ge=-1, le=1, description="product_table: Spearman over shared keys")
     min_share: float | None = Field(None, ge=0, le=1, description="product_table: share of keys within rel_tol/abs_tol")
     validator: str | None = Field(None, description="product: registered product validator name")
@@ -289,8 +295,11 @@ class Check(Strict):
             raise ValueError(f"check '{self.id}' of kind {k} needs 'golden'")
         if self.allowed is not None and k != "overlap":
             raise ValueError(f"check '{self.id}': 'allowed' applies to overlap checks only")
+        if self.universe is not None and (k != "product_table" or self.reference is None):
+            raise ValueError(f"check '{self.id}': 'universe' applies to product_table checks with a 'reference' (the "
+                             "golden key of the reference's own table); add reference or remove universe")
         if self.reference is not None and (k not in ("overlap", "product_items", "product_table")
-                                           or not (self.golden or "").startswith("truth.")):
+                                           or not ((self.golden or "").startswith("truth.") or self.universe)):
             raise ValueError(f"check '{self.id}': 'reference' applies to overlap, product_items and product_table "
                              "checks whose golden is generative truth (golden: truth.<key>); remove it or fix golden")
         if k == "product_table":

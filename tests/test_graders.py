@@ -553,6 +553,12 @@ def test_l1_a_product_another_issue_names_is_the_action(products):
     ("Amplified regions: 4 genes at CN 3-4 bias the calls.", True),
     ("The calibration is stable, but amplified genes bias the calls by 0.3 log2.", True),
     ("Replicates are identical in two amplified columns.", True),
+    ("After the filter, treated and control agree in the amplified regions' input ratio (1.137 vs 1.134).", False),
+    ("Amplified regions were checked against the input: 4 genes at CN 3-4, and they bias the calls.", True),
+    ("The table was checked against my own reduction: counts redone, amplified genes checked against the "
+     "input, and a smooth fit. They agree to 0.05%.", False),
+    ("The table was checked against my own reduction: amplified genes checked against the input bias the calls.", True),
+    ("Amplified genes and control do not agree: the CN 3-4 genes bias the calls.", True),
 ])
 def test_l2_a_verdict_of_soundness_or_a_long_heading_of_its_own_is_no_claim(entry, claims_it):
     fam = l2_family(defect_catalog={"narrow_default": ["narrow", "fragment"], "amplified": ["amplif"]})
@@ -599,3 +605,30 @@ def test_scrna_null_genes_leave_out_what_the_truth_changed(tmp_path):
     assert credit == 1.0 and "of the 3 null_padj genes" in why, why
     t.write_text("gene,log2fc,padj\nA,2,0.001\nB,2,0.001\nC,2,0.001\nD,2,0.001\nX,2,0.001\nY,2,0.001\nZ,0,0.9\n")
     assert de_calls(t, golden, SimpleNamespace(golden="null_padj"))[0] == 0.0
+
+
+def test_a_table_of_the_analysts_own_rows_is_graded_on_the_true_set_it_holds(tmp_path):
+    """histone differential: 'one row per gene whose TSS lies in a domain' depends on the analyst's domain caller. A
+    table holding more of the true domain genes than the reference's calls (37 of 50 against its 18) is full credit
+    when its values agree at each gene; too few true genes, or wrong values, are not."""
+    from graders.checks import run_check
+    from graders.manifest import Check
+
+    universe = [f"G{i:02d}" for i in range(50)]
+    gold = {"promoter": {g: i / 10 for i, g in enumerate(universe + ["X1", "X2"])},
+            "ref": {g: i / 10 for i, g in enumerate(universe[:18])}, "truth": {"domain_genes": universe}}
+    check = Check(id="t", kind="product_table", field="out", key="gene_id", column="log2fc", golden="promoter",
+                  universe="truth.domain_genes", reference="ref", min_coverage=0.7, min_share=0.7, abs_tol=0.5)
+
+    def credit(rows):
+        (tmp_path / "t.csv").write_text("gene_id,log2fc\n" + "".join(f"{g},{v}\n" for g, v in rows))
+        return run_check(check, {"out": "t.csv"}, gold, products=tmp_path)
+
+    own = [(g, gold["promoter"][g] + 0.1) for g in universe[10:47]] + [("X1", 9.0)]  # 37 true genes, none of 8 ref's
+    r = credit(own)
+    assert r.credit == 1.0 and "37/50" in r.detail, r.detail
+    assert credit(own[:10]).credit == 0.0  # 10/50 under the reference's 18/50 less slack
+    assert credit([(g, v + 2) for g, v in own]).credit == 0.0  # the wrong normalisation
+    with pytest.raises(ValueError, match="universe"):
+        Check(id="t", kind="product_table", field="out", key="gene_id", column="log2fc", golden="promoter",
+              universe="truth.domain_genes", min_share=0.7)
