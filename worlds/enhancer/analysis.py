@@ -126,6 +126,12 @@ def detect(world="."):
     v["replicate_r"] = round(float(np.corrcoef(lr[0], lr[1])[0, 1]), 4) if len(jj) > 2 else None
     dd = (lr[0] - lr[1]) - float(np.median(lr[0] - lr[1]))
     v["replicate_diff_sd"] = round(float(1.4826 * np.median(np.abs(dd))), 4) if len(jj) > 2 else None
+    # "how many elements are affected" (the L1 prompt's value): the elements whose replicate ratio leaves the median
+    # by more than a fold cut-off; analysts choose 1.5- to 3-fold, so the golden is the interval those cut-offs give
+    off = np.abs(dd.to_numpy()) if len(jj) > 2 else np.zeros(0)
+    v["discordant_elements"] = [int((off > np.log2(3.0)).sum()), int((off > np.log2(1.5)).sum())]
+    v["discordant_fraction"] = [round(float((off > np.log2(3.0)).mean()), 4) if len(off) else 0.0,
+                                round(float((off > np.log2(1.5)).mean()), 4) if len(off) else 0.0]
     if (v["replicate_diff_sd"] is not None and v["replicate_diff_sd"] > MAX_REP_SD and not v["swapped_with"]
             and "replicate_copy" not in findings):
         findings.append("low_replicate_correlation")
