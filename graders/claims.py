@@ -99,12 +99,12 @@ def _first_match(patterns: Iterable[str], text: str, checks_named: bool = True) 
     return best
 
 
-def named_codes(catalog: dict[str, list[str]], text: str) -> list[str]:
+def named_codes(catalog: dict[str, list[str]], text: str, checks_named: bool | None = None) -> list[str]:
     """Every catalogued code the text names, in the order they are first named (ties in catalogue order). A code
     named only as what was checked ("energy scale checked against the Cu standard") is not named, unless the text
-    says something changes the result (ASSERTS_EFFECT)."""
+    says something changes the result (ASSERTS_EFFECT, or `checks_named`: a structured entry flagged so)."""
     hits = []
-    checks_named = bool(ASSERTS_EFFECT.search(text))
+    checks_named = checks_named or bool(ASSERTS_EFFECT.search(text))
     for i, (code, pats) in enumerate(catalog.items()):
         pos = _first_match([*pats, code_pattern(code)], text, checks_named)
         if pos is not None:
@@ -160,22 +160,26 @@ def claimed_trap(catalog: dict[str, list[str]], item: Any) -> str | None:
     """The one catalogued trap an L2 `issues_found` entry claims, as `claimed_defect` reads an L1 alarm: a structured
     entry's `category`, else the heading of a string entry ("Dead time: ..."), else the lead of its text. The rest of
     the entry is context: an expert's entry on one problem names the files, references and checks around it."""
+    flagged = isinstance(item, dict) and item.get("changes_result") is True
     if isinstance(item, dict):
         codes = category_codes(catalog, item.get("category"))
         text = " ".join(str(item.get(k) or "") for k in ("issue", "what", "description"))
     else:
-        text = str(item or "")
-        head = _HEADING.match(text)
-        codes = named_codes(catalog, head.group(1)) if head else []
+        codes, text = [], str(item or "")
+    head = _HEADING.match(text)
+    if not codes and head:
+        codes = named_codes(catalog, head.group(1), flagged)
     if not codes:
-        codes = named_codes(catalog, lead(text))
+        codes = named_codes(catalog, lead(text), flagged)
     return codes[0] if codes else None
 
 
 def item_text(item: Any) -> str:
     """An `issues_found` entry as text: a string, or a structured entry's `issue` (or `what`) with its words."""
     if isinstance(item, dict):
-        return " ".join(str(item.get(k) or "") for k in ("issue", "what", "category", "description"))
+        text = " ".join(str(item.get(k) or "") for k in ("issue", "what", "category", "description"))
+        value = item.get("value")
+        return text if value is None or isinstance(value, bool) else f"{text} ({value})"
     return str(item or "")
 
 

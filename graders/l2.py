@@ -107,7 +107,8 @@ def _claims_only(report: dict[str, Any], world: L2World, family: FamilyManifest,
     items = items if isinstance(items, list) else ([] if items is None else [items])
     ids = {id(it) for it in claimed}
     keep = [it for it in items if id(it) in ids or (
-        world.defect and claims.claimed_trap(family.defect_catalog, it) == world.defect
+        world.defect and not (isinstance(it, dict) and it.get("changes_result") is False)
+        and claims.claimed_trap(family.defect_catalog, it) == world.defect
         and claims.lead_claims(claims.item_text(it)))]
     texts = [claims.item_text(it) for it in keep if not claims.excused_by_nuisance(family.nuisance, world.id, it)]
     return {**report, ISSUES_FIELD: [claims.lead(t) if leads else t for t in texts]}

@@ -146,6 +146,39 @@ class Nuisance(Strict):
         return v
 
 
+# An L2 `issues_found` entry may be structured (issue 38): what was found, whether it changes the result, and what was
+# measured. An expert's report lists checks that found nothing and harmless features beside the problems; the flag
+# says which is which, so the grader need not read it from the words (graders/claims.py is_claim). Strings stay valid.
+ISSUE_ENTRY_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["issue"],
+    "properties": {"issue": {"type": "string"}, "changes_result": {"type": "boolean"},
+                   "value": {"type": ["number", "string", "null"]}}}
+ISSUE_ENTRY_NOTE = (
+    'Each issues_found entry may be a string or an object {"issue": str, "changes_result": bool, "value": number or '
+    'null}: what you found; whether it would change the result had you not handled it (true for a problem you had to '
+    'handle or one that limits the analysis, false for a check that found nothing wrong or a harmless feature of the '
+    'data); and its measured size.')
+
+
+def _structured_issues(data: Any) -> Any:
+    """An L2 family's `issues_found` items accept ISSUE_ENTRY_SCHEMA beside their own form, and its prompt says so."""
+    if not isinstance(data, dict) or data.get("level") != "L2" or not isinstance(data.get("report_schema"), dict):
+        return data
+    props = data["report_schema"].get("properties")
+    spec = props.get("issues_found") if isinstance(props, dict) else None
+    if not isinstance(spec, dict) or spec.get("type") != "array" or "items" not in spec:
+        return data
+    items = spec["items"]
+    if isinstance(items, dict) and items.get("anyOf") and ISSUE_ENTRY_SCHEMA in items["anyOf"]:
+        return data
+    schema = {**data["report_schema"], "properties": {**props, "issues_found": {
+        **spec, "items": {"anyOf": [items, ISSUE_ENTRY_SCHEMA]}}}}
+    prompt = data.get("prompt")
+    if isinstance(prompt, str) and ISSUE_ENTRY_NOTE not in prompt:
+        prompt = prompt.rstrip() + "\n\n" + ISSUE_ENTRY_NOTE
+    return {**data, "report_schema": schema, "prompt": prompt}
+
+
 class FamilyManifest(Strict):
     """An analysis question shared by several worlds: the same prompt and the same report schema for each."""
 
@@ -167,6 +200,11 @@ class FamilyManifest(Strict):
     alternatives: list[str] = Field(default_factory=list, description=(
         "L2: the sound analyses other than the reference solver's that the rubric accepts, in words (tool and "
         "statistic); each is run for real by tests/test_alternative_analyses.py (tests/alternatives/<track>.py)"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _issue_entries(cls, data: Any) -> Any:
+        return _structured_issues(data)
 
     @field_validator("report_schema")
     @classmethod

@@ -632,3 +632,22 @@ def test_a_table_of_the_analysts_own_rows_is_graded_on_the_true_set_it_holds(tmp
     with pytest.raises(ValueError, match="universe"):
         Check(id="t", kind="product_table", field="out", key="gene_id", column="log2fc", golden="promoter",
               universe="truth.domain_genes", min_share=0.7)
+
+
+def test_l2_structured_entries_say_which_is_a_claim_and_flagging_every_trap_harmless_earns_nothing():
+    """An L2 issues_found entry may be {issue, changes_result, value} (the prompt says so): a check that found nothing,
+    flagged false, is neither claim nor invention whatever it names; the trap flagged true is recognised; a report that
+    lists every catalogued trap as harmless recognises none of them."""
+    fam = l2_family(defect_catalog={"narrow_default": ["narrow", "fragment"], "amplified": ["amplif"]})
+    assert "changes_result" in fam.prompt
+    assert {"type": "string"} in fam.report_schema["properties"]["issues_found"]["items"]["anyOf"]
+    trap = {"issue": "narrow default calls fragment the broad domains", "changes_result": True, "value": 3.4}
+    sibling = {"issue": "Amplified regions: checked the input for copy-number gains", "changes_result": False,
+               "value": 0}
+    g = grade_l2(l2_world(), fam, GOLD2, _l2(6.43, "broad", [trap, sibling]))
+    assert g.score == 1.0 and not g.invented, (g.caps, g.invented)
+    g = grade_l2(l2_world(), fam, GOLD2, _l2(6.43, "broad", [trap, {**sibling, "changes_result": True}]))
+    assert g.invented == ["amplified"], g.caps
+    hedge = [{**trap, "changes_result": False}, {**sibling, "issue": "amplified regions bias the calls"}]
+    g = grade_l2(l2_world(), fam, GOLD2, _l2(6.43, "broad", hedge))
+    assert g.components["I"] < 1.0 and not g.invented, (g.components, g.caps)

@@ -2,11 +2,13 @@
 
   thorough  the oracle's analysis and work products, reported as a careful expert writes: every alarm's description
             goes on with context that names every sibling defect (checked and absent), every sibling is reported
-            absent in its own info entry (L1) or a negated `issues_found` entry (L2), and each of the family's
-            declared nuisance features is reported as measured (a warning in L1). Must score >= THOROUGH_MIN on
-            every world: context, null checks and true observations are not claims.
+            absent in its own info entry (L1), or in a negated `issues_found` entry and a structured one flagged
+            `changes_result: false` (L2), and each of the family's declared nuisance features is reported as
+            measured (a warning in L1). Must score >= THOROUGH_MIN on every world: context, null checks and true
+            observations are not claims.
   alarmist  the thorough report plus every sibling defect asserted as changing the result, with an invented value
-            (warnings in L1; `issues_found` claims in L2). Held to the gaming bar: invented claims must cost.
+            (warnings in L1; `issues_found` claims in L2, as strings and flagged `changes_result: true`). Held
+            to the gaming bar: invented claims must cost.
 
 Both replay the oracle's recorded run when $BENCHMARK_ORACLE_REPLAY names one (`worlds check --agents` runs the
 oracle first), else run the oracle's cells; their reports are plain edits (benchmark.models.scripted.script) of
@@ -74,8 +76,14 @@ def edits(name: str, ref: WorldRef) -> list[dict[str, Any]]:
         f"No {s} in these data: checked with its own test and not present; it does not affect the result" for s in sib]})
     out.append({"op": "extend", "key": "issues_found", "items": [
         f"{n.feature} (measured; harmless here: {n.why_harmless})" for n in nuis]})
+    # the structured form the prompt offers (graders.manifest ISSUE_ENTRY_NOTE): each sibling's check again, stated
+    # affirmatively and flagged as not changing the result
+    out.append({"op": "extend", "key": "issues_found", "items": [
+        {"issue": f"{s}: tested for it directly", "changes_result": False, "value": 0} for s in sib]})
     if name == "alarmist":
         out.append({"op": "extend", "key": "issues_found", "items": [
             f"{s}: present, and it changes the result (measured effect {INVENTED_VALUE}%)" for s in sib]})
+        out.append({"op": "extend", "key": "issues_found", "items": [
+            {"issue": f"{s}", "changes_result": True, "value": INVENTED_VALUE} for s in sib]})
     out.append({"op": "suffix", "key": "summary", "text": long_summary})
     return out
