@@ -37,9 +37,10 @@ NOT_A_CLAIM = re.compile(
     r"|\b(?:was|were|is|are)\s+not\s+(?:found|detected|observed|seen|present|needed|affected|changed)"
     r"|\b(?:agrees?|agreeing|consistent)\s+with\s+(?:the\s+)?(?:stated|declared|expected|reported|recorded|annotated)"
     r"|\bbut\s+(?:these|they|this|it|none)\s+(?:are|is|was|were|do|does|did)\s+not\b"
-    r"|\b(?:no|without|negligible|minimal)\s+(?:material\s+|measurable\s+|practical\s+|meaningful\s+)?"
+    r"|\b(?:no|without|negligible|minimal)\s+(?:material\s+|measurable\s+|practical\s+|meaningful\s+|detectable\s+|"
+    r"significant\s+|discernible\s+|noticeable\s+|appreciable\s+|visible\s+)?"
     r"(?:effect|impact|consequence|influence|bias|skew|distortion)\b"
-    r"|^\W*(?:(?:all\s+|other\s+|remaining\s+)?(?:QC|quality\s+control|sanity\s+checks?|checks?))\s+"
+    r"|^\W*(?:(?:all\s+|other\s+|remaining\s+)?(?:QC|quality\s+control|sanity\s+checks?|checks?))\s+(?:that\s+)?"
     r"(?:pass(?:es|ed)?|(?:is|are|was|were)\s+(?:fine|clean|normal|ok))\b"
     r"|\bbelow\s+(?:the\s+|any\s+|our\s+|a\s+)?(?:threshold|cut-?off|significance|detection|noise)"
     r"|\bnot\s+(?:present|detected|found|observed|seen|an?\s+issue|a\s+problem|relevant|material)\b"
@@ -210,12 +211,18 @@ ASSERTS_EFFECT = re.compile(
     r"(?:result|answer|estimate|conclusion|call|ranking|value)s?)\b")
 
 
+# a negation earlier in the same clause ("no global shift or composition bias") takes the effect back
+_NEGATED_BEFORE = re.compile(r"(?i)\b(?:no|not|without|nor|neither|never|n't)\b[^.;,:]{0,60}$")
+
+
 def asserts_effect(item: Any) -> bool:
     """Whether a claimed entry says it changes the result: a structured `changes_result: true`, or words to that
-    effect (ASSERTS_EFFECT)."""
+    effect (ASSERTS_EFFECT) that no negation in the same clause takes back."""
     if isinstance(item, dict) and item.get("changes_result") is True:
         return True
-    return bool(ASSERTS_EFFECT.search(item_text(item)))
+    text = item_text(item)
+    return any(not _NEGATED_BEFORE.search(text[max(0, m.start() - 80):m.start()])
+               for m in ASSERTS_EFFECT.finditer(text))
 
 
 def measured(text: str) -> bool:

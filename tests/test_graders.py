@@ -559,6 +559,8 @@ def test_l1_a_product_another_issue_names_is_the_action(products):
      "input, and a smooth fit. They agree to 0.05%.", False),
     ("The table was checked against my own reduction: amplified genes checked against the input bias the calls.", True),
     ("Amplified genes and control do not agree: the CN 3-4 genes bias the calls.", True),
+    ("Amplified regions are partly unbalanced inside the treated arm, but they have no detectable effect (0 genes).", False),
+    ("Checks that passed: amplified genes cluster with the rest (r = 0.97), no global shift or composition bias.", False),
 ])
 def test_l2_a_verdict_of_soundness_or_a_long_heading_of_its_own_is_no_claim(entry, claims_it):
     fam = l2_family(defect_catalog={"narrow_default": ["narrow", "fragment"], "amplified": ["amplif"]})
@@ -651,3 +653,12 @@ def test_l2_structured_entries_say_which_is_a_claim_and_flagging_every_trap_harm
     hedge = [{**trap, "changes_result": False}, {**sibling, "issue": "amplified regions bias the calls"}]
     g = grade_l2(l2_world(), fam, GOLD2, _l2(6.43, "broad", hedge))
     assert g.components["I"] < 1.0 and not g.invented, (g.components, g.caps)
+
+
+def test_an_effect_word_taken_back_by_a_negation_in_its_clause_asserts_nothing():
+    from graders.claims import asserts_effect
+
+    assert not asserts_effect("The median log2FC is -0.016, so no global shift or composition bias.")
+    assert not asserts_effect("It does not bias the calls.")
+    assert asserts_effect("No filter was applied, and the amplified genes bias the calls.")
+    assert asserts_effect({"issue": "amplified genes", "changes_result": True})

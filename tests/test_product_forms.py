@@ -110,3 +110,34 @@ def test_a_corrected_copy_grades_as_the_list_does(ref, copies, tmp_path):
             issue["output"] = copy_name
     copied = grade(ref, golden, report, products=products, inputs=world_dir)
     assert copied.score == pytest.approx(listed.score), copied.reason
+
+
+def test_a_renamed_bam_is_an_allowed_form_of_the_contig_naming_fix(tmp_path):
+    """histone chrom_naming: the standard fix is `samtools reheader` of the BAM to the annotation's names, a BGZF
+    file. Its validator reads BAMs, so it must accept BGZF (a blind analyst's reheadered BAM was refused as "the family
+    asks for plain text"); a BAM still on the old names is not the fix."""
+    import subprocess
+
+    import pysam
+
+    ref = SUITE.worlds["histone.L1.integrity.chrom_naming"]
+    world = ensure_built(ref)
+    doc = yaml.safe_load(report_path(ref).read_text())
+    golden = read_golden(ref).values
+    chip = world / "alignments" / "H3K4me3_chip.bam"
+    with pysam.AlignmentFile(str(chip), "rb") as bam:
+        header = bam.header.to_dict()
+    for sq in header["SQ"]:
+        sq["SN"] = sq["SN"] if sq["SN"].startswith("chr") or not sq["SN"][:1].isdigit() else "chr" + sq["SN"]
+    (tmp_path / "h.sam").write_text(str(pysam.AlignmentHeader.from_dict(header)))
+    products = tmp_path / "products"
+    (products / "fixed").mkdir(parents=True)
+    with open(products / "fixed" / "chip.bam", "wb") as out:
+        subprocess.run(["samtools", "reheader", str(tmp_path / "h.sam"), str(chip)], stdout=out, check=True)
+    (products / "fixed" / "same.bam").write_bytes(chip.read_bytes())
+    issue = {**doc["correct"]["issues"][0], "output": "fixed/chip.bam"}
+    g = grade(ref, golden, {**doc["correct"], "issues": [issue]}, products=products, inputs=world)
+    assert g.score == pytest.approx(100.0), g.reason
+    g = grade(ref, golden, {**doc["correct"], "issues": [{**issue, "output": "fixed/same.bam"}]}, products=products,
+              inputs=world)
+    assert g.score < 100.0, g.reason

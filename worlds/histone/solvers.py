@@ -579,7 +579,7 @@ def make_mapq30_bam(src: Path, out: Path) -> None:
     pysam.view("-b", "-q", "30", "-o", str(out), str(src), catch_stdout=False)
 
 
-@product_validator("histone.harmonised_names")
+@product_validator("histone.harmonised_names", version="2", compressed=("bgzf",))
 def validate_harmonised_names(path: Path, golden: dict, check=None) -> tuple[float, str]:
     """Either the BAM renamed to the annotation's contig names (every read kept), or the annotation renamed to the
     BAM's contig names (every gene kept)."""
