@@ -561,6 +561,10 @@ def test_l1_a_product_another_issue_names_is_the_action(products):
     ("Amplified genes and control do not agree: the CN 3-4 genes bias the calls.", True),
     ("Amplified regions are partly unbalanced inside the treated arm, but they have no detectable effect (0 genes).", False),
     ("Checks that passed: amplified genes cluster with the rest (r = 0.97), no global shift or composition bias.", False),
+    ("Data QC passed: all reads are MAPQ 60; amplified regions are absent from the inputs.", False),
+    ("Treated has more amplified-region reads (2.3% vs 1.35%), explained by two gained domains, so it is not a "
+     "copy-number artefact.", False),
+    ("Amplified regions: 4 genes at CN 3-4 are a copy-number artefact that biases the calls.", True),
 ])
 def test_l2_a_verdict_of_soundness_or_a_long_heading_of_its_own_is_no_claim(entry, claims_it):
     fam = l2_family(defect_catalog={"narrow_default": ["narrow", "fragment"], "amplified": ["amplif"]})
