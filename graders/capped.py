@@ -4,8 +4,9 @@ A work product is agent-controlled bytes. Its reading and validation (`graders.c
 track validators) run in a spawned worker with an address-space cap (RLIMIT_AS), a CPU-time cap and a wall-clock
 deadline per check. A product that exhausts a cap, hangs or crashes the worker becomes that check's failed credit
 with its reason; the worker is replaced and the harness, the campaign and `--resume` carry on (the world is graded,
-not re-run). One worker per harness thread, started on first use; at most `budget_slots()` of them read a product
-at once, so all their caps together fit one memory budget.
+not re-run). One pool of workers serves every harness thread (issue 42: one worker per thread kept 12 alive at
+--concurrency 16): at most `pool_size()` of them, the lower of the cores and `budget_slots()`, so all their caps
+together fit one memory budget and no more read at once than there are cores to read.
 """
 from __future__ import annotations
 
@@ -14,12 +15,11 @@ import threading
 from typing import Any
 
 MEMORY_CAP = 3 << 30       # bytes of address space for one worker (imports take ~1 GiB of it)
-CPU_CAP_S = 600            # CPU seconds over one worker's life; it is replaced when spent
+CPU_CAP_S = 600            # CPU seconds one product check may use; a worker that spends them is killed and replaced
 WALL_CAP_S = 120.0         # one product check's wall-clock deadline
 
-_local = threading.local()
-_slots_lock = threading.Lock()
-_slots: threading.BoundedSemaphore | None = None
+_pool_lock = threading.Lock()
+_pool: "_Pool | None" = None
 
 
 def budget_slots() -> int:
@@ -34,12 +34,15 @@ def budget_slots() -> int:
     return max(1, int(budget // MEMORY_CAP))
 
 
-def _budget() -> threading.BoundedSemaphore:
-    global _slots
-    with _slots_lock:
-        if _slots is None:
-            _slots = threading.BoundedSemaphore(budget_slots())
-        return _slots
+def pool_size() -> int:
+    """The workers of the pool: one per core this process may run on, within the memory budget (budget_slots)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, budget_slots()))
+
+
 _in_worker = False  # set by _serve in the worker process itself; never by the environment, which children inherit
 
 
@@ -49,9 +52,9 @@ def in_worker() -> bool:
 
 
 def _die_with_parent(parent: int) -> None:
-    """SIGKILL this worker when the harness thread that spawned it ends, a SIGKILLed harness included: a worker
-    left behind would finish its check (which may start sandboxes) for nobody. Linux's PR_SET_PDEATHSIG follows
-    the spawning thread, the worker's owner (one per harness thread)."""
+    """SIGKILL this worker when the thread that spawned it ends, a SIGKILLed harness included: a worker left behind
+    would finish its check (which may start sandboxes) for nobody. Linux's PR_SET_PDEATHSIG follows the spawning
+    thread, so the pool spawns its workers from one thread of its own that lives as long as the harness."""
     import ctypes
     import signal
 
@@ -72,7 +75,7 @@ def _serve(conn, memory_cap: int, cpu_cap: int, parent: int | None = None) -> No
     if parent is not None:
         _die_with_parent(parent)
     resource.setrlimit(resource.RLIMIT_AS, (memory_cap, memory_cap))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_cap, cpu_cap))
+    _, cpu_hard = resource.getrlimit(resource.RLIMIT_CPU)
     from graders import checks
 
     while True:
@@ -88,6 +91,11 @@ def _serve(conn, memory_cap: int, cpu_cap: int, parent: int | None = None) -> No
                 except Exception:  # noqa: BLE001 - the check that needs it reports the failure
                     pass
             continue
+        # each check gets cpu_cap seconds of its own (SIGXCPU past them): a worker serves many checks in its life
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        soft = int(used.ru_utime + used.ru_stime) + 1 + cpu_cap
+        resource.setrlimit(resource.RLIMIT_CPU, (soft if cpu_hard == resource.RLIM_INFINITY else min(soft, cpu_hard),
+                                                 cpu_hard))
         try:
             for m in modules:
                 importlib.import_module(m)
@@ -112,44 +120,143 @@ class _Worker:
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_serve, args=(child, MEMORY_CAP, CPU_CAP_S, os.getpid()),
                                 daemon=True)
+        self.modules: set[str] = set()  # imported (or asked to be) by warm-ups and checks
         with pinned_environment():  # one BLAS thread: a small, predictable address space
             self.proc.start()
         child.close()
+
+    def alive(self) -> bool:
+        return self.proc.is_alive()
 
     def kill(self) -> None:
         self.proc.kill()
         self.proc.join(5)
         self.conn.close()
 
-    def __del__(self) -> None:  # the thread that owned it ended: so does the worker
+
+class _Spawner:
+    """The one thread that starts the pool's workers: PR_SET_PDEATHSIG ties a worker to the thread that spawned it,
+    and an episode's thread ends with its episode while the worker serves the next. A daemon thread, so it ends
+    with the harness (and its workers with it)."""
+
+    def __init__(self) -> None:
+        import queue
+
+        self.requests: "queue.Queue[tuple[threading.Event, list]]" = queue.Queue()
+        threading.Thread(target=self._loop, name="grading-worker-spawner", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            done, box = self.requests.get()
+            try:
+                box.append(_Worker())
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                box.append(exc)
+            done.set()
+
+    def spawn(self) -> _Worker:
+        done, box = threading.Event(), []
+        self.requests.put((done, box))
+        done.wait()
+        if isinstance(box[0], BaseException):
+            raise box[0]
+        return box[0]
+
+
+class _Pool:
+    """Capped workers shared by every harness thread: a check takes an idle worker (or starts one while fewer than
+    `size` live), and gives it back; one whose check failed by a cap is killed and replaced on demand."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.idle: list[_Worker] = []
+        self.live = 0
+        self.closed = False
+        self.cond = threading.Condition()
+        self.spawner = _Spawner()
+
+    def _start(self) -> _Worker:
         try:
-            if self.proc.is_alive():
-                self.kill()
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass
+            return self.spawner.spawn()
+        except BaseException:
+            with self.cond:
+                self.live -= 1
+                self.cond.notify()
+            raise
+
+    def acquire(self) -> _Worker:
+        with self.cond:
+            while True:
+                while self.idle:
+                    w = self.idle.pop()
+                    if w.alive():
+                        return w
+                    self.live -= 1
+                    w.kill()
+                if self.live < self.size:
+                    self.live += 1
+                    break
+                self.cond.wait()
+        return self._start()
+
+    def release(self, w: _Worker, healthy: bool = True) -> None:
+        with self.cond:
+            if healthy and not self.closed and w.alive():
+                self.idle.append(w)
+            else:
+                self.live -= 1
+                w.kill()
+            self.cond.notify()
+
+    def warm(self, modules: list[str]) -> None:
+        """Start a worker now if none waits idle and the pool has room, and have every idle worker import
+        `modules`, beside the episode that will need them."""
+        with self.cond:
+            start = not self.idle and self.live < self.size
+            if start:
+                self.live += 1
+        if start:
+            w = self._start()
+            self.release(w)
+        with self.cond:
+            for w in self.idle:
+                need = [m for m in modules if m not in w.modules]
+                if need:
+                    try:
+                        w.conn.send((need, None))
+                        w.modules.update(need)
+                    except OSError:  # a dead worker is replaced at its next check
+                        pass
+
+    def shutdown(self) -> None:
+        with self.cond:
+            self.closed = True
+            for w in self.idle:
+                w.kill()
+            self.live -= len(self.idle)
+            self.idle = []
+            self.cond.notify_all()
+
+    def alive(self) -> int:
+        with self.cond:
+            return self.live
 
 
-def _worker() -> _Worker:
-    """This thread's live worker, started when it has none (or its last one died)."""
-    w: _Worker | None = getattr(_local, "worker", None)
-    if w is None or not w.proc.is_alive():
-        w = _local.worker = _Worker()
-    return w
+def _get_pool() -> _Pool:
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool.closed:
+            _pool = _Pool(pool_size())
+        return _pool
 
 
 def prestart(modules: list[str] | None = None) -> None:
-    """Start this thread's worker now (a harness calls it as an episode begins), so the worker's interpreter start
-    and imports run beside the episode instead of after it: 0.46 s off the first world's grade here. `modules`
-    (`validator_modules` of the world) are imported there too, beside the episode: the first histone world's grade
-    otherwise waited ~0.5 s for its track module in the worker."""
+    """Warm the pool as an episode begins, so a worker's interpreter start and imports run beside the episode instead
+    of after it (0.46 s off the first world's grade here). `modules` (`validator_modules` of the world) are imported
+    there too: the first histone world's grade otherwise waited ~0.5 s for its track module in the worker."""
     if in_worker():
         return
-    w = _worker()
-    if modules:
-        try:
-            w.conn.send((list(modules), None))
-        except OSError:  # a dead worker is replaced at the first check
-            pass
+    _get_pool().warm(list(modules or []))
 
 
 def validator_modules(ref: Any) -> list[str]:
@@ -162,35 +269,35 @@ def validator_modules(ref: Any) -> list[str]:
 
 
 def run_product_check(modules: list[str], args: tuple, wall: float | None = None) -> tuple[float, str]:
-    """evaluate_product(*args) in this thread's capped worker; a cap hit is (0, why) and a fresh worker."""
+    """evaluate_product(*args) in a worker of the pool; a cap hit is (0, why), and that worker is replaced."""
     wall = WALL_CAP_S if wall is None else wall
-    with _budget():  # every harness thread's checks share one memory budget (budget_slots)
-        return _run_in_worker(modules, args, wall)
-
-
-def _run_in_worker(modules: list[str], args: tuple, wall: float) -> tuple[float, str]:
-    w = _worker()
+    pool = _get_pool()
+    w = pool.acquire()
+    healthy = False
     try:
         w.conn.send((modules, args))
+        w.modules.update(modules)
         if not w.conn.poll(wall):
-            w.kill()
-            _local.worker = None
             return 0.0, f"reading the product took longer than {wall:g} s: refused"
-        return w.conn.recv()
+        result = w.conn.recv()
+        healthy = True
+        return result
     except (EOFError, OSError):
+        w.proc.join(5)
         code = w.proc.exitcode
-        w.kill()
-        _local.worker = None
         why = "killed (CPU cap)" if code in (-9, -24) else f"exited with code {code}"
         return 0.0, f"the grader's worker died reading the product ({why}; memory cap {MEMORY_CAP >> 30} GiB, " \
                     f"CPU cap {CPU_CAP_S} s): not read"
+    finally:
+        pool.release(w, healthy)
 
 
 def close() -> None:
-    w = getattr(_local, "worker", None)
-    if w is not None:
-        w.kill()
-        _local.worker = None
+    """Stop the pool's idle workers (a busy one stops when its check returns); the next check starts a new pool."""
+    with _pool_lock:
+        pool = _pool
+    if pool is not None:
+        pool.shutdown()
 
 
 def _modules_for(validator: str | None) -> list[str]:

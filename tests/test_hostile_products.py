@@ -181,10 +181,11 @@ def test_a_warm_up_imports_the_validators_beside_the_episode_and_the_next_check_
     marker = tmp_path / "imported"
     (tmp_path / "warm_probe_mod.py").write_text(f"open({str(marker)!r}, 'w').write('yes')\n")
     monkeypatch.syspath_prepend(str(tmp_path))  # the spawned worker inherits sys.path
+    capped.close()  # the pool's workers from earlier tests were spawned without it
     (tmp_path / "out.txt").write_text("x\n")
     got = {}
 
-    def episode():  # a thread of its own: a fresh worker, as each harness thread has
+    def episode():  # an episode thread of its own: the warm-up reaches the pool's idle workers
         capped.prestart(["warm_probe_mod", "no_such_module_here"])  # a module that fails is skipped, not fatal
         deadline = time.monotonic() + 60
         while not marker.exists() and time.monotonic() < deadline:
@@ -208,6 +209,42 @@ def test_validator_modules_names_the_track_module_only_for_worlds_with_product_c
     with_products = suite.worlds["histone.L2.differential.clean"]
     assert capped.validator_modules(with_products) == ["worlds.histone.solvers"]
     assert capped.validator_modules(suite.worlds["scrna.L1.integrity.clean"]) == []
+
+
+def test_one_pool_of_workers_serves_every_harness_thread_and_outlives_the_thread_that_needed_it(tmp_path,
+                                                                                               monkeypatch):
+    """Issue 42: one worker per harness thread kept 12 alive at --concurrency 16. Sixteen threads' checks now share
+    pool_size() workers (the cores, within the memory budget), and a worker started for a thread that has ended
+    serves the next check (PR_SET_PDEATHSIG follows the pool's own spawning thread, not the episode's)."""
+    import os
+    import threading
+
+    import tests.hostile_validators  # noqa: F401
+
+    capped.close()
+    monkeypatch.setattr(capped, "_pool", None)
+    monkeypatch.setenv("BENCHMARK_GRADING_MEMORY_GB", "6")  # room for two workers' caps
+    (tmp_path / "out.txt").write_text("x\n")
+    size = capped.pool_size()
+    assert 1 <= size <= 2
+    results, peak = [], []
+
+    def episode():
+        results.append(run_check(_check("test.ok"), {"output": "out.txt"}, {}, tmp_path))
+        peak.append(len([k for k in _children(os.getpid()) if b"spawn_main" in _cmdline(k)]))
+
+    threads = [threading.Thread(target=episode) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert len(results) == 16 and all(r.credit == 1.0 for r in results), [r.detail for r in results]
+    assert max(peak) <= size, (peak, size)
+    workers = {p.proc.pid for p in capped._pool.idle}
+    assert workers and len(workers) <= size
+    again = run_check(_check("test.ok"), {"output": "out.txt"}, {}, tmp_path)  # every episode thread has ended
+    assert again.credit == 1.0 and {p.proc.pid for p in capped._pool.idle} <= workers, again.detail
+    capped.close()
 
 
 def test_harness_threads_starting_workers_at_once_leave_this_process_environment_as_it_was():
@@ -286,7 +323,8 @@ def test_all_grading_workers_share_one_memory_budget(tmp_path, monkeypatch):
     import tests.hostile_validators  # noqa: F401
 
     monkeypatch.setenv("BENCHMARK_GRADING_MEMORY_GB", "3")
-    monkeypatch.setattr(capped, "_slots", None)
+    capped.close()
+    monkeypatch.setattr(capped, "_pool", None)
     monkeypatch.setattr(capped, "WALL_CAP_S", 4.0)
     assert capped.budget_slots() == 1
     monkeypatch.setenv("BENCHMARK_GRADING_MEMORY_GB", "12")
