@@ -116,16 +116,13 @@ def _claims_only(report: dict[str, Any], world: L2World, family: FamilyManifest,
 
 def _negated_by_leads(world: L2World, family: FamilyManifest, report: dict[str, Any], claimed: list[Any],
                       results: list[CheckResult], golden: dict[str, Any], products: Path | None) -> list[CheckResult]:
-    """A negated recognition check ("no trap asserted" on a clean control) read on the leads of the claims that name
-    a catalogued trap only: an expert's entry on one finding names the files, references and checks around it, and
-    those words are not claims of other traps (issue 38)."""
+    """A negated recognition check ("no trap asserted" on a clean control) read on the leads of the claims only:
+    an expert's entry on one finding names the files, references and checks around it, and those words are not
+    claims of other traps (issue 38)."""
     checks = list(world.rubric.checks)
     if not any(c.kind == "mentions" and c.negate and ISSUES_FIELD in (c.fields or [c.field]) for c in checks):
         return results
-    catalog = claim_catalog(family)
-    # an entry that claims no catalogued trap (an uncatalogued true observation) asserts none
-    asserting = [it for it in claimed if claims.claimed_trap(catalog, it) is not None]
-    leads = _claims_only(report, world, family, asserting, leads=True)
+    leads = _claims_only(report, world, family, claimed, leads=True)
     return [run_check(c, leads, golden, products)
             if c.kind == "mentions" and c.negate and ISSUES_FIELD in (c.fields or [c.field]) else r
             for c, r in zip(checks, results)]

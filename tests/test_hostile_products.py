@@ -229,9 +229,14 @@ def test_one_pool_of_workers_serves_every_harness_thread_and_outlives_the_thread
     assert 1 <= size <= 2
     results, peak = [], []
 
+    def spawned() -> set[int]:  # this process's spawned children (other tests' solver pools included)
+        return {k for k in _children(os.getpid()) if b"spawn_main" in _cmdline(k)}
+
+    before = spawned()
+
     def episode():
         results.append(run_check(_check("test.ok"), {"output": "out.txt"}, {}, tmp_path))
-        peak.append(len([k for k in _children(os.getpid()) if b"spawn_main" in _cmdline(k)]))
+        peak.append(len(spawned() - before))
 
     threads = [threading.Thread(target=episode) for _ in range(16)]
     for t in threads:
