@@ -161,7 +161,7 @@ _HEADING = re.compile(r"^\s*([^:.;\n]{1,120}):\s")
 
 def claimed_trap(catalog: dict[str, list[str]], item: Any) -> str | None:
     """The one catalogued trap an L2 `issues_found` entry claims, as `claimed_defect` reads an L1 alarm: a structured
-    entry's `category`, else the heading of a string entry ("Dead time: ..."), else the lead of its text. The rest of
+    entry's `category`, else the heading of its text ("Dead time: ..."), else the lead of its text. The rest of
     the entry is context: an expert's entry on one problem names the files, references and checks around it."""
     flagged = isinstance(item, dict) and item.get("changes_result") is True
     if isinstance(item, dict):
@@ -214,7 +214,7 @@ ASSERTS_EFFECT = re.compile(
 
 
 # a negation earlier in the same clause ("no global shift or composition bias") takes the effect back
-_NEGATED_BEFORE = re.compile(r"(?i)\b(?:no|not|without|nor|neither|never|n't)\b[^.;,:]{0,60}$")
+_NEGATED_BEFORE = re.compile(r"(?i)(?:\b(?:no|not|without|nor|neither|never)\b|n't\b)[^.;,:]{0,60}$")
 
 
 def asserts_effect(item: Any) -> bool:

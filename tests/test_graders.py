@@ -664,5 +664,6 @@ def test_an_effect_word_taken_back_by_a_negation_in_its_clause_asserts_nothing()
 
     assert not asserts_effect("The median log2FC is -0.016, so no global shift or composition bias.")
     assert not asserts_effect("It does not bias the calls.")
+    assert not asserts_effect("The 2% offset doesn't bias the calls.")
     assert asserts_effect("No filter was applied, and the amplified genes bias the calls.")
     assert asserts_effect({"issue": "amplified genes", "changes_result": True})
