@@ -237,10 +237,6 @@ class _Pool:
             self.idle = []
             self.cond.notify_all()
 
-    def alive(self) -> int:
-        with self.cond:
-            return self.live
-
 
 def _get_pool() -> _Pool:
     global _pool

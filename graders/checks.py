@@ -498,17 +498,8 @@ def _universe_table_credit(c: Check, path: Path, rel: str, want: Any, universe: 
     coverage = len(shared) / len(u) if u else 0.0
     parts = [f"{rel}: {len(shared)}/{len(u)} genes of the true set present (need {need_cov:.2f}, the reference's "
              f"{len(u & set(ref))})"]
-    ok = coverage >= need_cov - 1e-12
-    if c.min_spearman is not None:
-        rho = _spearman(table, gold, shared)
-        parts.append(f"Spearman {rho:.3f} (need {c.min_spearman:.2f})")
-        ok = ok and rho >= c.min_spearman - 1e-12
-    if c.min_share is not None:
-        within = sum(_within(table[k], gold[k], c.rel_tol, c.abs_tol) for k in shared)
-        share = within / len(shared) if shared else 0.0
-        parts.append(f"{share:.2f} of their values within tolerance (need {c.min_share:.2f})")
-        ok = ok and share >= c.min_share - 1e-12
-    return float(ok), "; ".join(parts)
+    ok = _table_values(c, table, gold, shared, parts, share_over=len(shared), whose="their values")
+    return float(coverage >= need_cov - 1e-12 and ok), "; ".join(parts)
 
 
 def _table_credit(c: Check, path: Path, rel: str, want: Any, reference: Any = _MISSING) -> tuple[float, str]:
@@ -524,15 +515,28 @@ def _table_credit(c: Check, path: Path, rel: str, want: Any, reference: Any = _M
     ref_shared = sorted(set(gold) & set(ref)) if ref is not None else []
     need_cov = reference_bar(c, c.min_coverage, len(ref_shared) / len(gold) if ref is not None and gold else None)
     parts = [f"{rel}: {len(shared)}/{len(gold)} golden keys present" + (f" (need {need_cov:.2f})" if ref is not None else "")]
-    ok = coverage >= need_cov - 1e-12
+    need_rho = None
     if c.min_spearman is not None:
+        need_rho = reference_bar(c, c.min_spearman, _spearman(ref, gold, ref_shared) if ref is not None else None)
+    ok = _table_values(c, table, gold, shared, parts, share_over=len(gold), need_rho=need_rho,
+                       rho_note=" against the truth" if ref is not None else "")
+    return float(coverage >= need_cov - 1e-12 and ok), "; ".join(parts)
+
+
+def _table_values(c: Check, table: dict[str, float], gold: dict[str, float], shared: list[str], parts: list[str],
+                  share_over: int, need_rho: float | None = None, rho_note: str = "", whose: str = "values") -> bool:
+    """The value checks of a product table on its `shared` keys: Spearman against `gold` (bar `need_rho`, else
+    min_spearman) and the share of values within tolerance, counted over `share_over` keys. Appends their details
+    to `parts`; True when both hold."""
+    ok = True
+    if c.min_spearman is not None:
+        need = c.min_spearman if need_rho is None else need_rho
         rho = _spearman(table, gold, shared)
-        need = reference_bar(c, c.min_spearman, _spearman(ref, gold, ref_shared) if ref is not None else None)
-        parts.append(f"Spearman {rho:.3f} (need {need:.2f})" + (" against the truth" if ref is not None else ""))
-        ok = ok and rho >= need - 1e-12
+        parts.append(f"Spearman {rho:.3f} (need {need:.2f}){rho_note}")
+        ok = rho >= need - 1e-12
     if c.min_share is not None:
         within = sum(_within(table[k], gold[k], c.rel_tol, c.abs_tol) for k in shared)
-        share = within / len(gold) if gold else 0.0
-        parts.append(f"{share:.2f} of values within tolerance (need {c.min_share:.2f})")
+        share = within / share_over if share_over else 0.0
+        parts.append(f"{share:.2f} of {whose} within tolerance (need {c.min_share:.2f})")
         ok = ok and share >= c.min_share - 1e-12
-    return float(ok), "; ".join(parts)
+    return ok
