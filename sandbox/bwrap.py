@@ -30,16 +30,17 @@ guarantees):
 No host path: bwrap reads its arguments from a memfd (`--args`), so /proc/1/cmdline is `bwrap --args N`; the
 world's files and the kernel are copied in from descriptors (`--file`, `--ro-bind-data`); the Python roots are
 shown through read-only overlays whose layers are bound under a private tmpfs at /opt in a throw-away mount
-namespace, so /proc/self/mountinfo names only `/opt/...`. The venv's `pyvenv.cfg`, interpreter links and
-console-script shebangs are regenerated for /opt/venv in an upper overlay layer.
-What is not scrubbed, on purpose: the *contents* of files under the Python roots still hold the host prefixes
-(about 32,000 `.pyc` files record their source path, about 100 `.so` files their RPATH, the base interpreter's
-`_sysconfigdata*.py` and `*.pc` its build prefix). Rewriting them would mean recompiling every `.pyc` and
-patching binaries per sandbox. The leak is harmless: it names where the venv and interpreter live on the host
-(e.g. `/work/main/.venv`, `/root/.pyenv/...`), which anyone reading this public code can guess, and none of those
-paths exists inside (the repository, goldens and caches are never mounted; the seal probe checks it), the
-collector never resolves a path the agent made, and cell code naming such paths is flagged by the audit. Python
-itself reports /opt paths (`sys.prefix`, tracebacks: importlib rewrites `co_filename` on load).
+namespace, so /proc/self/mountinfo names only `/opt/...`. The venv's `pyvenv.cfg`, interpreter links,
+console-script shebangs and activate scripts are regenerated for /opt/venv in an upper overlay layer; its .pyc files
+record their /opt/venv source paths (`sandbox/neutral.py`, run by setup.sh) and an install's `direct_url.json` that
+names the clone is masked, so no file under /opt/venv names the venv's host path (`tests/test_sandbox_security.py`).
+Python itself reports /opt paths (`sys.prefix`, tracebacks: importlib rewrites `co_filename` on load).
+What is not scrubbed: a base interpreter installed outside /usr (pyenv, uv) is shown at /opt/python, but its
+binaries record their build prefix (the RPATH of `python3.11`, `libpython` and every `lib-dynload` module, and its
+`_sysconfigdata*.py`), which names that install's folder (e.g. `/root/.pyenv/versions/3.11.7`); rewriting them
+means patching binaries. With the README's interpreter (Debian's, under /usr) there is no such folder. None of
+those paths exists inside (the repository, goldens and caches are never mounted; the seal probe checks it), the
+collector never resolves a path the agent made, and cell code naming such paths is flagged by the audit.
 
 Kernel channel: two pipes on private descriptors (never the sandbox's stdio, which its dumpable init keeps),
 held inside only by the kernel's non-dumpable supervisor; agent code runs in a forked worker that has none of
@@ -523,7 +524,8 @@ def _frame(obj: dict) -> bytes:
 
 
 def _venv_layer(venv: Path, base: Path, base_to: str, out: Path) -> None:
-    """Files that make the venv work at /opt/venv: pyvenv.cfg, interpreter links, console-script shebangs."""
+    """Files that make the venv work at /opt/venv and name no host path: pyvenv.cfg, interpreter links, console-script
+    shebangs, activate scripts."""
     repl = [(str(venv), OPT_VENV), (str(base), base_to)]
 
     def fix(s: str) -> str:
@@ -552,6 +554,10 @@ def _venv_layer(venv: Path, base: Path, base_to: str, out: Path) -> None:
             first, _, rest = data.partition(b"\n")
             (out / "bin" / p.name).write_bytes(fix(first.decode(errors="surrogateescape")).encode(errors="surrogateescape") + b"\n" + rest)
             os.chmod(out / "bin" / p.name, 0o755)
+        elif b"\0" not in head and p.stat().st_size <= 1 << 20 and str(venv).encode() in (data := p.read_bytes()):
+            # activate scripts set VIRTUAL_ENV to the host path
+            (out / "bin" / p.name).write_bytes(fix(data.decode(errors="surrogateescape")).encode(errors="surrogateescape"))
+            os.chmod(out / "bin" / p.name, p.stat().st_mode & 0o777)
 
 
 class _BoundedLog:

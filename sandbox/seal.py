@@ -251,9 +251,15 @@ def masked_paths() -> tuple[Path, ...]:
         for name in GOLD_PACKAGES:
             if (site / name).is_dir():
                 masked.add(site / name)
-        for p in site.iterdir():
-            if p.name.startswith("__editable__"):
+        for p in [*site.iterdir(), *(site / "__pycache__").glob("__editable__*")]:
+            if p.name.startswith("__editable__"):  # an editable install's finder names the clone's folders
                 masked.add(p)
+            elif p.suffix == ".dist-info" and (p / "direct_url.json").is_file():
+                try:  # an install from the clone (editable, or a wheel built there) records the clone's path
+                    if str(REPO_ROOT) in (p / "direct_url.json").read_text(errors="replace"):
+                        masked.add(p / "direct_url.json")
+                except OSError:
+                    pass
             elif p.suffix == ".pth" and p.is_file():
                 try:
                     if str(REPO_ROOT) in p.read_text(errors="replace"):

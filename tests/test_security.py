@@ -163,6 +163,38 @@ def test_host_paths_are_invisible_and_tools_still_run(world):
         assert "/opt/venv /opt/venv/bin/python" in r.stdout
 
 
+@needs_root
+def test_no_file_under_the_sandboxs_venv_names_the_host_venv_or_the_clone(world):
+    """Issue 40: .pyc files record their source path at compile time, activate scripts and an editable install's
+    direct_url.json name the clone; none of them may tell agent code where the venv or the repository lives."""
+    venv = Path(sys.prefix).resolve()
+    if venv == Path(sys.base_prefix).resolve():
+        pytest.skip("not in a venv")
+    from sandbox.neutral import naming_files
+    assert naming_files(venv) == [], "run `python -m sandbox.neutral` (scripts/setup.sh does)"
+    needles = sorted({str(venv), str(REPO_ROOT)})
+    with Sandbox(world) as sb:
+        r = sb.run_python(textwrap.dedent(f"""
+            import os
+            needles = [n.encode() for n in {needles!r}]
+            hits, n = [], 0
+            for dp, dn, fn in os.walk('/opt/venv'):
+                for f in fn:
+                    p = os.path.join(dp, f)
+                    if os.path.islink(p):
+                        continue
+                    try:
+                        b = open(p, 'rb').read()
+                    except OSError:
+                        continue
+                    n += 1
+                    hits += [p for x in needles if x in b]
+            print('files', n, 'hits', hits[:10])
+        """))
+    assert r.error is None, r.as_text()
+    assert "hits []" in r.stdout and int(r.stdout.split()[1]) > 1000, r.as_text()
+
+
 # ---------------------------------------------------------------- 2. the kernel channel
 
 def _forge(payload: dict) -> bytes:
