@@ -44,7 +44,7 @@ from graders.checks import CheckResult, as_number, flatten_text, run_check, run_
 from graders.report import parse_report
 
 GRADER_ID = "graders.l1"
-GRADER_VERSION = "6"  # 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
+GRADER_VERSION = "7"  # 7: a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
 INVENTED_COST = 1.5  # native points per invented catalogued defect on a challenge world
 
 STATE_SCORES: dict[str, float] = {
@@ -159,7 +159,7 @@ def _measured_note(family: FamilyManifest, world: L1World, report: dict[str, Any
         return None
     notes = [i for i in report.get("issues", []) if isinstance(i, dict) and i.get("severity") == "info"]
     for note in notes[:MAX_VALUE_READS]:
-        if claimed_defect(family, note) != world.defect and not _matches(list(rub.diagnosis), [_issue_text(note)]):
+        if not names_defect(family, note, world.defect) and not _matches(list(rub.diagnosis), [_issue_text(note)]):
             continue
         if any(r.credit >= 1.0 for r in run_checks(list(rub.measure), {**report, **note}, golden, products)):
             return note
@@ -179,6 +179,15 @@ def claimed_defect(family: FamilyManifest, issue: dict[str, Any]) -> str | None:
     """The one catalogued defect an alarm claims (graders/claims.py): its category's, else its lead's, read with the
     catalogue's topic words (patterns the family's prompt itself matches) set aside (`claims.claim_catalog`)."""
     return claims.claimed_defect(claims.claim_catalog(family.defect_catalog, family.prompt), issue)
+
+
+def names_defect(family: FamilyManifest, issue: dict[str, Any], code: str) -> bool:
+    """Whether an issue's category or lead names `code` among the defects it names. An issue claims only the first
+    (`claimed_defect`), but "unmapped barcodes from sequencing errors" also names the sequencing-error defect it
+    is: where the issue's measured value is the world's, that name is its diagnosis, not a misnomer."""
+    catalog = claims.claim_catalog(family.defect_catalog, family.prompt)
+    return (code in claims.category_codes(catalog, issue.get("category"))
+            or code in claims.named_codes(catalog, claims.lead(str(issue.get("description") or ""))))
 
 
 MAX_VALUE_READS = 50  # alarms whose value and product are checked for recognition (a report of 10,000 alarms is cut)
@@ -285,7 +294,7 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
         diag = _measured_note(family, world, report, golden, products)
     # right work under another catalogued defect's name (identical columns called duplicates where they are technical
     # replicates) is a misdiagnosis: the work earns, the diagnosis stays partial; uncatalogued words are not wrong
-    misnamed = bool(by_work) and claimed_defect(family, diag) is not None
+    misnamed = bool(by_work) and claimed_defect(family, diag) is not None and not names_defect(family, diag, world.defect)
     invented = _invented(family, world, alarms, by_work, golden)
     inv_note = f"; invented: {', '.join(invented)}" if invented else ""
     # partly named: a world-specific partial pattern (words that only mention the defect as context earn nothing:

@@ -25,6 +25,8 @@ World score = mean(A, I, M, C), then in order:
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +37,7 @@ from graders.checks import PRODUCT_KINDS, CheckResult, get_path, product_path, r
 from graders.report import parse_report
 
 GRADER_ID = "graders.l2"
-GRADER_VERSION = "7"  # 7: a measured uncatalogued claim with the trap handled in the values is recognition
+GRADER_VERSION = "8"  # 8: a trap handled in every value and named in the summary by its own patterns is recognised; 7: a measured uncatalogued claim with the trap handled in the values is recognition
 ISSUES_FIELD = "issues_found"
 COMPONENTS = ("A", "I", "M", "C")
 # a trap the world does not have, asserted as changing the result: the report's conclusion rests on a fabrication,
@@ -155,14 +157,17 @@ def _unread(c, report: dict[str, Any], products: Path | None) -> bool:
 
 
 def _recognised_by_work(world: L2World, family: FamilyManifest, results: list[CheckResult], zero_if: list[CheckResult],
-                        claimed: list[Any]) -> list[CheckResult]:
+                        claimed: list[Any], summary: Any = None) -> list[CheckResult]:
     """On a trap world, an analysis whose values and products are all right (every A and M check full) while none of
     the trap's own results is reproduced (no zero_if check holds) has handled the trap in its numbers, whatever its
     words. Its recognition checks (I, affirmative `mentions`) earn full credit when `issues_found` flags the problem
     in the analyst's own words: a claimed entry that names no other catalogued trap and measures what it reports ("83
     variants have an input count of only 1-3 reads"); the values say which trap it is. A report that handles the trap
     silently (no such entry) earns half, as a named trap without its value does (`requires`): it does not flag the
-    trap to its reader (the hand-written "right numbers, trap unnamed" reports stay below 100)."""
+    trap to its reader (the hand-written "right numbers, trap unnamed" reports stay below 100). A step that handles
+    the trap as routine practice (libraries of different depth referenced to the negative controls) is told where an
+    expert tells the method, in the summary: a recognition check whose own patterns the summary matches earns full
+    credit there too, and only with every value right."""
     if not world.defect or not zero_if or any(r.credit >= 1.0 for r in zero_if):
         return results
     checks = list(world.rubric.checks)
@@ -171,11 +176,19 @@ def _recognised_by_work(world: L2World, family: FamilyManifest, results: list[Ch
     catalog = claim_catalog(family)
     said = any(claims.claimed_trap(catalog, it) in (None, world.defect) and claims.measured(claims.item_text(it))
                for it in claimed)
-    credit, how = (1.0, "flagged in its own words with a measurement") if said else (RECOGNISED_BY_VALUES, "not named")
-    return [CheckResult(r.id, credit, f"{r.detail}; {'full' if said else 'half'} credit: handled in its values (every A "
-                        f"and M check holds and the trap's result is not reproduced), {how}", r.component)
-            if c.component == "I" and c.kind == "mentions" and not c.negate and r.credit < credit else r
-            for c, r in zip(checks, results)]
+    text = summary if isinstance(summary, str) else ""
+    out = []
+    for c, r in zip(checks, results):
+        if c.component != "I" or c.kind != "mentions" or c.negate:
+            out.append(r)
+            continue
+        told = bool(text) and any(re.search(p, text, flags=re.IGNORECASE) for p in c.patterns)
+        credit, how = ((1.0, "flagged in its own words with a measurement") if said else
+                       (1.0, "its method named in the summary") if told else (RECOGNISED_BY_VALUES, "not named"))
+        out.append(CheckResult(r.id, credit, f"{r.detail}; {'full' if credit >= 1.0 else 'half'} credit: handled in its "
+                               f"values (every A and M check holds and the trap's result is not reproduced), {how}",
+                               r.component) if r.credit < credit else r)
+    return out
 
 
 def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw_report: Any,
@@ -189,7 +202,7 @@ def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw
     results = run_checks(list(rub.checks), _claims_only(report, world, family, claimed), golden, products)
     results = _negated_by_leads(world, family, report, claimed, results, golden, products)
     zr = run_checks(list(rub.zero_if), report, golden, products) if rub.zero_if else []
-    results = _recognised_by_work(world, family, results, zr, claimed)
+    results = _recognised_by_work(world, family, results, zr, claimed, report.get("summary"))
     comps: dict[str, float] = {}
     for comp in COMPONENTS:
         mine = [(c, r) for c, r in zip(rub.checks, results) if c.component == comp]

@@ -159,6 +159,40 @@ def test_l1_a_defect_found_and_measured_in_an_info_note_is_noticed_words_alone_a
         assert g.state == "MISS", g.reason
 
 
+def test_l1_a_note_naming_two_defects_is_the_one_its_measured_value_shows(products):
+    """Issue 38 (blind study 4): "unmapped barcodes from sequencing errors", measured exactly and merged, graded
+    NOTICE-WRONG: its category names another catalogued defect first. A category that also names the world's defect
+    is its diagnosis where its value is the world's; with a value that is not, it is still nothing."""
+    both = {**issue("soup-like ambient reads from duplicated barcodes", "info", value=5, output="dups.txt")}
+    g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable_with_caveats", [both]), products=products)
+    assert g.state == "DIAGNOSE-AND-ACT", g.reason
+    g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable", [{**both, "value": 50}]), products=products)
+    assert g.state == "MISS", g.reason
+    other = issue("ambient soup", "info", value=5, output="dups.txt")  # names only another defect
+    g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable", [other]), products=products)
+    assert g.state == "MISS", g.reason
+
+
+def test_l1_a_corrected_copy_that_merges_rows_is_read_as_the_rows_it_removed(tmp_path):
+    """Merging error barcodes into their parents removes the errors and edits the parents' counts: the fixed records
+    are the removed rows. Read as every changed row, the copy's precision halves; each reading is tried."""
+    from graders.checks import changed_record_readings
+
+    (tmp_path / "inputs").mkdir()
+    (tmp_path / "products").mkdir()
+    orig = tmp_path / "inputs" / "counts.csv"
+    parents = [f"P{i:03d}" for i in range(40)]
+    errors = [f"E{i:03d}" for i in range(10)]
+    orig.write_text("barcode,dna\n" + "".join(f"{b},100\n" for b in parents) + "".join(f"{e},3\n" for e in errors))
+    copy = tmp_path / "products" / "counts_fixed.csv"
+    copy.write_text("barcode,dna\n" + "".join(f"{b},{103 if i < 10 else 100}\n" for i, b in enumerate(parents)))
+    readings = changed_record_readings(orig, copy, errors)
+    assert sorted(errors) in readings and len(readings[0]) == 20
+    c = Check.model_validate({"id": "listed", "kind": "product_items", "field": "output", "golden": "errs", "min_f1": 0.95})
+    r = run_check(c, {"output": "counts_fixed.csv"}, {"errs": errors}, tmp_path / "products", inputs=tmp_path / "inputs")
+    assert r.credit == 1.0, r.detail
+
+
 def test_l1_flag_everything_scores_nothing(products):
     every = l1_report("unusable", [issue("duplicated barcodes", "warning"), issue("ambient RNA", "warning"),
                                    issue("soup", "warning")])
@@ -467,6 +501,28 @@ def test_l2_a_trap_handled_in_the_values_but_not_named_earns_half_recognition(tm
     silent = grade(ref, golden, {**doc["correct"], "issues_found": []}, products=products)
     assert named.score == pytest.approx(100.0), named.reason
     assert silent.components["I"] == pytest.approx(0.5) and silent.score == pytest.approx(87.5), silent.reason
+
+
+def test_l2_a_routine_step_that_handles_the_trap_named_in_the_summary_is_recognition(tmp_path):
+    """Issue 38 (blind study 4): an expert referenced every element to the negative controls as routine practice and
+    said so in the summary, with every value right, and earned half of I. The trap's own patterns in the summary
+    earn full recognition there, and only with every value right."""
+    from benchmark.suite.freeze import ensure_built, read_golden
+    from benchmark.suite.handwritten import report_path, write_products
+    from benchmark.suite.loader import load_suite
+    from graders.grade import grade
+    import yaml
+
+    ref = load_suite().worlds["protein.L2.fitness.wt_norm"]
+    doc = yaml.safe_load(report_path(ref).read_text())
+    golden = read_golden(ref).values
+    products = write_products(doc, golden, tmp_path / "products", ensure_built(ref) if doc.get("products_world") else None)
+    silent = {**doc["correct"], "issues_found": []}
+    told = grade(ref, golden, {**silent, "summary": "Fitness is each variant's enrichment relative to the wild type."},
+                 products=products)
+    assert told.components["I"] == pytest.approx(1.0), told.reason
+    quiet = grade(ref, golden, {**silent, "summary": "Fitness from the counts."}, products=products)
+    assert quiet.components["I"] == pytest.approx(0.5), quiet.reason
 
 
 def test_l2_an_entry_claims_one_trap_its_heading_or_lead():
