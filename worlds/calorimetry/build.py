@@ -22,8 +22,8 @@ triple point, spread over 0.03 K below it (premelting of a 99.9 % sample). Entha
 
 Measurements (simulated, seeded)
 --------------------------------
-L1 `pulse_series`: a heat-pulse series of a specimen (n mol): five runs (Cu; 15-320 K) or two runs (n-heptane through
-its melting), each pulse delivering E joules (net of the empty-vessel addenda) for a drawn temperature rise; the
+L1 `pulse_series`: a heat-pulse series of a specimen (n mol): five runs (Cu; 15-320 K, rises of 5 % of T within 0.8-2 K)
+or two runs (n-heptane through its melting), each pulse delivering E joules (net of the empty-vessel addenda) for a drawn temperature rise; the
 recorded rise carries relative noise u_rel(T) = 0.0008 + 0.004 (20 K / T)^2 (standard, k = 1; Lang et al. 2006 quote
 0.1 % above 30 K); Cp = E / (n dT) is written with the standard uncertainty u_Cp = u_rel Cp. Edits: duplicated rows,
 dropped rows, a run in calories, a run's Cp in J/(g K), a run's Cp column shifted by one row against T/E/dT, a run's
@@ -213,7 +213,9 @@ HEP_RUNS = [(140.0, 178.0), (175.0, 215.0)]
 def _series(sub: dict, rng, sample: str, n: float) -> pd.DataFrame:
     if sample == "Cu":
         gt, gh = cu_h_grid(sub)
-        runs, step = CU_RUNS, (lambda t: float(np.clip(0.1 * t, 0.8, 5.0)))
+        # rises of 5 % of T (0.8-2 K): 19-41 pulses a run, so each run's scatter about a smooth curve is measured to
+        # about 15 % and a run whose stated u is doubled (uncertainty_k2) stands out from every other
+        runs, step = CU_RUNS, (lambda t: float(np.clip(0.05 * t, 0.8, 2.0)))
     else:
         gt, gh = hep_h_grid(sub)
         runs, step = HEP_RUNS, (lambda t: 2.5)
