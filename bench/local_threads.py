@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from load import busy, cores  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = r"""
@@ -30,11 +32,6 @@ r = offline_complete("local/smollm2", msgs, max_tokens=%d, temperature=0.0)
 dt = time.perf_counter() - t
 print(json.dumps({"tok": r.usage.completion_tokens, "s": dt, "threads": local._threads()}))
 """
-
-
-def _burn() -> None:
-    while True:
-        pass
 
 
 def decode(tokens: int, threads: str | None) -> dict:
@@ -52,19 +49,12 @@ def decode(tokens: int, threads: str | None) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokens", type=int, default=160)
-    ap.add_argument("--load", type=int, default=os.cpu_count() or 1, help="busy processes (default: one per core)")
+    ap.add_argument("--load", type=int, default=cores(), help="busy processes (default: one per core)")
     a = ap.parse_args()
     for label, load in (("busy", a.load), ("idle", 0)):
-        ctx = mp.get_context("spawn")
-        burners = [ctx.Process(target=_burn, daemon=True) for _ in range(load)]
-        for b in burners:
-            b.start()
-        try:
+        with busy(load):
             one = decode(a.tokens, "1")
             default = decode(a.tokens, None)
-        finally:
-            for b in burners:
-                b.kill()
         ratio = default["rate"] / one["rate"]
         verdict = "PASS" if ratio >= 0.8 else "FAIL"
         print(f"{label} cores ({load} busy processes): one thread {one['rate']:.1f} tok/s; default "
