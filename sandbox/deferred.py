@@ -2,8 +2,11 @@
 
 An episode's first model call needs only the prompt. A hosted model takes a second or more to answer it, and a
 sandbox a fraction of that to start (several starting at once on a small machine take longer), so with a hosted
-model the sandbox starts on a keeper thread as the episode begins (`eager`) and the first cell waits for it. An
-in-process model (the local LLM, a scripted agent) computes on this machine's own cores, where a start beside it
+model the sandbox starts on a keeper thread as the episode begins (`eager`) and the first cell waits for it, but
+only while a core is idle (`sandbox.pool.idle_cores`, measured on the keeper thread): on busy cores an early start
+moves no work out of the way, and a start the episode never uses (a report without a cell, a refusal) is CPU taken
+from the worlds that run (issue 42: at --concurrency 16 against a 1 s endpoint, 16 unused starts made the run
+slower than at 4). There the sandbox starts at the first cell, as for an in-process model. An in-process model (the local LLM, a scripted agent) computes on this machine's own cores, where a start beside it
 only competes for them; its sandbox starts at the first cell. Either way an episode that ends before its first cell
 (a report with no analysis, a refusal, a model error) never waits for a sandbox: nothing can have been written in
 its /workspace, so there is nothing to collect, and a sandbox that was started is torn down behind it.
@@ -27,14 +30,21 @@ _KEEPERS: set[threading.Thread] = set()
 _KEEPERS_LOCK = threading.Lock()
 
 
+def _cores_idle() -> bool:
+    """Whether a core is idle now (a QUIET_S sample of /proc/stat), as the pool judges a pre-start worth it."""
+    from sandbox.pool import IDLE_MIN, idle_cores
+
+    return idle_cores() >= IDLE_MIN
+
+
 class DeferredSandbox:
-    """`Sandbox` started by a keeper thread (at once when `eager`, else at the first cell); `run_python` and
-    `collect` wait for it. Use as a context manager, as `Sandbox`."""
+    """`Sandbox` started by a keeper thread (at once when `eager` and a core is idle, else at the first cell);
+    `run_python` and `collect` wait for it. Use as a context manager, as `Sandbox`."""
 
     def __init__(self, sandbox: Sandbox, eager: bool = True):
         self.sandbox = sandbox
         self.eager = eager
-        self._go = threading.Event()  # start now (set at once when eager, else by the first cell)
+        self._go = threading.Event()  # start now: set by the first cell (or the episode's end)
         self._ready = threading.Event()  # the start finished (or failed, or never happened)
         self._release = threading.Event()  # the episode is done with it
         self._error: BaseException | None = None
@@ -43,8 +53,6 @@ class DeferredSandbox:
 
     # -- lifecycle
     def __enter__(self) -> "DeferredSandbox":
-        if self.eager:
-            self._go.set()
         with _KEEPERS_LOCK:
             _KEEPERS.add(self._thread)
         self._thread.start()
@@ -60,7 +68,8 @@ class DeferredSandbox:
 
     def _keep(self) -> None:
         try:
-            self._go.wait()
+            if not (self.eager and _cores_idle()):
+                self._go.wait()
             if not self._release.is_set():
                 try:
                     self.sandbox.start()

@@ -80,3 +80,13 @@ def l2_world(**rubric_over) -> L2World:
         **{"class": "tool_trap"}, title="t", seed=1, public_files=["a"], expected_response="e", careful_scientist="c",
         grounding={"citation": "x", "rationale": "y"}, trap="narrow default on a broad mark", defect="narrow_default",
         rubric=rubric))
+
+
+def burn(seconds: float) -> list:
+    """A busy loop on every core for `seconds` (another user's job on a shared machine); the caller kills them."""
+    import os
+    import subprocess
+    import sys
+
+    code = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass"
+    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(os.cpu_count() or 1)]

@@ -11,6 +11,7 @@ from benchmark.run.episodes import RunConfig, execute
 from sandbox import deferred
 from sandbox.bwrap import Limits, Sandbox
 from sandbox.deferred import DeferredSandbox
+from tests.helpers import burn
 
 WORLD = "scrna.L1.integrity.clean"
 
@@ -54,6 +55,28 @@ def test_an_in_process_models_sandbox_starts_at_the_first_cell_and_never_without
         ep = run_episode(ref, "scripted/oracle", sb, budget=4, metadata=ref.call_context())
         assert ep.cells and _alive(used)
     assert ep.status == "graded" and not _alive(used)
+
+
+def test_a_hosted_models_sandbox_is_not_started_ahead_on_busy_cores():
+    """Issue 42: an eager start moves no work off busy cores and is wasted when the model answers without a cell
+    (16 such starts made --concurrency 16 slower than 4 against a 1 s endpoint). With every core busy, an eager
+    sandbox waits for the first cell; that cell still finds it started."""
+    ref = load_suite().worlds[WORLD]
+    burners = burn(20.0)
+    try:
+        time.sleep(0.5)
+        unused = Sandbox(ensure_built(ref), Limits(), label=ref.id, pool=False)
+        with DeferredSandbox(unused, eager=True):
+            time.sleep(1.5)
+            assert unused._proc is None and unused.uid is None, "started ahead on busy cores"
+        used = Sandbox(ensure_built(ref), Limits(), label=ref.id, pool=False)
+        with DeferredSandbox(used, eager=True) as sb:
+            assert sb.run_python("print(1)").stdout.strip() == "1"
+    finally:
+        for b in burners:
+            b.kill()
+    deferred.wait_all()
+    assert not _alive(used)
 
 
 def test_the_first_cell_waits_for_the_start_and_finds_the_worlds_files(tmp_path):

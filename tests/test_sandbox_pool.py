@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import burn
+
 from sandbox import seal
 
 
@@ -370,20 +372,11 @@ def test_warm_hand_out_copies_big_empty_and_nested_files_exactly(tmp_path):
     assert r2.stdout.strip() == str(sorted(rows)), r2.as_text()
 
 
-def _burn(seconds: float) -> list:
-    """A busy loop on every core, for `seconds`."""
-    import subprocess
-    import sys
-
-    code = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass"
-    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(os.cpu_count() or 1)]
-
-
 @contextlib.contextmanager
 def _pool_on_busy_cores(monkeypatch, starve_s: float, seconds: float = 30.0):
     """A fresh pool while every core runs a busy loop for `seconds`; yields (pool, burners)."""
     monkeypatch.setattr(pool_mod, "STARVE_S", starve_s)
-    burners = _burn(seconds)
+    burners = burn(seconds)
     p = WarmPool()
     try:
         time.sleep(0.3)
