@@ -11,6 +11,7 @@ GWS = 5e-8
 AF_TOL = 0.15          # |AF1 - expected| above this: the frequency belongs to the other allele
 FRACTION_ALL = 0.9     # an edit on >= 90% of SNPs is a whole-column problem
 BUILD_MATCH = 0.5      # fewer than half the positions in the GRCh37 panel: another build
+PAL_MAF = 0.4          # palindromic (A/T, C/G) SNPs with panel MAF at or above this: strand ambiguous by frequency
 
 
 def read(path) -> pd.DataFrame:
@@ -56,6 +57,18 @@ def detect(world: str = ".") -> dict:
     frac_other = float(other.sum() / max(ok.sum(), 1))
     v["af_other_allele_fraction"] = round(frac_other, 4)
     v["n_af_other_allele"] = int(other.sum())
+    # palindromic (A/T, C/G) SNPs: their letters read the same on both strands, so only the frequency tells the strand;
+    # where the panel MAF is below PAL_MAF, AF1 nearer the panel frequency of the other allele means the reverse strand
+    pal = ok & (m["A1"].map(COMP) == m["A2"]).to_numpy()
+    eur = m["EUR_AF"].to_numpy(float)
+    amb = pal & (np.minimum(eur, 1 - eur) >= PAL_MAF)
+    pal_flip = pal & ~amb & (np.abs(af - (1 - exp)) < np.abs(af - exp))
+    v["n_palindromic"] = int(pal.sum())
+    v["palindromic_fraction"] = round(float(pal.sum() / max(len(m), 1)), 4)
+    v["n_palindromic_ambiguous"] = int(amb.sum())
+    v["palindromic_flipped_snps"] = sorted(m.loc[pal_flip, "SNP"])
+    v["n_palindromic_flipped"] = int(pal_flip.sum())
+    v["palindromic_flipped_fraction"] = round(float(pal_flip.sum() / max(len(t), 1)), 4)
     # missing values written as 0
     zero = (m["SE"] <= 0) | ((m["BETA"] == 0) & (m["P"] >= 1))
     v["zero_snps"] = sorted(m.loc[zero, "SNP"])
@@ -67,10 +80,12 @@ def detect(world: str = ".") -> dict:
     if frac_other >= FRACTION_ALL:
         findings.append("complemented_eaf")
         v["n_complemented"] = int(other.sum())
-    elif other.any():
+    elif (other & ~pal).any():
         findings.append("allele_swap")
         v["swapped_snps"] = sorted(m.loc[other, "SNP"])
         v["n_swapped"] = int(other.sum())
+    elif pal_flip.any():   # only palindromic SNPs read against the other allele: reverse strand, not label swaps
+        findings.append("palindromic_strand")
     # P against BETA/SE
     from scipy.stats import norm as _norm  # imported where used: the harness imports this module for its cells
 

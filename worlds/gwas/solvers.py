@@ -1,8 +1,10 @@
 """Reference solvers of the gwas track (gold side); every golden is computed from the world's public files.
 
 gwas.L1.integrity   worlds.gwas.analysis.detect: duplicated rows, build (share of positions in the GRCh37 panel),
-                    strand flips, A1/A2 labels against the panel frequencies, complemented AF1, missing values as 0,
-                    P against BETA/SE; corrected reference rows for the product validator.
+                    strand flips, A1/A2 labels against the panel frequencies, palindromic (A/T, C/G) SNPs on the
+                    reverse strand (AF1 against the panel frequency of A1 and of its complement, where the panel MAF
+                    is below 0.4; those at or above it are strand-ambiguous and set aside), complemented AF1, missing
+                    values as 0, P against BETA/SE; corrected reference rows for the product validator.
 gwas.L2.inflation   genomic control (Devlin & Roeder 1999): lambda = median chi2 / 0.4549, chi2 / max(lambda, 1).
 gwas.L2.meta        fixed-effect inverse-variance meta-analysis after aligning study B to study A's effect allele.
 gwas.L2.ldscore     LD-score regression (Bulik-Sullivan 2015) on the shipped LD scores: chi2 / max(intercept, 1).
@@ -20,7 +22,7 @@ from graders.registry import product_validator
 from worlds.gwas import analysis as A
 
 
-@solver("gwas.L1.integrity", version="1")
+@solver("gwas.L1.integrity", version="2")  # 2: palindromic SNPs on the reverse strand (issue 39)
 def l1_integrity(world_dir: Path, world) -> dict:
     return A.detect(world_dir)
 
