@@ -159,10 +159,10 @@ def claimed_defect(catalog: dict[str, list[str]], issue: dict[str, Any]) -> str 
 _HEADING = re.compile(r"^\s*([^:.;\n]{1,120}):\s")
 
 
-def claimed_trap(catalog: dict[str, list[str]], item: Any) -> str | None:
-    """The one catalogued trap an L2 `issues_found` entry claims, as `claimed_defect` reads an L1 alarm: a structured
-    entry's `category`, else the heading of its text ("Dead time: ..."), else the lead of its text. The rest of
-    the entry is context: an expert's entry on one problem names the files, references and checks around it."""
+def claimed_traps(catalog: dict[str, list[str]], item: Any) -> list[str]:
+    """Every catalogued trap the part of an entry that claims (`claimed_trap`: its category, else its heading, else
+    its lead) names, first named first. "Pile-up losses are missing from the live time" names the pile-up trap and
+    the dead-time one: where one of them is the world's own, the entry is that trap's claim, not an invented other."""
     flagged = isinstance(item, dict) and item.get("changes_result") is True
     if isinstance(item, dict):
         codes = category_codes(catalog, item.get("category"))
@@ -174,6 +174,14 @@ def claimed_trap(catalog: dict[str, list[str]], item: Any) -> str | None:
         codes = named_codes(catalog, head.group(1), flagged)
     if not codes:
         codes = named_codes(catalog, lead(text), flagged)
+    return codes
+
+
+def claimed_trap(catalog: dict[str, list[str]], item: Any) -> str | None:
+    """The one catalogued trap an L2 `issues_found` entry claims, as `claimed_defect` reads an L1 alarm: a structured
+    entry's `category`, else the heading of its text ("Dead time: ..."), else the lead of its text. The rest of
+    the entry is context: an expert's entry on one problem names the files, references and checks around it."""
+    codes = claimed_traps(catalog, item)
     return codes[0] if codes else None
 
 

@@ -44,7 +44,7 @@ from graders.checks import CheckResult, as_number, flatten_text, run_check, run_
 from graders.report import parse_report
 
 GRADER_ID = "graders.l1"
-GRADER_VERSION = "7"  # 7: a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
+GRADER_VERSION = "7"  # 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
 INVENTED_COST = 1.5  # native points per invented catalogued defect on a challenge world
 
 STATE_SCORES: dict[str, float] = {
@@ -292,9 +292,22 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
             break
     if diag is None:
         diag = _measured_note(family, world, report, golden, products)
+    value_only = False
+    if diag is None:
+        # the world's defect measured exactly under another catalogued cause's name ("A1/A2 swapped" where AF1 is the
+        # other allele's frequency: the same symptom, which the data may not tell apart) is a misdiagnosis, not an
+        # invention: its value is what a shortcut cannot give; the diagnosis stays partial and its action is graded
+        # (a value under uncatalogued words, with no product to back it, could be a coincidence: not recognised)
+        for i, a in enumerate(alarms[:MAX_VALUE_READS]):
+            if rub.measure and a.get("value") is not None and claimed_defect(family, a) not in (None, world.defect) and any(
+                    r.credit >= 1.0 for r in run_checks(list(rub.measure), {**report, **a}, golden, products)):
+                diag, value_only = a, True
+                by_work.add(i)
+                break
     # right work under another catalogued defect's name (identical columns called duplicates where they are technical
     # replicates) is a misdiagnosis: the work earns, the diagnosis stays partial; uncatalogued words are not wrong
-    misnamed = bool(by_work) and claimed_defect(family, diag) is not None and not names_defect(family, diag, world.defect)
+    misnamed = value_only or (bool(by_work) and claimed_defect(family, diag) is not None
+                              and not names_defect(family, diag, world.defect))
     invented = _invented(family, world, alarms, by_work, golden)
     inv_note = f"; invented: {', '.join(invented)}" if invented else ""
     # partly named: a world-specific partial pattern (words that only mention the defect as context earn nothing:
@@ -326,7 +339,9 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
         name = "DIAGNOSE-NOT-ACT" if full else "DIAGNOSE-NOT-ACT-PARTIAL"
     passed += int(bool(rub.acceptable_assessments) and assess_ok)
     value_note = "" if not rub.measure else ("; measured value in tolerance" if has_value else "; no measured value in tolerance")
-    how = ("recognised the defect by its value and product" + (f" (misnamed as {claimed_defect(family, diag)})" if misnamed else "")) if by_work else ("named the defect" if diag else "partly named the defect")
+    how = ("recognised the defect by its measured value" if value_only else "recognised the defect by its value and product") \
+        + (f" (misnamed as {claimed_defect(family, diag) or 'another problem'})" if misnamed else "") if by_work \
+        else ("named the defect" if diag else "partly named the defect")
     reason = f"{how}{value_note}; {passed}/{len(results)} action checks passed{inv_note}"
     return _penalise(_state(name, reason, measured + results, fab), invented)
 

@@ -79,15 +79,19 @@ def claim_catalog(family: FamilyManifest) -> dict[str, list[str]]:
 
 def invented_claims(world: L2World, family: FamilyManifest, claimed: list[Any]) -> list[tuple[str, bool]]:
     """(trap, asserts an effect) for every catalogued trap that a claimed `issues_found` entry (`claimed_items`)
-    claims (one per entry: `claims.claimed_trap`) and the world does not have: not its own trap, not one
+    claims (one per entry: `claims.claimed_trap`) and the world does not have: not its own trap (nor an entry whose
+    claim names the world's own trap beside one other: `claims.claimed_traps`), not one
     `also_present`, and not a declared nuisance feature the entry describes and measures (a true observation), unless
     the entry says it changes the result of a feature that cannot (`Nuisance.can_move_result` false): that is the
     trap's claim. A bare assertion ("copy-number amplified genes confound the screen") measures nothing: charged."""
     out: dict[str, bool] = {}
     catalog = claim_catalog(family)
     for it in claimed:
-        code = claims.claimed_trap(catalog, it)
+        codes = claims.claimed_traps(catalog, it)
+        code = codes[0] if codes else None
         if code is None or code == world.defect or code in world.also_present:
+            continue
+        if world.defect in codes and len(codes) <= 2:  # the trap named with its neighbour, not a list of every trap
             continue
         effect, text = claims.asserts_effect(it), claims.item_text(it)
         if claims.measured(text) and code in claims.nuisance_codes(family.nuisance, world.id, text, effect):

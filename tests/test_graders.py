@@ -193,6 +193,18 @@ def test_l1_a_corrected_copy_that_merges_rows_is_read_as_the_rows_it_removed(tmp
     assert r.credit == 1.0, r.detail
 
 
+def test_l1_the_worlds_defect_measured_exactly_under_another_name_is_a_partial_diagnosis(products):
+    """Issue 38 (blind study 5): AF1 measured as the other allele's frequency on every SNP, called an allele swap
+    (the data show the same symptom), graded FABRICATED 0. Its value is the world's own: a misdiagnosis, partial; a
+    value that is not the world's keeps the charge."""
+    swapped = issue("ambient soup contamination", "warning", value=5)
+    g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable_with_caveats", [swapped]), products=products)
+    assert g.state == "DIAGNOSE-NOT-ACT-PARTIAL" and not g.invented, g.reason
+    g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable_with_caveats", [{**swapped, "value": 41}]),
+                 products=products)
+    assert g.state == "FABRICATED" and g.invented == ["ambient_rna"], g.reason
+
+
 def test_l1_flag_everything_scores_nothing(products):
     every = l1_report("unusable", [issue("duplicated barcodes", "warning"), issue("ambient RNA", "warning"),
                                    issue("soup", "warning")])
@@ -536,6 +548,21 @@ def test_l2_an_entry_claims_one_trap_its_heading_or_lead():
     headed = "PCR jackpots: 40 stacks of identical reads in the ChIP, kept as they are."
     g = grade_l2(l2_world(), fam, GOLD2, _l2(6.4, "broad", ["narrow default fragments domains", headed]))
     assert g.invented == ["jackpots"] and g.components["I"] == 0.5
+
+
+def test_l2_an_entry_naming_the_worlds_trap_beside_one_other_is_no_invention():
+    """Issue 38 (blind study 5): "Pile-up losses are missing from the live time" names the world's pile-up trap and
+    the dead-time one; read as its first code it capped a 100-point analysis at 20. An entry naming the world's trap
+    beside one other claims the world's trap; a list of every trap still claims the others."""
+    fam = l2_family(defect_catalog={"narrow_default": ["narrow", "fragment"], "jackpots": ["jackpot"],
+                                    "amplified": ["amplif"]})
+    both = {"issue": "PCR jackpots inflate the narrow default calls: 40 stacks.", "changes_result": True, "value": 40}
+    g = grade_l2(l2_world(), fam, GOLD2, _l2(6.4, "broad", [both]))
+    assert g.invented == [] and g.score == 1.0, g.reason
+    every = {"issue": "PCR jackpots, amplified regions and the narrow default change the result: 40.",
+             "changes_result": True, "value": 40}
+    g = grade_l2(l2_world(), fam, GOLD2, _l2(6.4, "broad", [every]))
+    assert g.invented and g.score <= 0.2, g.reason
 
 
 def test_l2_a_pattern_the_prompt_itself_uses_is_a_topic_not_a_claim():
