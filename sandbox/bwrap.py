@@ -584,6 +584,16 @@ class _BoundedLog:
             self.dropped = 0
 
 
+def _prune_empty(folder: Path, top: Path) -> None:
+    """Remove `folder` and its parents up to (not including) `top` while they are empty."""
+    while folder != top and top in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
+
+
 def _printable(name: str) -> bool:
     return name.isprintable() and not any(0xDC80 <= ord(c) <= 0xDCFF for c in name)
 
@@ -1378,6 +1388,7 @@ class Sandbox:
                         wh.update(chunk)
                 if wh.digest() == h.digest():
                     target.unlink()  # an unchanged input of the world, not a work product
+                    _prune_empty(target.parent, dest)  # nor is the folder made for it (the world's own subfolder)
                     return
             copied.append(rel)
         except OSError as exc:

@@ -131,3 +131,5 @@ def test_collect_returns_agent_outputs_only(world, tmp_path):
         sb.run_python("import os; os.makedirs('out', exist_ok=True); open('out/genes.csv','w').write('g,1\\n')")
         got = sb.collect(tmp_path / "artifacts")
     assert got == ["out/genes.csv"] and (tmp_path / "artifacts/out/genes.csv").read_text() == "g,1\n"
+    # the world's own subfolder (alignments/chip.bam, unchanged) leaves no empty folder among the agent's products
+    assert sorted(p.name for p in (tmp_path / "artifacts").iterdir()) == ["out"]
