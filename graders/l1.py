@@ -339,9 +339,11 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
         name = "DIAGNOSE-NOT-ACT" if full else "DIAGNOSE-NOT-ACT-PARTIAL"
     passed += int(bool(rub.acceptable_assessments) and assess_ok)
     value_note = "" if not rub.measure else ("; measured value in tolerance" if has_value else "; no measured value in tolerance")
-    how = ("recognised the defect by its measured value" if value_only else "recognised the defect by its value and product") \
-        + (f" (misnamed as {claimed_defect(family, diag) or 'another problem'})" if misnamed else "") if by_work \
-        else ("named the defect" if diag else "partly named the defect")
+    if by_work:
+        how = "recognised the defect by its " + ("measured value" if value_only else "value and product")
+        how += f" (misnamed as {claimed_defect(family, diag) or 'another problem'})" if misnamed else ""
+    else:
+        how = "named the defect" if diag else "partly named the defect"
     reason = f"{how}{value_note}; {passed}/{len(results)} action checks passed{inv_note}"
     return _penalise(_state(name, reason, measured + results, fab), invented)
 
