@@ -180,6 +180,10 @@ def _collide(p: "Lib", rng, f_collide: float, min_k: int = 2) -> list:
     pairs = rng.choice(n, 2 * k, replace=False).reshape(k, 2)
     pairs = pairs[t["element"].to_numpy()[pairs[:, 0]] != t["element"].to_numpy()[pairs[:, 1]]]
     pairs = pairs[(t["origin"].to_numpy()[pairs] == "").all(axis=1) & (t["element"].to_numpy()[pairs] != "").all(axis=1)]
+    # a barcode whose sequencing-error neighbour is already counted keeps its own row and map entry: dropping it would
+    # orphan that neighbour, which would then read as a full unmapped barcode (seen at campaign seed 7001)
+    parents = set(t["origin"]) - {""}
+    pairs = pairs[~np.isin(t["barcode"].to_numpy()[pairs[:, 1]], list(parents))]
     cols = [c for c in t.columns if c.endswith("_count") or c.startswith("rna_rep")]
     keep_i, drop_i = pairs[:, 0], pairs[:, 1]
     t.loc[t.index[keep_i], cols] = t.iloc[keep_i][cols].to_numpy() + t.iloc[drop_i][cols].to_numpy()
@@ -406,9 +410,14 @@ def low_dna(p: Lib, rng, n_low: int, n_high: int, min_activity: float = 0.3, max
 def outlier_rna(p: Lib, rng, n_low: int, n_high: int, log2_low: float, log2_high: float, min_activity: float = -1.0,
                 max_activity: float = 1.0) -> Lib:
     """RNA jackpots: one barcode of each of n_low-n_high drawn test elements (true activity in min-max) gets its RNA
-    reads multiplied by 2^k (k drawn per barcode in log2_low-log2_high), as a PCR jackpot or a barcode in an
-    integration hot spot does; the plasmid count is kept."""
+    reads multiplied by 2^k (k drawn per barcode in log2_low-log2_high, raised where needed so that the element's
+    summed RNA/DNA lands 0.5 log2 above the 10th highest summed RNA/DNA of the test elements: a draw whose top
+    elements are very active would otherwise hide most jackpots below the top 20, as at campaign seed 7001), as a PCR jackpot or a
+    barcode in an integration hot spot does; the plasmid count is kept."""
     e = p.elements
+    t0 = p.bc.groupby("element")[["dna_count", "rna_count"]].sum()
+    test_ratio = (t0["rna_count"] / t0["dna_count"].clip(lower=1)).reindex(e.loc[e["role"] == "test", "element"])
+    top10 = float(np.sort(test_ratio.dropna().to_numpy())[-min(10, len(test_ratio.dropna()))])
     m = (e["role"] == "test") & (e["activity"] >= min_activity) & (e["activity"] <= max_activity)
     chosen = sorted(str(x) for x in rng.choice(e.loc[m, "element"].to_numpy(), int(rng.integers(n_low, n_high + 1)),
                                                 replace=False))
@@ -418,7 +427,11 @@ def outlier_rna(p: Lib, rng, n_low: int, n_high: int, log2_low: float, log2_high
         idx = np.flatnonzero(((t["element"] == el) & (t["dna_count"] >= 20)).to_numpy())
         i = int(rng.choice(idx))
         k = float(rng.uniform(log2_low, log2_high))
-        t.loc[t.index[i], "rna_count"] = int(round(max(int(t["rna_count"].iloc[i]), 5) * 2.0 ** k))
+        own = (t["element"] == el).to_numpy()
+        r_i, rest = max(int(t["rna_count"].iloc[i]), 5), float(t.loc[own, "rna_count"].sum()) - int(t["rna_count"].iloc[i])
+        need = top10 * 2.0 ** 0.5 * float(t.loc[own, "dna_count"].sum()) - rest  # summed RNA/DNA 0.5 log2 above the 10th
+        k = max(k, float(np.log2(max(need, 1.0) / r_i)))
+        t.loc[t.index[i], "rna_count"] = int(round(r_i * 2.0 ** k))
         bcs.append(str(t["barcode"].iloc[i]))
     p.truth["outlier_elements"] = chosen
     p.truth["outlier_barcodes"] = sorted(bcs)
