@@ -723,6 +723,30 @@ def test_a_table_of_the_analysts_own_rows_is_graded_on_the_true_set_it_holds(tmp
               universe="truth.domain_genes", min_share=0.7)
 
 
+def test_a_rank_check_over_a_handful_of_true_genes_is_not_required(tmp_path):
+    """Campaign seed 7001: a draw whose domains were barely callable left the reference (and the oracle) 2 of 53
+    true domain genes; a Spearman over 2 genes is 0 and failed the oracle. Under MIN_RANK_KEYS genes of the true set in
+    the reference, the values alone are judged; above it, a wrong order still fails."""
+    from graders.checks import MIN_RANK_KEYS, run_check
+    from graders.manifest import Check
+
+    universe = [f"G{i:02d}" for i in range(50)]
+    check = Check(id="t", kind="product_table", field="out", key="gene_id", column="log2fc", golden="promoter",
+                  universe="truth.domain_genes", reference="ref", min_coverage=0.7, min_spearman=0.7, min_share=0.7,
+                  abs_tol=0.5)
+
+    def credit(ref_n, rows):
+        gold = {"promoter": {g: i / 10 for i, g in enumerate(universe)},
+                "ref": {g: i / 10 for i, g in enumerate(universe[:ref_n])}, "truth": {"domain_genes": universe}}
+        (tmp_path / "t.csv").write_text("gene_id,log2fc\n" + "".join(f"{g},{v}\n" for g, v in rows))
+        return run_check(check, {"out": "t.csv"}, gold, products=tmp_path)
+
+    two = [(universe[0], 0.09), (universe[1], 0.01)]  # both within tolerance, in the reverse order of rank
+    assert credit(2, two).credit == 1.0
+    many = [(g, 4.9 - i / 10 + 0.0) for i, g in enumerate(universe[:MIN_RANK_KEYS + 3])]  # reversed order
+    assert credit(MIN_RANK_KEYS + 3, many).credit == 0.0
+
+
 def test_l2_structured_entries_say_which_is_a_claim_and_flagging_every_trap_harmless_earns_nothing():
     """An L2 issues_found entry may be {issue, changes_result, value} (the prompt says so): a check that found nothing,
     flagged false, is neither claim nor invention whatever it names; the trap flagged true is recognised; a report that
