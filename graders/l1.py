@@ -190,6 +190,7 @@ def names_defect(family: FamilyManifest, issue: dict[str, Any], code: str) -> bo
             or code in claims.named_codes(catalog, claims.lead(str(issue.get("description") or ""))))
 
 
+SPECIFIC_VALUE = 10  # the least measured count that recognises the world's defect under another defect's name
 MAX_VALUE_READS = 50  # alarms whose value and product are checked for recognition (a report of 10,000 alarms is cut)
 
 
@@ -297,9 +298,12 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
         # the world's defect measured exactly under another catalogued cause's name ("A1/A2 swapped" where AF1 is the
         # other allele's frequency: the same symptom, which the data may not tell apart) is a misdiagnosis, not an
         # invention: its value is what a shortcut cannot give; the diagnosis stays partial and its action is graded
-        # (a value under uncatalogued words, with no product to back it, could be a coincidence: not recognised)
+        # (a value under uncatalogued words, with no product to back it, could be a coincidence: not recognised; so
+        # could a small one: one sample, two columns, a fraction of 1.0 recur across the siblings of a family, so only
+        # a count of at least SPECIFIC_VALUE is specific enough to tell which defect was measured)
         for i, a in enumerate(alarms[:MAX_VALUE_READS]):
-            if rub.measure and a.get("value") is not None and claimed_defect(family, a) not in (None, world.defect) and any(
+            v = as_number(a.get("value"))
+            if rub.measure and v is not None and abs(v) >= SPECIFIC_VALUE and claimed_defect(family, a) not in (None, world.defect) and any(
                     r.credit >= 1.0 for r in run_checks(list(rub.measure), {**report, **a}, golden, products)):
                 diag, value_only = a, True
                 by_work.add(i)
