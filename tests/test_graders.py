@@ -196,12 +196,20 @@ def test_l1_a_corrected_copy_that_merges_rows_is_read_as_the_rows_it_removed(tmp
 def test_l1_the_worlds_defect_measured_exactly_under_another_name_is_a_partial_diagnosis(products):
     """Issue 38 (blind study 5): AF1 measured as the other allele's frequency on every SNP, called an allele swap
     (the data show the same symptom), graded FABRICATED 0. Its value is the world's own: a misdiagnosis, partial; a
-    value that is not the world's keeps the charge."""
-    swapped = issue("ambient soup contamination", "warning", value=5)
-    g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable_with_caveats", [swapped]), products=products)
+    value that is not the world's keeps the charge, and so does a small count (one sample, a fraction of 1.0 recur
+    across a family's siblings: a pasted report would earn on them)."""
+    from graders.l1 import SPECIFIC_VALUE
+
+    many = {**GOLD, "n_dup": 25, "dup_fraction": 25 / 640}
+    swapped = issue("ambient soup contamination", "warning", value=25)
+    assert 25 >= SPECIFIC_VALUE
+    g = grade_l1(_world(), l1_family(), many, l1_report("usable_with_caveats", [swapped]), products=products)
     assert g.state == "DIAGNOSE-NOT-ACT-PARTIAL" and not g.invented, g.reason
-    g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable_with_caveats", [{**swapped, "value": 41}]),
+    g = grade_l1(_world(), l1_family(), many, l1_report("usable_with_caveats", [{**swapped, "value": 41}]),
                  products=products)
+    assert g.state == "FABRICATED" and g.invented == ["ambient_rna"], g.reason
+    g = grade_l1(_world(), l1_family(), GOLD, l1_report("usable_with_caveats", [{**swapped, "value": 5}]),
+                 products=products)  # the world's own count, 5, is below SPECIFIC_VALUE
     assert g.state == "FABRICATED" and g.invented == ["ambient_rna"], g.reason
 
 
