@@ -318,8 +318,7 @@ def changed_records(original: Path, copy: Path, golden_items: list[str]) -> list
     or added rows included. A row's key is read in the form the golden items name the original's rows (`_key_form`:
     the whole line, its first field, or its first fields joined by ':' as a SNP is named CHR:POS), so a corrected
     copy of a CHR POS table is read as the SNPs it changes, not the chromosomes."""
-    a, b = _record_rows(original, copy, golden_items)
-    return sorted(k for k in set(a) | set(b) if sorted(a.get(k, [])) != sorted(b.get(k, [])))
+    return changed_record_readings(original, copy, golden_items)[0]
 
 
 def changed_record_readings(original: Path, copy: Path, golden_items: list[str]) -> list[list[str]]:

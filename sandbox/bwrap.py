@@ -33,7 +33,7 @@ shown through read-only overlays whose layers are bound under a private tmpfs at
 namespace, so /proc/self/mountinfo names only `/opt/...`. The venv's `pyvenv.cfg`, interpreter links,
 console-script shebangs and activate scripts are regenerated for /opt/venv in an upper overlay layer; its .pyc files
 record their /opt/venv source paths (`sandbox/neutral.py`, run by setup.sh) and an install's `direct_url.json` that
-names the clone is masked, so no file under /opt/venv names the venv's host path (`tests/test_sandbox_security.py`).
+names the clone is masked, so no file under /opt/venv names the venv's host path (`tests/test_security.py`).
 Python itself reports /opt paths (`sys.prefix`, tracebacks: importlib rewrites `co_filename` on load).
 What is not scrubbed: a base interpreter installed outside /usr (pyenv, uv) is shown at /opt/python, but its
 binaries record their build prefix (the RPATH of `python3.11`, `libpython` and every `lib-dynload` module, and its

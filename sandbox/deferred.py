@@ -6,8 +6,9 @@ model the sandbox starts on a keeper thread as the episode begins (`eager`) and 
 only while a core is idle (`sandbox.pool.idle_cores`, measured on the keeper thread): on busy cores an early start
 moves no work out of the way, and a start the episode never uses (a report without a cell, a refusal) is CPU taken
 from the worlds that run (issue 42: at --concurrency 16 against a 1 s endpoint, 16 unused starts made the run
-slower than at 4). There the sandbox starts at the first cell, as for an in-process model. An in-process model (the local LLM, a scripted agent) computes on this machine's own cores, where a start beside it
-only competes for them; its sandbox starts at the first cell. Either way an episode that ends before its first cell
+slower than at 4). There the sandbox starts at the first cell. An in-process model (the local LLM, a scripted
+agent) computes on this machine's own cores, where a start beside it only competes for them; its sandbox starts at
+the first cell. Either way an episode that ends before its first cell
 (a report with no analysis, a refusal, a model error) never waits for a sandbox: nothing can have been written in
 its /workspace, so there is nothing to collect, and a sandbox that was started is torn down behind it.
 

@@ -99,13 +99,10 @@ def neutralise(venv: Path | None = None, neutral: str = NEUTRAL_VENV, jobs: int 
     if jobs_list:
         n = jobs or max(1, min(len(os.sched_getaffinity(0)), 8))
         if n == 1 or len(jobs_list) < 64:
-            errors = map(_recompile, jobs_list)
+            failed = [e for e in map(_recompile, jobs_list) if e]
         else:
-            pool = ProcessPoolExecutor(n)
-            errors = pool.map(_recompile, jobs_list, chunksize=64)
-        failed = [e for e in errors if e]
-        if n > 1 and len(jobs_list) >= 64:
-            pool.shutdown()
+            with ProcessPoolExecutor(n) as pool:
+                failed = [e for e in pool.map(_recompile, jobs_list, chunksize=64) if e]
     left = len(naming_files(venv)) if jobs_list else 0
     return {"rewritten": len(jobs_list) - len(failed), "sourceless": sourceless, "failed": failed[:5],
             "n_failed": len(failed), "left": left}

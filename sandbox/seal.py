@@ -242,6 +242,14 @@ def clear_cache() -> None:
     masked_paths.cache_clear()
 
 
+def _names_clone(p: Path) -> bool:
+    """Whether a small text file (a .pth, an install's direct_url.json) names the clone's folder."""
+    try:
+        return p.is_file() and str(REPO_ROOT) in p.read_text(errors="replace")
+    except OSError:
+        return False
+
+
 @functools.lru_cache(maxsize=1)
 def masked_paths() -> tuple[Path, ...]:
     """Every host path to mask in the sandbox (files and folders, resolved, none inside another). Cached per process,
@@ -254,18 +262,10 @@ def masked_paths() -> tuple[Path, ...]:
         for p in [*site.iterdir(), *(site / "__pycache__").glob("__editable__*")]:
             if p.name.startswith("__editable__"):  # an editable install's finder names the clone's folders
                 masked.add(p)
-            elif p.suffix == ".dist-info" and (p / "direct_url.json").is_file():
-                try:  # an install from the clone (editable, or a wheel built there) records the clone's path
-                    if str(REPO_ROOT) in (p / "direct_url.json").read_text(errors="replace"):
-                        masked.add(p / "direct_url.json")
-                except OSError:
-                    pass
-            elif p.suffix == ".pth" and p.is_file():
-                try:
-                    if str(REPO_ROOT) in p.read_text(errors="replace"):
-                        masked.add(p)
-                except OSError:
-                    pass
+            elif p.suffix == ".dist-info" and _names_clone(p / "direct_url.json"):
+                masked.add(p / "direct_url.json")  # an install from the clone records the clone's path
+            elif p.suffix == ".pth" and _names_clone(p):
+                masked.add(p)
     masked.update(substrate_sources())
     for item in _registry:
         masked.update(Path(p) for p in (item() if callable(item) else [item]))
