@@ -163,10 +163,10 @@ def outlier_barcodes(t, rna):
     return (lr - lr.groupby(t["element"]).transform("median")) > OUTLIER_LOG2
 
 
-def ratios(t, el, rna, careful=True, by=None):
+def ratios(t, el, rna, careful=True, by=None, normalise=True):
     """Per-element log2(RNA/DNA) over the barcodes with >= MIN_DNA plasmid reads and no RNA jackpot (careful) or over
     every barcode (naive); careful: library-size normalised and centred on the median negative control (of the
-    element's own `by` group when given)."""
+    element's own `by` group when given), unless `normalise` is False (the filters alone)."""
     if careful:
         t = t[t["dna_count"] >= MIN_DNA]
         t = t[~outlier_barcodes(t, rna)]
@@ -175,7 +175,7 @@ def ratios(t, el, rna, careful=True, by=None):
         g = g[g["n_bc"] >= MIN_GOOD_BC]
     g = g.merge(el, on="element")
     a = np.log2((g["rna"] + PSEUDO) / (g["dna"] + PSEUDO))
-    if careful:
+    if careful and normalise:
         a = a + np.log2(t["dna_count"].sum() / t[rna].sum())
         keys = g[by] if by else pd.Series(0, index=g.index)
         neg = g["role"] == "negative_control"
@@ -194,6 +194,18 @@ def top(g, n=TOP_N):
 def n_active(g):
     x = g[g["role"] == "test"]
     return int((x["activity"].round(6) >= ACTIVE).sum())
+
+
+def negligible_offset(g) -> bool:
+    """Whether the negative controls' median log2 ratio in `g` lies within two standard errors of 0 (SE of a median:
+    1.2533 robust sd / sqrt(n)): an offset that small may be left uncorrected, so the count it gives is right too."""
+    from scipy.stats import median_abs_deviation
+
+    neg = g.loc[g["role"] == "negative_control", "activity"].to_numpy(float)
+    if len(neg) < 3:
+        return False
+    se = 1.2533 * float(median_abs_deviation(neg, scale="normal")) / np.sqrt(len(neg))
+    return abs(float(np.median(neg))) <= 2.0 * se
 
 
 def bh(p):

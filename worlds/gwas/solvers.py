@@ -72,7 +72,7 @@ def l2_inflation(world_dir: Path, world) -> dict:
             "trap_chisq": {s: round(float(raw[t["SNP"] == s].iloc[0]), 3) for s in sorted(top)}}
 
 
-@solver("gwas.L2.ldscore", version="1")
+@solver("gwas.L2.ldscore", version="2")
 def l2_ldscore(world_dir: Path, world) -> dict:
     d = Path(world_dir)
     t = A.read(d / "sumstats.tsv")
@@ -84,9 +84,15 @@ def l2_ldscore(world_dir: Path, world) -> dict:
     c, g = cor.set_index("SNP"), gc.set_index("SNP")
     r = raw.set_axis(t["SNP"])
     hits = sorted(cor.loc[cor["p"] < A.GWS, "SNP"])
+    z = (fit["intercept"] - 1) / fit["intercept_se"]
+    # an intercept within two standard errors of 1 is no evidence of confounding: leaving the statistics uncorrected is
+    # then as standard as dividing by it, so the uncorrected hits are allowed and their count is right too
+    plain = sorted(t.loc[t["P"] < A.GWS, "SNP"]) if z < 2.0 else hits
+    counts = sorted({len(hits), len(plain)})
     return {"ldsc_intercept": round(fit["intercept"], 4), "intercept_se": round(fit["intercept_se"], 4),
-            "intercept_z": round((fit["intercept"] - 1) / fit["intercept_se"], 2), "mean_chisq": round(fit["mean_chisq"], 4),
-            "lambda_gc": round(lam, 4), "hits": hits, "n_hits": len(hits),
+            "intercept_z": round(z, 2), "mean_chisq": round(fit["mean_chisq"], 4),
+            "lambda_gc": round(lam, 4), "hits": hits, "n_hits": len(hits), "n_hits_range": [counts[0], counts[-1]],
+            "hits_allowed": sorted(set(plain) - set(hits)),
             "n_raw_hits": int((t["P"] < A.GWS).sum()), "n_gc_hits": int((gc["p"] < A.GWS).sum()),
             "chisq_ldsc": {s: round(float(c.loc[s, "chisq"]), 3) for s in sorted(top)},
             "gc_chisq": {s: round(float(g.loc[s, "chisq"]), 3) for s in sorted(top)},
