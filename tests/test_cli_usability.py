@@ -384,3 +384,51 @@ def test_sandbox_prompt_and_exec_collect_give_a_blind_analyst_what_an_agent_has(
     assert cli_main(["sandbox", "exec", wid, "--code-file", str(code), "--collect", str(out)]) == 0
     assert "fixed" in capsys.readouterr().out
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == ["fixed/list.txt"]
+
+
+@pytest.mark.parametrize("slots", [1, 2, 4])
+@pytest.mark.parametrize("walls", [{"L1": 7.1, "L2": 5.1, "L3": 66.0},    # the local model, as the prior says
+                                   {"L1": 2.0, "L2": 3.0, "L3": 90.0},    # a hosted model: dossiers 45x an L1 world
+                                   {"L1": 6.0, "L2": 8.0, "L3": 18.0}],   # a fast dossier protocol: 3x
+                         ids=["as-prior", "heavy-dossiers", "light-dossiers"])
+def test_the_time_left_is_within_1_5x_from_the_first_tenth_of_a_run(slots, walls):
+    """Issue 41: a simulated run of the main job's shape (31 L3, 133 L2, 109 L1; each world's wall its level's
+    +-25%, drawn), ordered as `run` orders it, pooled over `slots`: at every world's end from 10% to 90% of the
+    run's wall, the time left the progress line would print is within 1.5x of the truth, whatever the model's
+    walls per level, where the prior (the local model's) is 9x off for a hosted model."""
+    import heapq
+    import random
+
+    from benchmark.run.episodes import with_probes
+    from benchmark.run.estimate import run_pace
+
+    rng = random.Random(slots)
+    items = [(f"w{i:03d}.L3 r0", "L3") for i in range(31)] + [(f"w{i:03d}.L2 r0", "L2") for i in range(31, 164)] + \
+            [(f"w{i:03d}.L1 r0", "L1") for i in range(164, 273)]
+    items = with_probes(items, slots, lambda x: x[1])
+    pace = run_pace("openai/some-model", dict(items), slots)
+    wall = {k: walls[lv] * rng.uniform(0.75, 1.25) for k, lv in items}
+    free = [0.0] * slots
+    ends = []
+    for k, _ in items:  # the pool: each world starts on the first free slot
+        t = heapq.heappop(free)
+        heapq.heappush(free, t + wall[k])
+        ends.append((t + wall[k], k))
+    end = max(t for t, _ in ends)
+    checked = 0
+    for t, k in sorted(ends):
+        pace.observe(k, wall[k])
+        if 0.1 * end <= t <= 0.9 * end:
+            left, truth = pace.left(t, 0.0, 0.0), end - t
+            assert truth / 1.5 <= left <= 1.5 * truth, (k, round(t), round(left), round(truth))
+            checked += 1
+    assert checked > 20
+
+
+def test_probes_measure_every_level_early():
+    from benchmark.run.episodes import with_probes
+
+    todo = [("a", "L3"), ("b", "L3"), ("c", "L3"), ("d", "L2"), ("e", "L2"), ("f", "L1")]
+    assert with_probes(todo, 2, lambda x: x[1]) == [("a", "L3"), ("b", "L3"), ("d", "L2"), ("f", "L1"), ("c", "L3"),
+                                                     ("e", "L2")]
+    assert with_probes(todo, 10, lambda x: x[1]) == todo

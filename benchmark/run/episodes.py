@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, Callable
 
 from benchmark.run.agent import HARNESS_VERSION, RetryPolicy, run_episode
 from benchmark.oversight.audit import audit_cells
@@ -271,6 +272,7 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
         todo = [(r, k) for r in refs for k in range(cfg.replicates) if result_key(r.id, k) not in done]
         if cfg.concurrency > 1:
             todo = longest_first(todo)
+        todo = with_probes(todo, cfg.concurrency, lambda rk: str(rk[0].world.level))
         from benchmark.models import set_workers
 
         set_workers(min(cfg.concurrency, max(1, len(todo))))  # one world left: its model calls get every core
@@ -314,8 +316,7 @@ def execute(cfg: RunConfig, on_progress=None) -> list[ResultRecord]:
                 futures = {pool.submit(work, r, k): (r, k) for r, k in todo}
                 for fut in as_completed(futures):
                     r, k = futures[fut]
-                    fut.result()
-                    step(f"{r.id} r{k}")
+                    step(f"{r.id} r{k}", fut.result().wall_s)
         wanted = {result_key(r.id, k) for r in refs for k in range(cfg.replicates)}
         return [rec for rec in store.results() if result_key(rec.world_id, rec.replicate) in wanted]
     finally:
@@ -375,6 +376,20 @@ def longest_first(todo: list[tuple[WorldRef, int]]) -> list[tuple[WorldRef, int]
         return -sum(p.stat().st_size for p in d.rglob("*") if p.is_file()) if ref.world.level == Level.L3 else 0
 
     return sorted(todo, key=lambda rk: (rank.get(str(rk[0].world.level), 3), size(rk[0]), rk[0].id, rk[1]))
+
+
+def with_probes(todo: list, slots: int, level: Callable[[Any], str]) -> list:
+    """`todo` with the first item of each level not among the first `slots` moved right after them: every level's
+    wall is then measured early, so the time left is right from early in the run (benchmark.run.progress.Pace),
+    at the cost of one short world started before the last long ones."""
+    head, rest = list(todo[:slots]), list(todo[slots:])
+    seen = {level(x) for x in head}
+    probes = []
+    for x in rest:
+        if level(x) not in seen:
+            seen.add(level(x))
+            probes.append(x)
+    return head + probes + [x for x in rest if not any(x is p for p in probes)]
 
 
 def _finished_walls(cfg: RunConfig, store: RunStore) -> dict[str, list[float]]:

@@ -72,9 +72,11 @@ def run_pace(model: str, items: dict[str, str], concurrency: int, finished: dict
     """The progress line's `Pace` for a run: `items` maps each progress item ('<world> r<k>') to its level. A world
     weighs its level's median wall in this run where the run has finished worlds of that level, else the local
     model's seconds per world (LOCAL_CPU_S: for a hosted model too, as proportions, since an L3 dossier makes many
-    more calls than an L1 world); the expected duration is `expected_seconds`'s, when it has one."""
+    more calls than an L1 world); the expected duration is `expected_seconds`'s, when it has one. As worlds finish,
+    the pace replaces these weights by each level's measured walls (progress.Pace.observe)."""
     finished = {k: v for k, v in (finished or {}).items() if v}
     per = {lv: statistics.median(finished[lv]) if lv in finished else LOCAL_CPU_S.get(lv, LOCAL_CPU_S["L2"])
            for lv in set(items.values())}
     est = expected_seconds(model, list(items.values()), concurrency, finished)
-    return Pace(weights={item: per[lv] for item, lv in items.items()}, expected_s=est[0] if est else None)
+    return Pace(weights={item: per[lv] for item, lv in items.items()}, expected_s=est[0] if est else None,
+                levels=dict(items), slots=concurrency)

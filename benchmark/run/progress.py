@@ -29,15 +29,26 @@ _note_lock = threading.Lock()
 _last_note = [float("-inf")]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Pace:
     """What work of unequal items expects of itself. `weights`: each item's share of the work (its expected seconds,
     or anything proportional); an item not named weighs the mean. `expected_s`: the whole work's expected seconds,
-    when something supports a figure (benchmark.run.estimate). The time left is the weight left times a pace that starts
-    at the expected one and moves to the observed one as items finish (the prior counts as half of the work),
-    so the first item, finished while others were still running beside it, does not set the pace alone."""
+    when something supports a figure (benchmark.run.estimate). Before any wall is observed, the time left is the
+    weight left times a pace that starts at the expected one and moves to the observed one as items finish (the
+    prior counts as half of the work), so the first item, finished while others were still running beside it, does
+    not set the pace alone.
+
+    `levels` (item -> its level) and `slots` (items run at once): once an item's own wall is observed, each item
+    left weighs its level's median measured wall, or, for a level not measured yet, its prior weight times the
+    measured levels' median ratio of measured to prior; the time left is that work over the slots (at least the
+    longest item left). A hosted model whose dossiers take 40x an L1 world, where the prior says 9x, is then right
+    once its first dossier ends, not 3-5x optimistic for the rest of the run."""
     weights: dict[str, float] = field(default_factory=dict)
     expected_s: float | None = None
+    levels: dict[str, str] = field(default_factory=dict)
+    slots: int = 1
+    _walls: dict[str, list[float]] = field(default_factory=dict, repr=False)
+    _done: set[str] = field(default_factory=set, repr=False)
 
     def weight(self, item: str) -> float:
         if item in self.weights:
@@ -48,14 +59,37 @@ class Pace:
         """The whole work's weight for `n` items (n itself when no item is weighed)."""
         return float(sum(self.weights.values())) if self.weights else float(n)
 
+    def observe(self, item: str, wall: float | None) -> None:
+        """`item` is done, after `wall` seconds of its own (None: not measured)."""
+        self._done.add(item)
+        if wall is not None and wall > 0 and item in self.levels:
+            self._walls.setdefault(self.levels[item], []).append(float(wall))
+
     def left(self, elapsed: float, done_w: float, total_w: float) -> float | None:
         """Seconds left, or None before anything supports a figure."""
+        if self._walls:
+            return self._measured_left()
         prior_w = total_w / 2 if self.expected_s and total_w > 0 else 0.0
         if done_w + prior_w <= 0:
             return None
         prior_pace = (self.expected_s or 0.0) / total_w if total_w > 0 else 0.0
         pace = (prior_pace * prior_w + elapsed) / (prior_w + done_w)
         return max(0.0, (total_w - done_w) * pace)
+
+    def _measured_left(self) -> float:
+        import statistics
+
+        per = {lv: statistics.median(w) for lv, w in self._walls.items()}
+        prior: dict[str, list[float]] = {}
+        for item, lv in self.levels.items():
+            prior.setdefault(lv, []).append(self.weight(item))
+        ratios = [per[lv] / statistics.median(prior[lv]) for lv in per if lv in prior and statistics.median(prior[lv]) > 0]
+        scale = statistics.median(ratios) if ratios else 1.0
+        todo = [per[lv] if lv in per else self.weight(item) * scale
+                for item, lv in self.levels.items() if item not in self._done]
+        if not todo:
+            return 0.0
+        return max(sum(todo) / max(1, min(self.slots, len(todo))), max(todo))
 
 
 def minutes(seconds: float) -> str:
@@ -113,7 +147,8 @@ def note(line: str) -> None:
 def progress(label: str, total: int, finished: bool = False, pace: Pace | None = None,
              running: Callable[[], list[str]] | None = None) -> Iterator[Callable[[str], None]]:
     """`step(item)` marks the previous item done and names the one now running (the last is closed on exit); with
-    `finished=True` (work done out of order, by a pool) it marks `item` itself done. `pace`: the items' weights and
+    `finished=True` (work done out of order, by a pool) it marks `item` itself done, `step(item, wall)` with the
+    item's own seconds, which the pace learns from. `pace`: the items' weights and
     the expected duration, for a time left that is right from the start (else each item weighs the same).
     `running`: the items in flight now (a pool's), which a log's heartbeat names."""
     m = mode()
@@ -137,7 +172,7 @@ def progress(label: str, total: int, finished: bool = False, pace: Pace | None =
                   TimeElapsedColumn(), TextColumn("left"), Left(), TextColumn("{task.fields[item]}"), transient=False,
                   disable=m == "off") as bar:
         task = bar.add_task(label, total=pace.total(total), item="", count=0)
-        state = {"started": False, "count": 0, "w": 1.0}
+        state = {"started": False, "count": 0, "w": 1.0, "item": "", "t": 0.0}
         outer = dict(_live)
         if m == "bar":
             _live.update(pid=os.getpid(), bar=bar, task=task)
@@ -146,13 +181,16 @@ def progress(label: str, total: int, finished: bool = False, pace: Pace | None =
             state["count"] += 1
             bar.update(task, advance=w, count=state["count"])
 
-        def step(item: str) -> None:
+        def step(item: str, wall: float | None = None) -> None:
             w = pace.weight(item)
+            now = time.monotonic()
             if finished:
+                pace.observe(item, wall)
                 advance(w)
             elif state["started"]:
+                pace.observe(state["item"], now - state["t"])
                 advance(state["w"])
-            state["started"], state["w"] = True, w
+            state.update(started=True, w=w, item=item, t=now)
             bar.update(task, item=item)
 
         try:
@@ -177,7 +215,7 @@ def _lines(label: str, total: int, finished: bool, pace: Pace | None = None,
     quiet, beat_s = _seconds("QUIET_S", QUIET_S), _seconds("HEARTBEAT_S", HEARTBEAT_S)
     pace = pace or Pace()
     total_w = pace.total(total)
-    state = {"done": 0, "item": "", "started": False, "done_w": 0.0, "w": 1.0}
+    state = {"done": 0, "item": "", "started": False, "done_w": 0.0, "w": 1.0, "t": t0}
     last = [t0 - quiet]
     lock = threading.Lock()
 
@@ -194,19 +232,22 @@ def _lines(label: str, total: int, finished: bool, pace: Pace | None = None,
         last[0] = now
         _say(f"[{label}] {done}/{total} {text} · {timing(done)}")
 
-    def step(item: str) -> None:
+    def step(item: str, wall: float | None = None) -> None:
         with lock:
             w = pace.weight(item)
             if finished:
+                pace.observe(item, wall)
                 state["done"] += 1
                 state["done_w"] += w
                 state["item"] = item
                 emit(item, state["done"])
                 return
+            now = time.monotonic()
             if state["started"]:
+                pace.observe(state["item"], now - state["t"])
                 state["done"] += 1
                 state["done_w"] += state["w"]
-            state["started"], state["item"], state["w"] = True, item, w
+            state["started"], state["item"], state["w"], state["t"] = True, item, w, now
             emit(f"· now {item}", state["done"])
 
     stop = threading.Event()

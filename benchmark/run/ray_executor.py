@@ -478,5 +478,5 @@ class RayExecutor:
                         record_result(store, ref, rep, res)
                     except Exception as exc:  # noqa: BLE001 - an answer the head cannot record: a fault row
                         fault_record(ref, rep, cfg, store, exc, time.monotonic() - t0)
-                step(f"{ref.id} r{rep}")
+                step(f"{ref.id} r{rep}", time.monotonic() - t0)  # submit to answer: the pace learns from it
             fill()
