@@ -3,6 +3,7 @@ access control and ruling conflicts on a run written through RunStore, and a rea
 real server over a scripted run whose grader and verifier disagree."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -27,6 +28,7 @@ CHROMIUM = "/usr/bin/chromium"
 PAYLOAD = '<script>window.__pwned=1;document.title="pwned"</script><img src=x onerror="window.__pwned=2">'
 SHOTS = REPO_ROOT / "test-output" / "view"
 CLEAN, DOUBLETS, DOSSIER = "scrna.L1.integrity.clean", "scrna.L1.integrity.doublets", "scrna.L3.dossier.mhc2_myeloid"
+LANE = "scrna.L2.composition.lane_capture"
 
 
 def png_bytes(w: int = 60, h: int = 30) -> bytes:
@@ -428,18 +430,15 @@ def disputed_run(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.mark.slow
-def test_browser_walks_runs_world_ruling_and_sees_the_leaderboard_change(disputed_run, tmp_path):
-    sync_playwright = _browser()
-    ledgers = tmp_path / "ledgers"
+@contextlib.contextmanager
+def _served(run: Path, ledgers: Path, shots: Path):
+    """`python -m benchmark view RUN --ledgers LEDGERS` on a free port; yields its address, stops it after, and keeps
+    the screenshots taken into SHOTS (test-output/view) even when the test fails."""
     port = _free_port()
-    env = dict(os.environ, BENCHMARK_PROGRESS="0")
-    server = subprocess.Popen([sys.executable, "-m", "benchmark", "view", str(disputed_run), "--ledgers", str(ledgers),
-                               "--port", str(port)], cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
-    base = f"http://127.0.0.1:{port}"
-    shots = tmp_path / "screenshots"
     shots.mkdir()
+    server = subprocess.Popen([sys.executable, "-m", "benchmark", "view", str(run), "--ledgers", str(ledgers),
+                               "--port", str(port)], cwd=REPO_ROOT, env=dict(os.environ, BENCHMARK_PROGRESS="0"),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -451,6 +450,24 @@ def test_browser_walks_runs_world_ruling_and_sees_the_leaderboard_change(dispute
             except OSError:
                 assert time.monotonic() < deadline, "the server did not listen within 120 s"
                 time.sleep(0.3)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        for f in shots.glob("*.png"):
+            shutil.copy(f, SHOTS / f.name)
+
+
+@pytest.mark.slow
+def test_browser_walks_runs_world_ruling_and_sees_the_leaderboard_change(disputed_run, tmp_path):
+    sync_playwright = _browser()
+    ledgers = tmp_path / "ledgers"
+    shots = tmp_path / "screenshots"
+    with _served(disputed_run, ledgers, shots) as base:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
             page = browser.new_page(viewport={"width": 1280, "height": 900})
@@ -494,17 +511,75 @@ def test_browser_walks_runs_world_ruling_and_sees_the_leaderboard_change(dispute
             page.screenshot(path=str(shots / "after-ruling.png"), full_page=True)
             assert page.evaluate("() => window.__pwned === undefined") and not dialogs
             browser.close()
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        for f in shots.glob("*.png"):
-            shutil.copy(f, SHOTS / f.name)
     entries = yaml.safe_load((ledgers / "campaign.yaml").read_text())["entries"]
     assert [(e["world"], e["component"], e["ruling"], e["adjudicator"]) for e in entries] == [
         (DOUBLETS, "state", "DIAGNOSE-AND-ACT", "Browser Test")]
     for name in ("runs", "track", "pending", "world", "after-ruling"):
         assert (SHOTS / f"{name}.png").stat().st_size > 10_000, name
+
+
+@pytest.fixture(scope="module")
+def disputed_levels(tmp_path_factory) -> Path:
+    """scripted/naive on an L2 trap and an L3 dossier (scripted reviewers, the scripted rubric judge), verified by
+    scripted/first: they disagree on the L2 method component (M) and on the L3 prior gate (eligible)."""
+    from benchmark.run.episodes import RunConfig, execute
+    from benchmark.oversight.verify import verify_run
+
+    out = tmp_path_factory.mktemp("view-levels") / "naive"
+    execute(RunConfig(model="scripted/naive", out=out, worlds=[LANE, DOSSIER], levels=["L2", "L3"], concurrency=2,
+                      reviewers=("scripted/first",) * 3, judge="scripted/rubric"))
+    assert verify_run(out, "scripted/first")
+    return out
+
+
+@pytest.mark.slow
+def test_browser_rules_on_an_l2_and_an_l3_item_through_the_world_page(disputed_levels, tmp_path):
+    """The ruling form is the same on every level: the pending queue leads to each disputed component, the states the
+    component allows are offered, and the ruling reaches the ledger and the leaderboard (an ineligible dossier leaves
+    the L3 mean)."""
+    sync_playwright = _browser()
+    ledgers = tmp_path / "ledgers"
+    with _served(disputed_levels, ledgers, tmp_path / "screenshots") as base:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(base + "/")
+            row = '#table1 tr[data-model="scripted/naive"]'
+            l2, l3 = page.locator(f"{row} td.level-L2"), page.locator(f"{row} td.level-L3")
+            before_l3 = l3.inner_text()
+            assert l2.inner_text() == "0.0" and float(before_l3) > 0, "the rubric judge scores the eligible dossier"
+            assert page.locator("#pending-count").inner_text().startswith("2 open discrepancies")
+
+            page.goto(base + "/pending")
+            page.click(f"text={LANE} r0")
+            assert LANE in page.locator("h1").inner_text()
+            assert page.locator("tr#comp-M.focus.pending").count() == 1, "the L2 disagreement is highlighted"
+            page.select_option("select[name='decision.M']", "verifier")
+            page.fill("#reason", "the pooled cell-level test ignores the lane; the method earns nothing")
+            page.fill("#adjudicator", "Browser Test")
+            page.fill("#ledger", "levels.yaml")
+            page.click("button[type=submit]")
+            assert "Recorded ruling(s) 1" in page.locator("#recorded").inner_text()
+            page.screenshot(path=str(tmp_path / "screenshots" / "ruling-L2.png"), full_page=True)
+
+            page.goto(base + "/pending")
+            assert page.locator(f"text={LANE} r0").count() == 0, "the ruled L2 item left the queue"
+            page.click(f"text={DOSSIER} r0")
+            assert page.locator("tr#comp-eligible.focus.pending").count() == 1, "the L3 gate disagreement is highlighted"
+            assert "allows: eligible, ineligible" in page.locator("#ruling-form").inner_text(), "the gate's states are offered"
+            page.select_option("select[name='decision.eligible']", "value")
+            page.fill("input[name='value.eligible']", "ineligible")
+            page.fill("#reason", "the prior already states the hypothesis; the gate should have closed")
+            page.fill("#adjudicator", "Browser Test")
+            page.fill("#ledger", "levels.yaml")
+            page.click("button[type=submit]")
+            assert "Recorded ruling(s) 2" in page.locator("#recorded").inner_text()
+            page.screenshot(path=str(tmp_path / "screenshots" / "ruling-L3.png"), full_page=True)
+
+            page.goto(base + "/")
+            assert page.locator("#pending-count").inner_text() == "No open discrepancy."
+            assert l3.inner_text() == "-", "an ineligible dossier leaves the L3 mean"
+            browser.close()
+    entries = yaml.safe_load((ledgers / "levels.yaml").read_text())["entries"]
+    assert [(e["world"], e["component"], e["ruling"]) for e in entries] == [
+        (LANE, "M", 0.0), (DOSSIER, "eligible", "ineligible")]

@@ -187,9 +187,9 @@ def verifier_value(verifications: list, component: str):
 
 def component_rows(row: Row, verifications: list, in_force: list, ref: Any = None) -> list[dict[str, Any]]:
     """One row per component a ruling can set; an L1 `state` row lists the states the world's kind allows (a ruling
-    outside them is refused: graders.l1.STATES_BY_EXPECT)."""
+    outside them is refused: graders.l1.STATES_BY_EXPECT), an L3 `eligible` row the prior gate's two values."""
     from benchmark.oversight.adjudicate import _deterministic
-    from benchmark.oversight.ledger import LEVEL_COMPONENTS
+    from benchmark.oversight.ledger import GATE_VALUES, LEVEL_COMPONENTS
     from graders.l1 import STATES_BY_EXPECT
     from graders.manifest import L1World
 
@@ -202,7 +202,8 @@ def component_rows(row: Row, verifications: list, in_force: list, ref: Any = Non
                     "verifiers": verifier_values(verifications, comp),
                     "pending": comp in row.pending, "in_force": forced.get(comp),
                     "allowed": STATES_BY_EXPECT[ref.world.rubric.expect]
-                    if comp == "state" and ref is not None and isinstance(ref.world, L1World) else None})
+                    if comp == "state" and ref is not None and isinstance(ref.world, L1World)
+                    else list(GATE_VALUES) if comp == "eligible" else None})
     return out
 
 
