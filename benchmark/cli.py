@@ -286,9 +286,7 @@ def cmd_grade(args) -> int:
     from benchmark.run.store import RunStore
 
     run_dir = Path(args.run_dir)
-    if not (run_dir / "results.jsonl").exists():
-        raise BenchmarkError(f"{run_dir} holds no results.jsonl; pass the --out folder of a `run`")
-    with progress("re-grading", len(RunStore(run_dir).results(check_scores=False))) as step:
+    with progress("re-grading", len(RunStore.existing(run_dir).results(check_scores=False))) as step:
         out = regrade_run(run_dir, on_step=step, write=not args.dry_run)
     for r in out.changed:
         old = "-" if r.old_score is None else f"{r.old_score:.1f}"
@@ -319,8 +317,11 @@ def cmd_verify(args) -> int:
     from benchmark.run.progress import progress
     from benchmark.oversight.verify import to_verify, verify_run
 
+    from benchmark.run.store import RunStore
+
     verifier = model_notice(args.verifier, "--verifier", "verifier")
     check_model_keys([verifier])
+    RunStore.existing(args.run_dir)  # before the endpoint is asked: a wrong folder is said at once
     check_endpoint([verifier])
     from benchmark.oversight.verify import self_verification
 
@@ -334,12 +335,19 @@ def cmd_verify(args) -> int:
     unparsed = sum(not v.parsed for v in new)
     print(f"verified {len(new)} results: {disc} discrepancies, {unparsed} unparseable verifier answers; "
           f"see `python -m benchmark ledger pending {args.run_dir}`")
+    if unparsed:
+        _console().print(f"[bold yellow]warning:[/] {unparsed} verifier answer(s) were not the JSON verdict asked for, so "
+                         "those results stay unverified; run `verify` again to ask again, or use a verifier that "
+                         "follows the format", highlight=False, soft_wrap=True)
     return 0
 
 
 def cmd_ledger_pending(args) -> int:
     from benchmark.oversight.adjudicate import load_ledgers, pending, resolve_ledger_args, verification_progress
 
+    from benchmark.run.store import RunStore
+
+    RunStore.existing(args.run_dir)
     items = pending(Path(args.run_dir), load_ledgers(resolve_ledger_args(args.ledgers)) if args.ledgers else load_ledgers())
     done, total = verification_progress(Path(args.run_dir))
     partial = (f"{done} of {total} results verified; run `python -m benchmark verify {args.run_dir}` again to finish "
@@ -354,7 +362,10 @@ def cmd_ledger_pending(args) -> int:
     ledger_opt = ""
     if args.ledgers:  # rule into the ledger the pending list was read against
         first = Path(args.ledgers[0])
-        target = first if first.suffix in (".yaml", ".yml") else first / "adjudication.yaml"
+        # a folder: its one ledger file if it has exactly one (the campaign's draft), else a new adjudication.yaml
+        existing = sorted(first.glob("*.yaml")) if first.is_dir() else []
+        target = first if first.suffix in (".yaml", ".yml") else existing[0] if len(existing) == 1 \
+            else first / "adjudication.yaml"
         ledger_opt = f" --ledger {shlex.quote(str(target))}"
     for i in items:
         d = i.discrepancy

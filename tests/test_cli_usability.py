@@ -432,3 +432,17 @@ def test_probes_measure_every_level_early():
     assert with_probes(todo, 2, lambda x: x[1]) == [("a", "L3"), ("b", "L3"), ("d", "L2"), ("f", "L1"), ("c", "L3"),
                                                      ("e", "L2")]
     assert with_probes(todo, 10, lambda x: x[1]) == todo
+
+
+@pytest.mark.parametrize("argv", [["grade", "{d}"], ["verify", "{d}", "--verifier", "scripted/first"],
+                                  ["ledger", "pending", "{d}"], ["leaderboard", "--runs", "{d}", "--verify"],
+                                  ["leaderboard", "--runs", "{d}", "--out", "{d}/lb"],
+                                  ["export", "inspect", "{d}", "--out", "{d}/inspect"], ["view", "{d}"]])
+def test_every_verb_that_reads_a_run_names_a_folder_that_is_not_one(tmp_path, capsys, argv):
+    """A typo in the run folder is one sentence naming it (verify used to end in 'unexpected FileNotFoundError ...
+    this is a bug'; ledger pending said '0 pending item(s)', as if all were settled)."""
+    from benchmark.cli import main
+
+    d = tmp_path / "not-a-run"
+    assert main([a.format(d=d) for a in argv]) == 2
+    assert f"{d} holds no results.jsonl; pass the --out folder of a `run`" in capsys.readouterr().err.replace("\n", "")

@@ -1,6 +1,7 @@
 """Every bash block of EVALUATE_MODEL.md runs, in order, as a new user would run it (scripted models, a slice of L1,
 L2 and L3 worlds): run, verify, ledger pending / rule / validate (before and after a ruling), grade, the
-leaderboard and the Inspect export; and everything it writes stays under the git-ignored runs/ folder."""
+leaderboard, the Inspect export and a human baseline typed ahead on stdin; and everything it writes stays under the
+git-ignored runs/ folder."""
 from __future__ import annotations
 
 import json
@@ -103,6 +104,13 @@ def test_evaluate_model_guide_runs(tmp_path):
     assert "L3 dossiers are graded by the judge protocol" in out, "grade keeps/re-scores L3 instead of crashing"
     assert (work / "leaderboard/leaderboard.md").exists() and (work / "leaderboard/leaderboard.json").exists()
     assert list((work / "inspect").glob("*.eval")), "export inspect wrote .eval logs"
+
+    # the human baseline, typed ahead into a file, is graded and joins the leaderboard beside the model
+    human = [json.loads(line) for line in (work / "human-ana/results.jsonl").read_text().splitlines()]
+    assert [(r["model"], r["status"], r["score"]) for r in human] == [("human/ana", "graded", 100.0)]
+    board = (work / "with-ana/leaderboard.md").read_text()
+    row = next(line for line in board.splitlines() if "human/ana" in line and "(human baseline)" in line)
+    assert "unpriced" not in row and "| - | - |" in row and OVERRIDES["MODEL"] in board
 
     # nothing outside the git-ignored runs/ folder (a checkout stays clean)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["guide.sh", "runs"]

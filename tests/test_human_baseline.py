@@ -48,6 +48,8 @@ def test_a_person_works_a_world_in_the_sandbox_and_is_graded_like_a_model(tmp_pa
     assert board.returncode == 0, board.stderr[-2000:]
     md = (tmp_path / "lb" / "leaderboard.md").read_text()
     assert "human/ana" in md and "baseline" in md
+    row = next(line for line in md.splitlines() if "human/ana (human baseline)" in line)
+    assert "unpriced" not in md and "| - | - |" in row, "a person's time is not on a rate card: no cost, no pricing note"
 
 
 def test_giving_up_is_an_empty_answer_and_two_worlds_at_once_are_refused(tmp_path):

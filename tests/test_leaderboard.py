@@ -386,7 +386,9 @@ def test_unverified_results_and_pending_rulings_are_shown(tmp_path):
 
     l1 = [r for r in recs if r.level == "L1"]
     disagree = [{"component": "state", "deterministic": "CLEAN-CORRECT", "verifier": "MISSED"}]
-    write_verification(ra, [line(l1[0], disagree), line(l1[1], disagree), line(l1[2], disagree), line(l1[3])])
+    l2 = [r for r in recs if r.level == "L2"]
+    unreadable = dict(line(l2[0]), parsed=False, reason="unparseable answer")  # checked nothing: still unverified
+    write_verification(ra, [line(l1[0], disagree), line(l1[1], disagree), line(l1[2], disagree), line(l1[3]), unreadable])
     led = tmp_path / "led.yaml"
     led.write_text(textwrap.dedent(f"""\
         kind: adjudication

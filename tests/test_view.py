@@ -388,6 +388,14 @@ def test_ledger_pending_prints_the_rubric_once_and_warns_when_partly_verified(cr
     assert main(["ledger", "pending", str(run), "--ledgers", str(ledgers), "--json"]) == 0
     out, err = capsys.readouterr()
     assert len(json.loads(out)) == 2 and "2 of 3 results verified" in err.replace("\n", " ")
+    # a folder holding one ledger (the campaign's draft): the command rules into it, not into a second file
+    assert main(["ledger", "rule", str(run), "--world", CLEAN, "--replicate", "0", "--component", "state", "--ruling",
+                 "CLEAN-CORRECT", "--adjudicator", "T", "--rationale", "no defect", "--ledger",
+                 str(ledgers / "my-campaign.yaml")]) == 0
+    capsys.readouterr()
+    assert main(["ledger", "pending", str(run), "--ledgers", str(ledgers)]) == 0
+    rule = [x for x in capsys.readouterr().out.splitlines() if x.startswith("rule it: ")]
+    assert len(rule) == 1 and rule[0].endswith(f"--ledger {ledgers / 'my-campaign.yaml'}"), rule
 
 
 # ---------------------------------------------------------------- a real browser on the real server
@@ -583,3 +591,19 @@ def test_browser_rules_on_an_l2_and_an_l3_item_through_the_world_page(disputed_l
     entries = yaml.safe_load((ledgers / "levels.yaml").read_text())["entries"]
     assert [(e["world"], e["component"], e["ruling"]) for e in entries] == [
         (LANE, "M", 0.0), (DOSSIER, "eligible", "ineligible")]
+
+
+def test_an_unparseable_verifier_answer_leaves_its_result_unverified_and_is_asked_again(crafted):
+    """A verifier that cannot answer in the format checked nothing: the result counts as unverified everywhere and
+    the next `verify` asks again (it used to count as verified and was never asked again)."""
+    from benchmark.oversight.adjudicate import verification_progress
+    from benchmark.oversight.verify import to_verify
+
+    run, *_ = crafted
+    line = json.loads((run / "verification.jsonl").read_text())
+    line |= {"key": result_key(CLEAN, 0), "world_id": CLEAN, "parsed": False, "verdict": {}, "discrepancies": [],
+             "reason": "unparseable answer"}
+    with open(run / "verification.jsonl", "a") as fh:
+        fh.write(json.dumps(line) + "\n")
+    assert verification_progress(run) == (1, 3), "the doublets world only"
+    assert [r.world_id for r in to_verify(run, "scripted/first")] == [CLEAN, DOSSIER], "asked again; never asked yet"

@@ -79,9 +79,7 @@ class Written:
 
 
 def load_run(root: Path) -> LoadedRun:
-    store = RunStore(root)
-    if not store.results_path.exists():
-        raise BenchmarkError(f"{root} holds no results.jsonl; pass the --out folder of a `run`")
+    store = RunStore.existing(root)
     cfg = read_json_file(root / "config.json", "run configuration") if (root / "config.json").exists() else {}
     verifs: dict[str, list[Verification]] = defaultdict(list)
     for v in load_verifications(root):

@@ -244,11 +244,12 @@ def record_rulings(run_dir: Path, ledger_path: Path, world: str, replicate: int,
 
 def verification_progress(run_dir: Path) -> tuple[int, int]:
     """(verified, verifiable) results of a run: `verify` checks every L1/L2 result and every L3 dossier the judge
-    scored; a partly verified run has discrepancies nobody has seen yet."""
+    scored; a partly verified run has discrepancies nobody has seen yet. An unparseable verifier answer checked
+    nothing, so its result is not verified."""
     store = RunStore(run_dir)
     keys = {result_key(r.world_id, r.replicate) for r in store.results()
             if r.level in ("L1", "L2") or (r.level == "L3" and r.l3_axes)}
-    done = {v.key for v in load_verifications(run_dir)}
+    done = {v.key for v in load_verifications(run_dir) if v.parsed}
     return len(keys & done), len(keys)
 
 

@@ -14,7 +14,9 @@ Thresholds (documented, applied per result):
       counterfactual dossier whose prior was parsed, the verifier also re-decides the prior gate: a different
       verdict is an `eligible` discrepancy. Components: D, Q, N, eligible.
 A verifier answer that cannot be parsed is recorded (`parsed: false`) and is not a discrepancy: there is nothing
-to compare, and a human sees it listed separately. Verifier usage is metered here, never as the agent's.
+to compare. Nor is it a check: the result stays unverified (`ledger pending` and the leaderboard count it so), and
+the next `verify` asks again, so a verifier that cannot answer in the format never makes a run look checked.
+Verifier usage is metered here, never as the agent's.
 """
 from __future__ import annotations
 
@@ -229,11 +231,10 @@ def compare_l3(rec: ResultRecord, verdict: dict[str, Any], prior_parsed: bool = 
 
 def to_verify(run_dir: Path, verifier: str) -> list[ResultRecord]:
     """The results `verify_run` will send to this verifier: every L1/L2 result with a grade and every L3 result the
-    judge scored (its axes are recorded), not yet verified by this verifier; in world order."""
-    store = RunStore(run_dir)
-    if not store.results_path.exists():
-        raise BenchmarkError(f"{run_dir} holds no results.jsonl; pass the --out folder of a `run`")
-    done = {(v.key, v.verifier_model) for v in load_verifications(run_dir)}
+    judge scored (its axes are recorded), not yet verified by this verifier (an unparseable answer is asked again);
+    in world order."""
+    store = RunStore.existing(run_dir)
+    done = {(v.key, v.verifier_model) for v in load_verifications(run_dir) if v.parsed}
     out = []
     for rec in sorted(store.results(), key=lambda r: (r.world_id, r.replicate)):
         if rec.level not in ("L1", "L2", "L3") or (result_key(rec.world_id, rec.replicate), verifier) in done:

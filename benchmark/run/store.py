@@ -136,6 +136,15 @@ class RunStore:
         self._holder: HarnessLock | None = None
         self._journal = None
 
+    @classmethod
+    def existing(cls, root: Path | str) -> "RunStore":
+        """A finished or running run's folder, for the verbs that read one (grade, verify, ledger, leaderboard, view,
+        export); a folder without results.jsonl is one sentence naming it, not a traceback."""
+        store = cls(Path(root))
+        if not store.results_path.exists():
+            raise BenchmarkError(f"{root} holds no results.jsonl; pass the --out folder of a `run`")
+        return store
+
     @property
     def journal(self):
         """The run's call journal (calls.jsonl, benchmark.run.journal), opened on first use."""

@@ -124,9 +124,7 @@ class RunInput:
 
 
 def load_run(path: Path, date: dt.date | None = None) -> RunInput:
-    store = RunStore(Path(path))
-    if not store.results_path.exists():
-        raise BenchmarkError(f"{path} holds no results.jsonl; pass the --out folder of a `run`")
+    store = RunStore.existing(path)
     try:
         cfg = store.config()
     except FileNotFoundError:

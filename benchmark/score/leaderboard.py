@@ -68,6 +68,12 @@ def _usd(v, nd: int, unpriced: bool, estimated: bool = False) -> str:
     return f"~{text}" if estimated and v is not None else text
 
 
+def _agent_usd(model: str, v, nd: int, unpriced: bool, estimated: bool = False) -> str:
+    """The agent's cost cell: "-" for a person (human/NAME), whose time is not on a rate card (no cost, and not
+    "unpriced" either: nothing is missing from the card); else `_usd`."""
+    return "-" if baseline_kind(model) == "human baseline" else _usd(v, nd, unpriced, estimated)
+
+
 def _pm(mean, sd) -> str:
     if mean is None:
         return "-"
@@ -117,7 +123,9 @@ def physics_section(data: dict) -> list[str]:
         a = p["accounting"]
         unpriced = bool(a["agent"]["unpriced_models"])
         rows.append([s["model"]] + [_f(p["levels"][lv]["mean"]) for lv in LEVELS]
-                    + [_f(a["agent"]["tokens_m"], 2), _usd(a["usd_per_task"], 3, unpriced), _f(a["agent"]["calls"], 0),
+                    + [_f(a["agent"]["tokens_m"], 2),
+                       _agent_usd(s["model"], a["usd_per_task"], 3, unpriced),
+                       _f(a["agent"]["calls"], 0),
                        _pct(p["coverage"]["coverage"])])
     L += _md_table(["Model", "L1", "L2", "L3", "Tokens (M)", "$/task", "Calls", "Coverage"], rows)
     L.append("")
@@ -171,8 +179,8 @@ def render_markdown(data: dict) -> str:
             name += " †"
         rows.append([str(r["rank"]) if r["rank"] else "-", name, overall, _pm(r["L1"], r["L1_sd"]), _pm(r["L2"], r["L2_sd"]),
                      _pm(r["L3"], r["L3_sd"]), _f(r["tokens_m"], 2), _f(r["q_per_mtok"], 2),
-                     _usd(r["usd_per_task"], 3, unpriced, r["usd_estimated"]),
-                     _usd(r["usd_per_qpt"], 4, unpriced, r["usd_estimated"]),
+                     _agent_usd(r["model"], r["usd_per_task"], 3, unpriced, r["usd_estimated"]),
+                     _agent_usd(r["model"], r["usd_per_qpt"], 4, unpriced, r["usd_estimated"]),
                      _f(r["calls"], 0), _pct(r["coverage"]), verification_text(r["verification"])])
     L += _md_table(["Rank", "Model", "Overall [95% CI]", "L1", "L2", "L3", "Tokens (M)", "Q/Mtok", "$/task", "$/q.pt",
                     "Calls", "Coverage", "Verification"], rows)
@@ -186,7 +194,7 @@ def render_markdown(data: dict) -> str:
         if s["accounting"].get("usd_estimated"):
             notes.append(f"{s['model']}: ~ cost estimated: its endpoint reported no token usage for some calls, so those "
                          "calls were counted with the model's tokenizer (litellm token_counter).")
-        if s["accounting"]["unpriced_models"]:
+        if s["accounting"]["unpriced_models"] and baseline_kind(s["model"]) != "human baseline":
             notes.append(f"{s['model']}: unpriced ({', '.join(s['accounting']['unpriced_models'])} not on the rate card in "
                          f"force); {PRICING_HOWTO}.")
         if s["flagged_tracks"]:
@@ -280,7 +288,7 @@ def render_markdown(data: dict) -> str:
         acc = s["accounting"]
         a = acc["agent"]
         rows.append([s["model"], "agent", _f(a["tokens_in"] / 1e6, 3), _f(a["tokens_out"] / 1e6, 3), _f(a["calls"], 0),
-                     _f(a["code_cells"], 0), _usd(a["usd"], 2, not a["priced"], a.get("estimated", False)),
+                     _f(a["code_cells"], 0), _agent_usd(s["model"], a["usd"], 2, not a["priced"], a.get("estimated", False)),
                      _f(a["long_context_tasks"], 1)])
         for role, u in acc["roles"].items():
             rows.append([s["model"], role, _f(u["tokens_in"] / 1e6, 3), _f(u["tokens_out"] / 1e6, 3), _f(u["calls"], 0), "-",
@@ -368,7 +376,8 @@ def render_csv(data: dict) -> tuple[str, str]:
         rows.append([r["rank"] or "", r["model"], _f(r["overall"], 4, ""), _f(ci[0], 4, ""), _f(ci[1], 4, ""),
                      _f(r["overall_sd"], 4, ""), _f(r["L1"], 4, ""), _f(r["L1_sd"], 4, ""), _f(r["L2"], 4, ""),
                      _f(r["L2_sd"], 4, ""), _f(r["L3"], 4, ""), _f(r["L3_sd"], 4, ""), _f(r["tokens_m"], 6, ""),
-                     _f(r["q_per_mtok"], 4, ""), _usd(r["usd_per_task"], 6, unpriced), _usd(r["usd_per_qpt"], 6, unpriced),
+                     _f(r["q_per_mtok"], 4, ""), *(("", "") if baseline_kind(r["model"]) == "human baseline"
+                       else (_usd(r["usd_per_task"], 6, unpriced), _usd(r["usd_per_qpt"], 6, unpriced))),
                      _f(r["calls"], 2, ""), _f(r["coverage"], 4, ""), int(r["ranked"]), ";".join(r["flagged_tracks"]),
                      *((v["verifiable"], v["unverified"], v["pending"]) if (v := r["verification"]) else ("", "", ""))])
     t1 = _csv_text(["rank", "model", "overall", "overall_ci_lo", "overall_ci_hi", "overall_sd", "L1", "L1_sd", "L2", "L2_sd",
@@ -431,7 +440,7 @@ def verification_status(runs: list, run_dirs: list[Path], rulings: dict) -> dict
         recs = {result_key(r.world_id, r.replicate): r for r in run.records}
         verifiable = {k for k, r in recs.items() if r.level in ("L1", "L2") or (r.level == "L3" and r.l3_axes)}
         verifs = load_verifications(Path(path))
-        done = {x.key for x in verifs} & verifiable
+        done = {x.key for x in verifs if x.parsed} & verifiable  # an unparseable verifier answer checked nothing
         pending = {(x.key, d.component) for x in verifs if x.key in recs for d in x.discrepancies
                    if (run.run_id, x.world_id, x.replicate, d.component) not in rulings}
         v["verifiable"] += len(verifiable)
@@ -527,14 +536,9 @@ def write(data: dict, out: Path, formats: list[str], on_step=None) -> list[Path]
 def verify_runs(run_dirs: list[Path]) -> list[str]:
     """`leaderboard --verify`: every run's results.jsonl digest chain (benchmark.run.chain), problems named by file:line."""
     from benchmark.run.chain import verify
+    from benchmark.run.store import RunStore
 
-    out = []
-    for d in run_dirs:
-        p = Path(d) / "results.jsonl"
-        if not p.exists():
-            raise BenchmarkError(f"{d} holds no results.jsonl; pass the --out folder of a `run`")
-        out += verify(p)
-    return out
+    return [problem for d in run_dirs for problem in verify(RunStore.existing(d).results_path)]
 
 
 def cmd_leaderboard(args) -> int:

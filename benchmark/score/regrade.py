@@ -53,9 +53,7 @@ class Regrade(BaseModel):
 
 def regrade_run(run_dir: Path, on_step=None, write: bool = True) -> Regrade:
     """Recompute every grade of a run; with `write`, rewrite results.jsonl when any grade changed (see module doc)."""
-    store = RunStore(Path(run_dir))
-    if not store.results_path.exists():
-        raise BenchmarkError(f"{run_dir} holds no results.jsonl; pass the --out folder of a `run`")
+    store = RunStore.existing(run_dir)
     if write:
         store.acquire()  # one harness per folder: a `run` appending now would be lost by the rewrite
     try:

@@ -59,9 +59,7 @@ class Workbench:
             raise BenchmarkError("name at least one run folder: python -m benchmark view RUN [RUN ...]")
         self.runs: dict[str, Run] = {}
         for d in run_dirs:
-            store = RunStore(Path(d))
-            if not store.results_path.exists():
-                raise BenchmarkError(f"{d} holds no results.jsonl; pass the --out folder of a `run`")
+            store = RunStore.existing(d)
             rid = store.run_id()
             if rid in self.runs:
                 raise BenchmarkError(f"{d} and {self.runs[rid].root} have the same run id '{rid}' (config.json run_id); "
