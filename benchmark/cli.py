@@ -601,6 +601,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _console().print("[yellow]interrupted[/]; finished work is saved")
         return 130
+    except BrokenPipeError:  # the reader of our output closed it (`| head`, `| grep -m1`): not an error of ours
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 141
     except Exception as exc:  # noqa: BLE001 - a bug: still one sentence, the traceback on request
         if os.environ.get("BENCHMARK_DEBUG"):
             raise

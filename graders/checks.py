@@ -11,6 +11,7 @@ import io
 import math
 import re
 from dataclasses import dataclass, replace
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,9 @@ def _reference_answer(c: Check, golden: dict[str, Any] | None) -> Any:
     return get_path(golden, c.reference)
 
 
+STRICT_PRECISION = 0.9  # `strict_subset`: the share of a stricter call that must be true items
+
+
 def _f1_credit(c: Check, reported: list[str], target: list[str], golden: dict[str, Any] | None = None) -> tuple[float, str]:
     prec, rec, f1 = f1_score(reported, target)
     ref = _reference_answer(c, golden)
@@ -166,6 +170,9 @@ def _f1_credit(c: Check, reported: list[str], target: list[str], golden: dict[st
         detail += f" of the truth (the reference solver's F1 {ref_f1:.2f})"
     if f1 >= need - 1e-12:
         return 1.0, detail
+    n = len(set(map(str, reported)))
+    if c.strict_subset is not None and n >= c.strict_subset and prec >= STRICT_PRECISION - 1e-12:
+        return 1.0, detail + f"; a stricter call: {n} items, precision >= {STRICT_PRECISION:g}"
     if part is not None and f1 >= part - 1e-12:
         return 0.5, detail + " (partial)"
     return 0.0, detail
@@ -303,14 +310,49 @@ def _record_rows(original: Path, copy: Path, golden_items: list[str]) -> tuple[d
     a_lines, b_lines = data_lines(original), data_lines(copy)
     form = KEY_FORMS[_key_form(a_lines, known)]
 
-    def rows(lines: list[str]) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
+    def rows(lines: list[str]) -> dict[str, list[list[str]]]:
+        out: dict[str, list[list[str]]] = {}
         for line in lines:
             f = _fields(line)
-            out.setdefault(form(line, f), []).append(",".join(f))
+            out.setdefault(form(line, f), []).append(f)
         return out
 
     return rows(a_lines), rows(b_lines)
+
+
+MISSING_TOKENS = {"", "na", "nan", "none", "null", "."}
+
+
+def _same_field(orig: str, copy: str) -> bool:
+    """A copied field is unchanged when it states the original's value to the original's printed precision: a
+    table read and written back by pandas prints 0.470 as 0.47, and recomputing it can print 0.4700000000000002;
+    neither is a correction. Missing-value spellings (NA, nan, empty) are one value."""
+    if orig == copy:
+        return True
+    if orig.lower() in MISSING_TOKENS and copy.lower() in MISSING_TOKENS:
+        return True
+    try:
+        exp = Decimal(orig).as_tuple().exponent
+        a, b = float(orig), float(copy)
+    except (InvalidOperation, ValueError):
+        return False
+    if not (math.isfinite(a) and math.isfinite(b)) or not isinstance(exp, int) or exp >= 0:
+        return a == b  # an integer (a count) is unchanged only when equal
+    return abs(a - b) <= 0.5 * 10.0 ** exp * (1 + 1e-9)
+
+
+def _same_rows(orig: list[list[str]], copy: list[list[str]]) -> bool:
+    """One record's rows in the original and in the copy hold the same values (as multisets of rows)."""
+    if len(orig) != len(copy):
+        return False
+    left = list(copy)
+    for row in orig:
+        match = next((i for i, c in enumerate(left)
+                      if len(c) == len(row) and all(_same_field(x, y) for x, y in zip(row, c))), None)
+        if match is None:
+            return False
+        left.pop(match)
+    return True
 
 
 def changed_records(original: Path, copy: Path, golden_items: list[str]) -> list[str]:
@@ -327,7 +369,7 @@ def changed_record_readings(original: Path, copy: Path, golden_items: list[str])
     their parents removes the errors and edits the parents' counts: the fixed records are the removed ones, as the
     edited ones are where a swapped label is put right in place."""
     a, b = _record_rows(original, copy, golden_items)
-    changed = sorted(k for k in set(a) | set(b) if sorted(a.get(k, [])) != sorted(b.get(k, [])))
+    changed = sorted(k for k in set(a) | set(b) if not _same_rows(a.get(k, []), b.get(k, [])))
     removed = [k for k in changed if k not in b]
     edited = [k for k in changed if k in a and k in b]
     return [changed] + [r for r in (removed, edited) if r and len(r) < len(changed)]

@@ -288,6 +288,10 @@ class Check(Strict):
     patterns: list[str] = Field(default_factory=list)
     min_f1: float = Field(0.8, ge=0, le=1, description="overlap/product_items: F1 needed for full credit")
     partial_f1: float | None = Field(None, ge=0, le=1, description="overlap/product_items: F1 that earns 0.5")
+    strict_subset: int | None = Field(None, ge=1, description=(
+        "overlap: a set of at least this many items with precision >= STRICT_PRECISION also earns full credit: a "
+        "stricter calling rule (markers that separate at AUROC 0.75, not 0.6) is neither inflated nor empty, "
+        "which is what an F1 bar over a wider golden set cannot tell from a miss"))
     top_k: int | None = None
     allowed: str | None = Field(None, description=(
         "overlap: golden key of a list of items that are true but not required (a pair a censoring bound proves): "

@@ -446,3 +446,23 @@ def test_every_verb_that_reads_a_run_names_a_folder_that_is_not_one(tmp_path, ca
     d = tmp_path / "not-a-run"
     assert main([a.format(d=d) for a in argv]) == 2
     assert f"{d} holds no results.jsonl; pass the --out folder of a `run`" in capsys.readouterr().err.replace("\n", "")
+
+
+def test_a_closed_pipe_ends_the_command_quietly(monkeypatch, capsys):
+    """`worlds grade ... | grep -m1 score` closes our stdout early: that is the reader's choice, not a bug of ours
+    (it printed 'unexpected BrokenPipeError ... this is a bug')."""
+    from benchmark.cli import main
+
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone: every write raises BrokenPipeError
+    closed = open(write, "w", buffering=1)
+    monkeypatch.setattr(sys, "stdout", closed)
+    try:
+        assert main(["sandbox", "prompt", "scrna.L1.integrity.clean"]) == 141
+    finally:
+        monkeypatch.undo()
+        try:
+            closed.close()
+        except OSError:
+            pass
+    assert "bug" not in capsys.readouterr().err

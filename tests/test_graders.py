@@ -297,6 +297,21 @@ def test_overlap_allowed_items_are_neither_required_nor_false_positives():
     assert run_check(c, {"pairs": gold["pairs"] + ["X1Y:Z2A"]}, gold).credit == 0.0  # F1 0.89: a false positive
 
 
+def test_overlap_a_stricter_call_of_true_items_is_neither_inflated_nor_empty():
+    """`strict_subset`: ten true markers called at a stricter threshold than the golden's 66 earn full credit (a blind
+    analyst's AUROC >= 0.75 call had F1 0.26 against min_f1 0.4); fewer, or ten with two false, or the trap's
+    inflated set do not."""
+    gold = {"markers": [f"G{i}" for i in range(66)]}
+    c = Check(id="calibrated", kind="overlap", field="m", golden="markers", min_f1=0.4, partial_f1=0.25, strict_subset=10)
+    assert run_check(c, {"m": gold["markers"][:10]}, gold).credit == 1.0
+    assert run_check(c, {"m": gold["markers"][:9]}, gold).credit == 0.0  # too few to be a call (F1 0.24)
+    assert run_check(c, {"m": gold["markers"][:8] + ["X1", "X2"]}, gold).credit == 0.0  # precision 0.8
+    inflated = gold["markers"][:20] + [f"X{i}" for i in range(200)]
+    assert run_check(c, {"m": inflated}, gold).credit == 0.0
+    without = Check(id="calibrated", kind="overlap", field="m", golden="markers", min_f1=0.4, partial_f1=0.25)
+    assert run_check(without, {"m": gold["markers"][:10]}, gold).credit == 0.5  # partial by F1 alone
+
+
 def test_value_against_an_interval_golden():
     c = Check(id="n", kind="value", field="n", golden="n_range", abs_tol=1)
     gold = {"n_range": [8, 10]}

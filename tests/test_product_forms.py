@@ -111,6 +111,22 @@ def test_a_corrected_copy_grades_as_the_list_does(ref, copies, tmp_path):
     copied = grade(ref, golden, report, products=products, inputs=world_dir)
     assert copied.score == pytest.approx(listed.score), copied.reason
 
+    if original.suffix in (".csv", ".tsv") and not text.startswith("#"):
+        # the same copy as an analyst's pandas writes it: every unchanged float reprinted (0.470 as 0.47), missing
+        # values as empty fields; the rows it leaves as they were are still unchanged (a blind analyst's pandas copy
+        # of a kJ/mol table read as 541 changed rows, F1 0.54)
+        import pandas as pd
+
+        sep = "\t" if original.suffix == ".tsv" else ","
+        table = pd.read_csv(original, sep=sep, dtype={0: str}, keep_default_na=True)
+        first = table.columns[0]
+        keys = table.apply(lambda r: _norm(KEY_FORMS[form](sep.join(map(str, r.values)), [str(v) for v in r.values])),
+                           axis=1)
+        table[~keys.isin(known)].to_csv(products / copy_name, sep=sep, index=False)
+        assert first == text.splitlines()[0].split(sep)[0]
+        reprinted = grade(ref, golden, report, products=products, inputs=world_dir)
+        assert reprinted.score == pytest.approx(listed.score), reprinted.reason
+
 
 def test_a_renamed_bam_is_an_allowed_form_of_the_contig_naming_fix(tmp_path):
     """histone chrom_naming: the standard fix is `samtools reheader` of the BAM to the annotation's names, a BGZF
@@ -141,3 +157,31 @@ def test_a_renamed_bam_is_an_allowed_form_of_the_contig_naming_fix(tmp_path):
     g = grade(ref, golden, {**doc["correct"], "issues": [{**issue, "output": "fixed/same.bam"}]}, products=products,
               inputs=world)
     assert g.score < 100.0, g.reason
+
+
+def test_a_copy_corrected_in_place_and_reprinted_by_pandas_names_only_the_rows_it_fixed(tmp_path):
+    """A kJ/mol table converted in place with pandas: every unchanged float is reprinted (0.470 as 0.47), and only the
+    converted rows hold new values. The copy names those rows, so it grades as the list does (a blind analyst's copy
+    read as 541 changed rows, F1 0.54, and DIAGNOSE-NOT-ACT)."""
+    import pandas as pd
+
+    ref = SUITE.worlds["protein.L1.integrity.kj_units"]
+    golden = read_golden(ref).values
+    world_dir = ensure_built(ref)
+    doc = yaml.safe_load(report_path(ref).read_text())
+    name, key = _list_action(ref)
+    products = write_products(doc, golden, tmp_path / "products", None)
+    table = pd.read_csv(world_dir / "stability.csv")
+    assert table.to_csv(index=False) != (world_dir / "stability.csv").read_text(), "pandas reprints the floats"
+    wrong = table["variant"].isin(golden[key])
+    for col in ("dG_wt", "dG_mut", "ddG"):
+        table.loc[wrong, col] = table.loc[wrong, col] / 4.184
+    table.to_csv(products / "stability_corrected.csv", index=False)
+    report = yaml.safe_load(yaml.safe_dump(doc["correct"]))
+    for issue in report["issues"]:
+        if issue.get("output") == name:
+            issue["output"] = "stability_corrected.csv"
+    result = grade(ref, golden, report, products=products, inputs=world_dir)
+    assert result.score == pytest.approx(100.0), result.reason
+    assert sorted(changed_records(world_dir / "stability.csv", products / "stability_corrected.csv", golden[key])) == \
+        sorted(golden[key])
