@@ -36,7 +36,7 @@ from graders.checks import PRODUCT_KINDS, CheckResult, get_path, product_path, r
 from graders.report import parse_report
 
 GRADER_ID = "graders.l2"
-GRADER_VERSION = "8"  # 8: a trap handled in every value and named in the summary by its own patterns is recognised; an entry naming the world's trap beside one other is no invention; 7: a measured uncatalogued claim with the trap handled in the values is recognition
+GRADER_VERSION = "9"  # 9: overlap strict_subset (a stricter call of true items earns full credit); 8: a trap handled in every value and named in the summary by its own patterns is recognised; an entry naming the world's trap beside one other is no invention; 7: a measured uncatalogued claim with the trap handled in the values is recognition
 ISSUES_FIELD = "issues_found"
 COMPONENTS = ("A", "I", "M", "C")
 # a trap the world does not have, asserted as changing the result: the report's conclusion rests on a fabrication,
