@@ -18,8 +18,10 @@ World score = mean(A, I, M, C), then in order:
                 zero_if products are missing where its other zero_if checks pass (a missing product is worth no
                 more than the trap's); not applied when a zero_if
                 overlap check is tripped by the reference's own answer (the `reference` of a scored overlap check
-                on the same field): the trap's list is then not distinguishable from the sound answer (e.g. an
-                empty trap list where the reference calls nothing too: nothing to match is not a match)
+                on the same field), or a zero_if value check by the true value of a scored value check on the same
+                field: the trap's result is then not distinguishable from the sound answer (e.g. an empty trap list
+                where the reference calls nothing too: nothing to match is not a match; a trap that moved a
+                statistic by less than the zero_if's tolerance at this draw)
   unusable cap  a solvable world declared unusable                                -> min(score, unusable_cap)
   accuracy cap  A == 0: recognising the trap cannot pay for a wrong result        -> min(score, accuracy_cap)
 """
@@ -36,7 +38,7 @@ from graders.checks import PRODUCT_KINDS, CheckResult, get_path, product_path, r
 from graders.report import parse_report
 
 GRADER_ID = "graders.l2"
-GRADER_VERSION = "9"  # 9: overlap strict_subset (a stricter call of true items earns full credit); 8: a trap handled in every value and named in the summary by its own patterns is recognised; an entry naming the world's trap beside one other is no invention; 7: a measured uncatalogued claim with the trap handled in the values is recognition
+GRADER_VERSION = "9"  # 9: overlap strict_subset (a stricter call of true items earns full credit); a zero_if value check the truth itself passes is moot; 8: a trap handled in every value and named in the summary by its own patterns is recognised; an entry naming the world's trap beside one other is no invention; 7: a measured uncatalogued claim with the trap handled in the values is recognition
 ISSUES_FIELD = "issues_found"
 COMPONENTS = ("A", "I", "M", "C")
 # a trap the world does not have, asserted as changing the result: the report's conclusion rests on a fabrication,
@@ -142,12 +144,22 @@ def _trap_is_the_reference(world: L2World, golden: dict[str, Any]) -> list[str]:
     calling nothing where the reference calls genes) still zeroes."""
     out = []
     for z in world.rubric.zero_if:
-        if z.kind != "overlap" or not z.field:
+        if z.kind not in ("overlap", "value") or not z.field:
             continue
         for c in world.rubric.checks:
-            if c.kind == "overlap" and c.field == z.field and c.reference is not None:
+            if c.kind != z.kind or c.field != z.field:
+                continue
+            if c.kind == "overlap" and c.reference is not None:
                 ref = get_path(golden, c.reference)
                 if isinstance(ref, list) and run_check(z, {z.field: ref}, golden).credit >= 1.0:
+                    out.append(z.id)
+                    break
+            if c.kind == "value" and c.golden:
+                # the true value itself is within the zero_if's tolerance of the trap's: at this draw the trap did
+                # not move the result, so a report of the truth must not be zeroed as the trap's (campaign seed 7003:
+                # a Spearman of -0.447 against the trap's -0.410, tolerance 0.04, zeroed the oracle)
+                truth = get_path(golden, c.golden)
+                if isinstance(truth, (int, float)) and run_check(z, {z.field: truth}, golden).credit >= 1.0:
                     out.append(z.id)
                     break
     return out
@@ -226,7 +238,7 @@ def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw
     if rub.zero_if:
         moot = _trap_is_the_reference(world, golden)
         if moot:
-            caps.append(f"zero_if not applied: the reference's own answer matches the trap's list ({', '.join(moot)})")
+            caps.append(f"zero_if not applied: the sound answer itself matches the trap's result ({', '.join(moot)})")
         elif all(r.credit >= 1.0 for r in zr):
             caps.append("zero_if: trap followed without qualification")
             score = 0.0

@@ -402,6 +402,21 @@ def test_l2_zero_if_overlap_does_not_fire_when_the_reference_answer_is_the_trap_
     assert g.score == 0.0 and any(c.startswith("zero_if:") for c in g.caps)
 
 
+def test_l2_zero_if_value_does_not_fire_when_the_truth_is_within_its_tolerance_of_the_trap():
+    """At campaign seed 7003 the amplified block moved the mark-expression Spearman by 0.037 (-0.447 true, -0.410 the
+    trap's), inside the zero_if tolerance 0.04: the truth itself matched the trap and the oracle scored 0. A trap that
+    moved the statistic by more than the tolerance still zeroes the report that repeats it."""
+    world = l2_world(
+        checks=[*l2_world().rubric.model_dump()["checks"],
+                {"id": "rho", "kind": "value", "component": "M", "field": "rho", "golden": "rho", "abs_tol": 0.1}],
+        zero_if=[{"id": "trap_rho", "kind": "value", "field": "rho", "golden": "trap_rho", "abs_tol": 0.04}])
+    report = {**_l2(6.43, "broad", ["narrow default fragments domains"]), "rho": -0.447}
+    g = grade_l2(world, l2_family(), {**GOLD2, "rho": -0.447, "trap_rho": -0.410}, report)
+    assert g.score == 1.0 and any(c.startswith("zero_if not applied") for c in g.caps), g.caps
+    g = grade_l2(world, l2_family(), {**GOLD2, "rho": -0.466, "trap_rho": -0.309}, {**report, "rho": -0.309})
+    assert g.score == 0.0 and any(c.startswith("zero_if:") for c in g.caps)
+
+
 def test_l2_accuracy_cap_like_seed_opus_case():
     # broad mode + pitfall named but 28.21 Mb against 6.4: A = 0 -> world score 0.5 at most (seed 001 I.3)
     g = grade_l2(l2_world(), l2_family(), GOLD2, _l2(28.21, "broad", ["narrow mode fragments"]))
