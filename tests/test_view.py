@@ -438,6 +438,19 @@ def disputed_run(tmp_path_factory) -> Path:
     return out
 
 
+def _submit_ruling(page, component: str, choice: str, reason: str, ledger: str, value: str | None = None) -> str:
+    """Fill the world page's ruling form for one component (uphold the grader, side with the verifier, or type a
+    value), sign it and submit; the page's confirmation."""
+    page.select_option(f"select[name='decision.{component}']", choice)
+    if value is not None:
+        page.fill(f"input[name='value.{component}']", value)
+    page.fill("#reason", reason)
+    page.fill("#adjudicator", "Browser Test")
+    page.fill("#ledger", ledger)
+    page.click("button[type=submit]")
+    return page.locator("#recorded").inner_text()
+
+
 @contextlib.contextmanager
 def _served(run: Path, ledgers: Path, shots: Path):
     """`python -m benchmark view RUN --ledgers LEDGERS` on a free port; yields its address, stops it after, and keeps
@@ -506,12 +519,9 @@ def test_browser_walks_runs_world_ruling_and_sees_the_leaderboard_change(dispute
             assert img.count() == 1 and page.evaluate("(i) => i.naturalWidth", img.element_handle()) == 60
             page.screenshot(path=str(shots / "world.png"), full_page=True)
 
-            page.select_option("select[name='decision.state']", "verifier")
-            page.fill("#reason", "the report never looks for doublets; the verifier is right")
-            page.fill("#adjudicator", "Browser Test")
-            page.fill("#ledger", "campaign.yaml")
-            page.click("button[type=submit]")
-            assert "Recorded ruling(s) 1" in page.locator("#recorded").inner_text()
+            recorded = _submit_ruling(page, "state", "verifier", "the report never looks for doublets; the verifier is right",
+                                      "campaign.yaml")
+            assert "Recorded ruling(s) 1" in recorded
             page.screenshot(path=str(shots / "after-ruling-world.png"), full_page=True)
             page.goto(base + "/")
             assert l1.inner_text() == "100.0", "the leaderboard applies the ruling"
@@ -562,12 +572,9 @@ def test_browser_rules_on_an_l2_and_an_l3_item_through_the_world_page(disputed_l
             page.click(f"text={LANE} r0")
             assert LANE in page.locator("h1").inner_text()
             assert page.locator("tr#comp-M.focus.pending").count() == 1, "the L2 disagreement is highlighted"
-            page.select_option("select[name='decision.M']", "verifier")
-            page.fill("#reason", "the pooled cell-level test ignores the lane; the method earns nothing")
-            page.fill("#adjudicator", "Browser Test")
-            page.fill("#ledger", "levels.yaml")
-            page.click("button[type=submit]")
-            assert "Recorded ruling(s) 1" in page.locator("#recorded").inner_text()
+            recorded = _submit_ruling(page, "M", "verifier",
+                                      "the pooled cell-level test ignores the lane; the method earns nothing", "levels.yaml")
+            assert "Recorded ruling(s) 1" in recorded
             page.screenshot(path=str(tmp_path / "screenshots" / "ruling-L2.png"), full_page=True)
 
             page.goto(base + "/pending")
@@ -575,13 +582,10 @@ def test_browser_rules_on_an_l2_and_an_l3_item_through_the_world_page(disputed_l
             page.click(f"text={DOSSIER} r0")
             assert page.locator("tr#comp-eligible.focus.pending").count() == 1, "the L3 gate disagreement is highlighted"
             assert "allows: eligible, ineligible" in page.locator("#ruling-form").inner_text(), "the gate's states are offered"
-            page.select_option("select[name='decision.eligible']", "value")
-            page.fill("input[name='value.eligible']", "ineligible")
-            page.fill("#reason", "the prior already states the hypothesis; the gate should have closed")
-            page.fill("#adjudicator", "Browser Test")
-            page.fill("#ledger", "levels.yaml")
-            page.click("button[type=submit]")
-            assert "Recorded ruling(s) 2" in page.locator("#recorded").inner_text()
+            recorded = _submit_ruling(page, "eligible", "value",
+                                      "the prior already states the hypothesis; the gate should have closed", "levels.yaml",
+                                      value="ineligible")
+            assert "Recorded ruling(s) 2" in recorded
             page.screenshot(path=str(tmp_path / "screenshots" / "ruling-L3.png"), full_page=True)
 
             page.goto(base + "/")
