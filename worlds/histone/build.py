@@ -412,14 +412,25 @@ def unsorted_bam(d: HistoneData, rng: np.random.Generator, sample_role: str = "i
 
 @recipe("histone", "copy_number_gain")
 def copy_number_gain(d: HistoneData, rng: np.random.Generator, chrom: str, start: int, gain: float,
-                     samples: list[str], end: int | None = None, length: int | None = None) -> HistoneData:
+                     samples: list[str], end: int | None = None, length: int | None = None,
+                     min_shift: float | None = None) -> HistoneData:
     """A genomic amplification with copy ratio `gain` in the cells: every library in `samples` (those made from the
     amplified cells) gets (gain - 1) extra fragments per fragment in [start, end) (end = start + length when
     `length` is given), integer part + Bernoulli remainder, each a copy with its centre jittered by N(0, 150 bp)
     so the copies are distinct molecules. Listing only the ChIP models an input prepared from cells without the
-    gain (another passage or the parental line)."""
+    gain (another passage or the parental line).
+
+    `min_shift`: the trap must move the statistic it corrupts. A block over few expressed promoters barely moves the
+    promoter-signal-vs-expression Spearman (campaign seed 7003: 0.037, inside the grader's tolerance, so the trap's
+    answer was the true one). The shift is computed from the libraries' own fragments before the gain
+    (`_gain_shift`; against the solved goldens of 10 draws it tracks the pipeline's shift: 0.14 or more there gave
+    0.138-0.201). A drawn block that moves it by `min_shift` is kept as drawn; otherwise the block keeps its length
+    and slides, in 50 kb steps, to the nearest start on its chromosome that does (then on the others, in order), or,
+    where none does, to the block that moves it most."""
     end = int(end) if end is not None else int(start) + int(length)
     start = int(start)
+    if min_shift is not None:
+        chrom, start, end = _place_by_shift(d, chrom, start, end, float(gain), samples, float(min_shift))
     ci = _cidx(d)[chrom]
     L = _lengths(d)
     for s in samples:
@@ -431,6 +442,62 @@ def copy_number_gain(d: HistoneData, rng: np.random.Generator, chrom: str, start
         c = centre[idx] + rng.normal(0, 150, len(idx))
         d.libs[s] = lib.concat(_from_centres(rng, lib.chrom[idx], c, L))
     return d
+
+
+def _promoter_counts(d: HistoneData, sample: str, half: int = 1000) -> np.ndarray:
+    """Fragments whose centre lies within `half` bp of each gene's TSS, in d.genes order."""
+    lib = d.libs[sample]
+    centre = lib.start + lib.flen / 2
+    ci = _cidx(d)
+    out = np.zeros(len(d.genes))
+    for c, idx in d.genes.groupby("chrom").groups.items():
+        pos = np.sort(centre[lib.chrom == ci[c]])
+        tss = d.genes.loc[idx, "tss"].to_numpy()
+        out[d.genes.index.get_indexer(idx)] = np.searchsorted(pos, tss + half) - np.searchsorted(pos, tss - half)
+    return out
+
+
+def _gain_shift(d: HistoneData, gain: float, samples: list[str]):
+    """shift(chrom, start, end): how far an amplification of that block would move the promoter-signal-vs-expression
+    Spearman (log2 ChIP/input CPM at TSS +-1 kb against expression), computed from the libraries' fragments before the
+    gain; positive when the anticorrelation weakens, as the trap does."""
+    from scipy.stats import spearmanr
+
+    chip_key = next(k for k in samples if k.endswith("_chip"))
+    input_key = chip_key.replace("_chip", "_input")
+    chip, inp = _promoter_counts(d, chip_key), _promoter_counts(d, input_key)
+    nc, ni = len(d.libs[chip_key].start), len(d.libs[input_key].start)
+    expr = d.genes.gene_expression.to_numpy()
+    g_chrom, g_tss = d.genes.chrom.to_numpy(), d.genes.tss.to_numpy()
+
+    def rho(c: np.ndarray, n: float) -> float:
+        return float(spearmanr(np.log2((c + 0.5) / n) - np.log2((inp + 0.5) / ni), expr)[0])
+
+    base = rho(chip, nc)
+
+    def shift(chrom: str, start: int, end: int) -> float:
+        extra = chip * ((g_chrom == chrom) & (g_tss >= start) & (g_tss < end)) * (gain - 1)
+        return round(rho(chip + extra, nc + extra.sum()) - base, 6)  # 6 decimals: a BLAS kernel's last bit decides nothing
+
+    return shift
+
+
+def _place_by_shift(d: HistoneData, chrom: str, start: int, end: int, gain: float, samples: list[str],
+                    need: float) -> tuple[str, int, int]:
+    """The drawn block, or the nearest same-length block whose amplification moves the Spearman by `need`."""
+    shift = _gain_shift(d, gain, samples)
+    if shift(chrom, start, end) >= need:
+        return chrom, start, end
+    length, sizes = end - start, dict(d.chroms)
+    best = (shift(chrom, start, end), chrom, start)
+    for c in [chrom] + [c for c, _ in d.chroms if c != chrom]:
+        starts = np.arange(0, max(sizes[c] - length, 0) + 1, 50_000)
+        for s in sorted((int(x) for x in starts), key=lambda x: (abs(x - start), x)):
+            moved = shift(c, s, s + length)
+            if moved >= need:
+                return c, s, s + length
+            best = max(best, (moved, c, s), key=lambda b: b[0])
+    return best[1], best[2], best[2] + length  # no block reaches `need`: the one that moves it most
 
 
 @recipe("histone", "pcr_jackpots")
