@@ -177,6 +177,27 @@ def claimed_traps(catalog: dict[str, list[str]], item: Any) -> list[str]:
     return codes
 
 
+def claiming_text(item: Any) -> str:
+    """The part of an `issues_found` entry that makes its claim (`claimed_traps`): its category, and its text's heading
+    ("Jackpot/bottleneck in replicate R3: ...") or else its lead."""
+    if isinstance(item, dict):
+        category = str(item.get("category") or "")
+        text = " ".join(str(item.get(k) or "") for k in ("issue", "what", "description"))
+    else:
+        category, text = "", str(item or "")
+    head = _HEADING.match(text)
+    return " ".join(x for x in (category, head.group(1) if head else lead(text)) if x)
+
+
+def claim_is_nuisance(nuisance: Iterable[Any], world_id: str, item: Any, effect: bool = False) -> bool:
+    """Whether the part of an entry that claims (`claiming_text`) describes one of the world's declared nuisance
+    features (one the text may say changes the result only where the feature can): the entry reports that feature,
+    whichever catalogued trap its other words also name ("Jackpot/bottleneck in final replicate R3" reports the
+    declared jackpots, not the plasmid-reference trap that "bottleneck" names)."""
+    return any(not effect or getattr(n, "can_move_result", False)
+               for n in _described(nuisance, world_id, claiming_text(item)))
+
+
 def claimed_trap(catalog: dict[str, list[str]], item: Any) -> str | None:
     """The one catalogued trap an L2 `issues_found` entry claims, as `claimed_defect` reads an L1 alarm: a structured
     entry's `category`, else the heading of its text ("Dead time: ..."), else the lead of its text. The rest of

@@ -38,7 +38,7 @@ from graders.checks import PRODUCT_KINDS, CheckResult, get_path, product_path, r
 from graders.report import parse_report
 
 GRADER_ID = "graders.l2"
-GRADER_VERSION = "9"  # 9: overlap strict_subset (a stricter call of true items earns full credit); a zero_if value check the truth itself passes is moot; 8: a trap handled in every value and named in the summary by its own patterns is recognised; an entry naming the world's trap beside one other is no invention; 7: a measured uncatalogued claim with the trap handled in the values is recognition
+GRADER_VERSION = "9"  # 9: an entry whose claiming part describes a declared nuisance is no invented trap; overlap strict_subset (a stricter call of true items earns full credit); a zero_if value check the truth itself passes is moot; 8: a trap handled in every value and named in the summary by its own patterns is recognised; an entry naming the world's trap beside one other is no invention; 7: a measured uncatalogued claim with the trap handled in the values is recognition
 ISSUES_FIELD = "issues_found"
 COMPONENTS = ("A", "I", "M", "C")
 # a trap the world does not have, asserted as changing the result: the report's conclusion rests on a fabrication,
@@ -95,7 +95,8 @@ def invented_claims(world: L2World, family: FamilyManifest, claimed: list[Any]) 
         if world.defect in codes and len(codes) <= 2:  # the trap named with its neighbour, not a list of every trap
             continue
         effect, text = claims.asserts_effect(it), claims.item_text(it)
-        if claims.measured(text) and code in claims.nuisance_codes(family.nuisance, world.id, text, effect):
+        if claims.measured(text) and (code in claims.nuisance_codes(family.nuisance, world.id, text, effect)
+                                      or claims.claim_is_nuisance(family.nuisance, world.id, it, effect)):
             continue
         out[code] = out.get(code, False) or effect
     return sorted(out.items())

@@ -812,3 +812,31 @@ def test_an_effect_word_taken_back_by_a_negation_in_its_clause_asserts_nothing()
     assert not asserts_effect("The 2% offset doesn't bias the calls.")
     assert asserts_effect("No filter was applied, and the amplified genes bias the calls.")
     assert asserts_effect({"issue": "amplified genes", "changes_result": True})
+
+
+def test_l2_a_declared_nuisance_reported_under_a_traps_word_and_a_count_of_guides_are_not_invented_traps():
+    """Blind study 7 (crispr guide_level): three true observations read as invented traps, each capping a 100 report at
+    20. "Jackpot/bottleneck in final replicate R3: ..." reports the declared jackpots ("bottleneck" is also a word of
+    the plasmid-reference trap); "11 guides have ..." is no single guide ("1 guide" inside "11 guides"); a guide
+    depleted in one replicate only is the replicate noise the family now declares. Real claims of those traps stay
+    charged."""
+    from benchmark.suite.loader import load_suite
+    from graders.l2 import invented_claims
+
+    suite = load_suite()
+    multi, plasmid = (suite.worlds[f"crispr.L2.guide_level.{w}"] for w in ("multi_locus", "plasmid_reference"))
+    jackpot = {"issue": "Jackpot/bottleneck in final replicate R3: one non-targeting guide holds 14.5% of R3 reads "
+                        "(36,239 reads vs about 1,500 at T0). Total-count normalisation would be distorted.",
+               "changes_result": True, "value": 0.145}
+    assert invented_claims(multi.world, multi.family, [jackpot]) == []
+    bottleneck = {"issue": "Bottleneck: the library lost 30% of its guides between plasmid and T0, which distorts every "
+                           "gene's fold change.", "changes_result": True, "value": 0.3}
+    assert invented_claims(multi.world, multi.family, [bottleneck]) == [("plasmid_reference", True)]
+    low = {"issue": "Low-count or dropout guides: 11 guides have normalised T0 < 30 (several have 0 reads in every "
+                    "sample). I removed them.", "changes_result": True, "value": 11}
+    replicate = {"issue": "Replicate-specific single-guide dropouts occur (ABL1_m1 R1 -3.8 vs R2 -1.1); the replicate "
+                          "guide-LFC correlation is 0.77.", "changes_result": True, "value": 0.77}
+    assert invented_claims(plasmid.world, plasmid.family, [low, replicate]) == []
+    single = {"issue": "One guide of ABL1 is depleted in every replicate while its other three are flat, and it drives "
+                       "the gene's call.", "changes_result": True, "value": 1}
+    assert invented_claims(plasmid.world, plasmid.family, [single]) == [("single_guide", True)]
