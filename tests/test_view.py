@@ -611,3 +611,18 @@ def test_an_unparseable_verifier_answer_leaves_its_result_unverified_and_is_aske
         fh.write(json.dumps(line) + "\n")
     assert verification_progress(run) == (1, 3), "the doublets world only"
     assert [r.world_id for r in to_verify(run, "scripted/first")] == [CLEAN, DOSSIER], "asked again; never asked yet"
+
+
+def test_a_verdict_cut_inside_its_reason_is_read_and_one_cut_before_its_scores_is_not():
+    """The offline verifier repeats itself until its token cap and is cut inside `reason`, after every score: that
+    verdict is the model's and is read (4 of 8 L1/L2 answers were unparseable, 2 of them cut this way). A verdict cut
+    before a score, or with a score out of range, stays unparseable."""
+    from benchmark.oversight.verify import parse_verdict
+
+    cut = '{\n "A": 1,\n "I": 1,\n "M": 0.5,\n "C": 1,\n "reason": "The value of the A gene is 1. The value of the'
+    assert parse_verdict(cut, "L2") == {"A": 1, "I": 1, "M": 0.5, "C": 1,
+                                        "reason": "The value of the A gene is 1. The value of the"}
+    assert parse_verdict('{"state": "MISS", "reason": "SHOW-SHOW-SHOW-', "L1")["state"] == "MISS"
+    assert parse_verdict('{\n "A": 1,\n "I": 1,\n "M": 0.', "L2") is None, "cut inside a score"
+    assert parse_verdict('{"A": 9, "I": 9, "M": 9, "C": 9, "reason": "..."}', "L2") is None, "out of range"
+    assert parse_verdict('{"A": 1, "I": 1, "reason": "cut', "L2") is None, "M and C missing"

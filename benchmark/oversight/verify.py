@@ -13,7 +13,8 @@ Thresholds (documented, applied per result):
       Q = the mean of the five sub-axes); N is not compared for an abstention (it is not scored, J.3). For a
       counterfactual dossier whose prior was parsed, the verifier also re-decides the prior gate: a different
       verdict is an `eligible` discrepancy. Components: D, Q, N, eligible.
-A verifier answer that cannot be parsed is recorded (`parsed: false`) and is not a discrepancy: there is nothing
+A verifier answer that cannot be parsed (a reply cut inside its closing `reason`, after every score, is closed and
+read: `parse_verdict`) is recorded (`parsed: false`) and is not a discrepancy: there is nothing
 to compare. Nor is it a check: the result stays unverified (`ledger pending` and the leaderboard count it so), and
 the next `verify` asks again, so a verifier that cannot answer in the format never makes a run look checked.
 Verifier usage is metered here, never as the agent's.
@@ -21,6 +22,7 @@ Verifier usage is metered here, never as the agent's.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -167,8 +169,28 @@ def parse_verdict(text: str | None, level: str) -> dict[str, Any] | None:
         from benchmark.run.l3 import parse_answer
 
         return parse_answer(text, VERIFIER_SCHEMA_L3).obj
-    parsed = parse_report(text, VERIFIER_SCHEMA_L1 if level == "L1" else VERIFIER_SCHEMA_L2)
+    schema = VERIFIER_SCHEMA_L1 if level == "L1" else VERIFIER_SCHEMA_L2
+    parsed = parse_report(text, schema)
+    if parsed.report is None and text:
+        for closed in _closings(text):  # a verdict cut inside its free-text reason (a small model that repeats itself)
+            again = parse_report(closed, schema)
+            if again.report is not None:
+                return again.report
     return parsed.report
+
+
+CUT_REASON = re.compile(r'"reason"\s*:\s*"(?:[^"\\]|\\.)*$', re.DOTALL)
+
+
+def _closings(text: str) -> list[str]:
+    """A verdict whose answer ran out of tokens inside its last field, the free-text `reason`, closed: every scored
+    field came before it whole, so the verdict is the model's. Only a cut inside `reason` is closed; a verdict cut
+    before or inside a scored field stays unparseable (the schema then still misses that field)."""
+    body = text.rstrip()
+    if not CUT_REASON.search(body):
+        return []
+    body = body.rstrip("\\")  # a dangling escape would swallow the closing quote
+    return [body + '"}', body + '"}\n```']
 
 
 def _prompt_l3(rec: ResultRecord, ref, l3: dict, report_raw: str | None, dossier: str) -> str:
