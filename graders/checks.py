@@ -11,7 +11,6 @@ import io
 import math
 import re
 from dataclasses import dataclass, replace
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -321,38 +320,35 @@ def _record_rows(original: Path, copy: Path, golden_items: list[str]) -> tuple[d
 
 
 MISSING_TOKENS = {"", "na", "nan", "none", "null", "."}
+_INTEGER = re.compile(r"^[+-]?\d+$")
 
 
-def _same_field(orig: str, copy: str) -> bool:
-    """A copied field is unchanged when it states the original's value to the original's printed precision: a
-    table read and written back by pandas prints 0.470 as 0.47, and recomputing it can print 0.4700000000000002;
-    neither is a correction. Missing-value spellings (NA, nan, empty) are one value."""
-    if orig == copy:
-        return True
-    if orig.lower() in MISSING_TOKENS and copy.lower() in MISSING_TOKENS:
-        return True
+def _canon_field(field: str) -> str:
+    """A field as a corrected copy is compared with its original: an integer (a count) exactly, any other number to
+    nine significant digits, a missing value as one spelling. A table read and written back by pandas prints 0.470 as
+    0.47, and recomputing a value can print 0.4700000000000002; neither is a correction."""
+    text = field.strip()
+    if text.lower() in MISSING_TOKENS:
+        return ""
+    if _INTEGER.match(text):
+        return str(int(text))
     try:
-        exp = Decimal(orig).as_tuple().exponent
-        a, b = float(orig), float(copy)
-    except (InvalidOperation, ValueError):
-        return False
-    if not (math.isfinite(a) and math.isfinite(b)) or not isinstance(exp, int) or exp >= 0:
-        return a == b  # an integer (a count) is unchanged only when equal
-    return abs(a - b) <= 0.5 * 10.0 ** exp * (1 + 1e-9)
+        value = float(text)
+    except ValueError:
+        return text
+    if not math.isfinite(value):
+        return text.lower()
+    if value == int(value) and abs(value) < 2 ** 53:
+        return str(int(value))  # 12.0 written for 12
+    return format(value, ".9g")
 
 
 def _same_rows(orig: list[list[str]], copy: list[list[str]]) -> bool:
     """One record's rows in the original and in the copy hold the same values (as multisets of rows)."""
     if len(orig) != len(copy):
         return False
-    left = list(copy)
-    for row in orig:
-        match = next((i for i, c in enumerate(left)
-                      if len(c) == len(row) and all(_same_field(x, y) for x, y in zip(row, c))), None)
-        if match is None:
-            return False
-        left.pop(match)
-    return True
+    canon = lambda rows: sorted(tuple(_canon_field(x) for x in r) for r in rows)  # noqa: E731
+    return orig == copy or canon(orig) == canon(copy)
 
 
 def changed_records(original: Path, copy: Path, golden_items: list[str]) -> list[str]:

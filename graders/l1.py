@@ -44,7 +44,7 @@ from graders.checks import CheckResult, as_number, flatten_text, run_check, run_
 from graders.report import parse_report
 
 GRADER_ID = "graders.l1"
-GRADER_VERSION = "8"  # 8: a corrected copy's unchanged rows are read at the original's printed precision (a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
+GRADER_VERSION = "8"  # 8: a corrected copy's rows are compared by value (integers exactly, other numbers to 9 significant digits: a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
 INVENTED_COST = 1.5  # native points per invented catalogued defect on a challenge world
 
 STATE_SCORES: dict[str, float] = {

@@ -29,7 +29,6 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from benchmark.run.agent import call_model, json_schema_format
-from benchmark.errors import BenchmarkError
 from benchmark.suite.freeze import read_golden
 from benchmark.run.records import ResultRecord, RoleUsage
 from benchmark.run.store import RunStore, result_key

@@ -194,9 +194,9 @@ def render_markdown(data: dict) -> str:
         if s["accounting"].get("usd_estimated"):
             notes.append(f"{s['model']}: ~ cost estimated: its endpoint reported no token usage for some calls, so those "
                          "calls were counted with the model's tokenizer (litellm token_counter).")
-        if s["accounting"]["unpriced_models"] and baseline_kind(s["model"]) != "human baseline":
-            notes.append(f"{s['model']}: unpriced ({', '.join(s['accounting']['unpriced_models'])} not on the rate card in "
-                         f"force); {PRICING_HOWTO}.")
+        unpriced = [m for m in s["accounting"]["unpriced_models"] if baseline_kind(m) != "human baseline"]
+        if unpriced:  # a person is not on a rate card by design; a reviewer or judge model missing from it is named
+            notes.append(f"{s['model']}: unpriced ({', '.join(unpriced)} not on the rate card in force); {PRICING_HOWTO}.")
         if s["flagged_tracks"]:
             notes.append(f"{s['model']} †: composite over the levels present in {', '.join(s['flagged_tracks'])} "
                          f"(missing: {'; '.join(t + ' ' + '/'.join(s['tracks'][t]['levels_missing']) for t in s['flagged_tracks'])}).")
