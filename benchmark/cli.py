@@ -362,10 +362,10 @@ def cmd_ledger_pending(args) -> int:
     ledger_opt = ""
     if args.ledgers:  # rule into the ledger the pending list was read against
         first = Path(args.ledgers[0])
-        # a folder: its one ledger file if it has exactly one (the campaign's draft), else a new adjudication.yaml
-        existing = sorted(first.glob("*.yaml")) if first.is_dir() else []
-        target = first if first.suffix in (".yaml", ".yml") else existing[0] if len(existing) == 1 \
-            else first / "adjudication.yaml"
+        target = first
+        if first.suffix not in (".yaml", ".yml"):  # a folder: its one ledger (the campaign's draft), else a new file
+            drafts = sorted(first.glob("*.yaml")) if first.is_dir() else []
+            target = drafts[0] if len(drafts) == 1 else first / "adjudication.yaml"
         ledger_opt = f" --ledger {shlex.quote(str(target))}"
     for i in items:
         d = i.discrepancy

@@ -164,11 +164,8 @@ def claimed_traps(catalog: dict[str, list[str]], item: Any) -> list[str]:
     its lead) names, first named first. "Pile-up losses are missing from the live time" names the pile-up trap and
     the dead-time one: where one of them is the world's own, the entry is that trap's claim, not an invented other."""
     flagged = isinstance(item, dict) and item.get("changes_result") is True
-    if isinstance(item, dict):
-        codes = category_codes(catalog, item.get("category"))
-        text = " ".join(str(item.get(k) or "") for k in ("issue", "what", "description"))
-    else:
-        codes, text = [], str(item or "")
+    codes = category_codes(catalog, item.get("category")) if isinstance(item, dict) else []
+    text = _category_and_text(item)[1]
     head = _HEADING.match(text)
     if not codes and head:
         codes = named_codes(catalog, head.group(1), flagged)
@@ -180,13 +177,17 @@ def claimed_traps(catalog: dict[str, list[str]], item: Any) -> list[str]:
 def claiming_text(item: Any) -> str:
     """The part of an `issues_found` entry that makes its claim (`claimed_traps`): its category, and its text's heading
     ("Jackpot/bottleneck in replicate R3: ...") or else its lead."""
-    if isinstance(item, dict):
-        category = str(item.get("category") or "")
-        text = " ".join(str(item.get(k) or "") for k in ("issue", "what", "description"))
-    else:
-        category, text = "", str(item or "")
+    category, text = _category_and_text(item)
     head = _HEADING.match(text)
     return " ".join(x for x in (category, head.group(1) if head else lead(text)) if x)
+
+
+def _category_and_text(item: Any) -> tuple[str, str]:
+    """An `issues_found` entry's category (structured entries only) and its text: `issue`, `what`, `description`."""
+    if isinstance(item, dict):
+        return (str(item.get("category") or ""),
+                " ".join(str(item.get(k) or "") for k in ("issue", "what", "description")))
+    return "", str(item or "")
 
 
 def claim_is_nuisance(nuisance: Iterable[Any], world_id: str, item: Any, effect: bool = False) -> bool:

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from benchmark.errors import BenchmarkError
+from benchmark.models.human import is_human
 
 # Kept light at import time (the CLI builds its parser from here): numpy, scipy and matplotlib load on use.
 LEVELS = ("L1", "L2", "L3")
@@ -71,7 +72,7 @@ def _usd(v, nd: int, unpriced: bool, estimated: bool = False) -> str:
 def _agent_usd(model: str, v, nd: int, unpriced: bool, estimated: bool = False) -> str:
     """The agent's cost cell: "-" for a person (human/NAME), whose time is not on a rate card (no cost, and not
     "unpriced" either: nothing is missing from the card); else `_usd`."""
-    return "-" if baseline_kind(model) == "human baseline" else _usd(v, nd, unpriced, estimated)
+    return "-" if is_human(model) else _usd(v, nd, unpriced, estimated)
 
 
 def _pm(mean, sd) -> str:
@@ -141,7 +142,7 @@ def physics_section(data: dict) -> list[str]:
 
 def baseline_kind(model: str) -> str | None:
     """'human baseline' for a person's run (human/NAME), 'scripted baseline' for a scripted agent; None for a model."""
-    if model.startswith("human/"):
+    if is_human(model):
         return "human baseline"
     if model.startswith("scripted/"):
         return "scripted baseline"
@@ -187,14 +188,14 @@ def render_markdown(data: dict) -> str:
     L.append("")
     notes = []
     for s in data["models"]:
-        if baseline_kind(s["model"]) == "human baseline":
+        if is_human(s["model"]):
             notes.append(f"{s['model']}: a person who worked the same worlds under the same rules (the agent's prompt, "
                          "the same sandbox kernel, step budget and limits: `run --model human/NAME`): a baseline, not a "
                          "model; no tokens or cost.")
         if s["accounting"].get("usd_estimated"):
             notes.append(f"{s['model']}: ~ cost estimated: its endpoint reported no token usage for some calls, so those "
                          "calls were counted with the model's tokenizer (litellm token_counter).")
-        unpriced = [m for m in s["accounting"]["unpriced_models"] if baseline_kind(m) != "human baseline"]
+        unpriced = [m for m in s["accounting"]["unpriced_models"] if not is_human(m)]
         if unpriced:  # a person is not on a rate card by design; a reviewer or judge model missing from it is named
             notes.append(f"{s['model']}: unpriced ({', '.join(unpriced)} not on the rate card in force); {PRICING_HOWTO}.")
         if s["flagged_tracks"]:
@@ -376,7 +377,7 @@ def render_csv(data: dict) -> tuple[str, str]:
         rows.append([r["rank"] or "", r["model"], _f(r["overall"], 4, ""), _f(ci[0], 4, ""), _f(ci[1], 4, ""),
                      _f(r["overall_sd"], 4, ""), _f(r["L1"], 4, ""), _f(r["L1_sd"], 4, ""), _f(r["L2"], 4, ""),
                      _f(r["L2_sd"], 4, ""), _f(r["L3"], 4, ""), _f(r["L3_sd"], 4, ""), _f(r["tokens_m"], 6, ""),
-                     _f(r["q_per_mtok"], 4, ""), *(("", "") if baseline_kind(r["model"]) == "human baseline"
+                     _f(r["q_per_mtok"], 4, ""), *(("", "") if is_human(r["model"])
                        else (_usd(r["usd_per_task"], 6, unpriced), _usd(r["usd_per_qpt"], 6, unpriced))),
                      _f(r["calls"], 2, ""), _f(r["coverage"], 4, ""), int(r["ranked"]), ";".join(r["flagged_tracks"]),
                      *((v["verifiable"], v["unverified"], v["pending"]) if (v := r["verification"]) else ("", "", ""))])
