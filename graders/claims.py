@@ -190,13 +190,20 @@ def _category_and_text(item: Any) -> tuple[str, str]:
     return "", str(item or "")
 
 
-def claim_is_nuisance(nuisance: Iterable[Any], world_id: str, item: Any, effect: bool = False) -> bool:
+def claim_is_nuisance(nuisance: Iterable[Any], world_id: str, item: Any, effect: bool = False,
+                      golden: dict | None = None) -> bool:
     """Whether the part of an entry that claims (`claiming_text`) describes one of the world's declared nuisance
-    features (one the text may say changes the result only where the feature can): the entry reports that feature,
-    whichever catalogued trap its other words also name ("Jackpot/bottleneck in final replicate R3" reports the
-    declared jackpots, not the plasmid-reference trap that "bottleneck" names)."""
+    features (one the text may say changes the result only where the feature can, at a size it has in the world's
+    `golden`): the entry reports that feature, whichever catalogued trap its other words also name ("Jackpot/bottleneck
+    in final replicate R3" reports the declared jackpots, not the plasmid-reference trap that "bottleneck" names)."""
     return any(not effect or getattr(n, "can_move_result", False)
-               for n in _described(nuisance, world_id, claiming_text(item)))
+               for n in _described(nuisance, world_id, claiming_text(item), entry_value(item), golden))
+
+
+def entry_value(item: Any) -> float | None:
+    """A structured entry's measured size (`value`), when it is a number."""
+    v = item.get("value") if isinstance(item, dict) else None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def claimed_trap(catalog: dict[str, list[str]], item: Any) -> str | None:
@@ -277,13 +284,14 @@ def nuisance_codes(nuisance: Iterable[Any], world_id: str, text: str, effect: bo
             if n.resembles and (not effect or getattr(n, "can_move_result", False))}
 
 
-def excused_by_nuisance(nuisance: Iterable[Any], world_id: str, item: Any) -> bool:
+def excused_by_nuisance(nuisance: Iterable[Any], world_id: str, item: Any, golden: dict | None = None) -> bool:
     """Whether a claimed entry is a true report of one of the world's nuisance features: it describes one and
-    measures it (`measured`), and says it changes the result only where the feature can (`can_move_result`)."""
+    measures it (`measured`) at a size the feature has in the world's `golden` (`Nuisance.fits_size`, read on a
+    structured entry's `value`), and says it changes the result only where the feature can (`can_move_result`)."""
     text = item_text(item)
     effect = asserts_effect(item)
     return measured(text) and any(not effect or getattr(n, "can_move_result", False)
-                                  for n in _described(nuisance, world_id, text))
+                                  for n in _described(nuisance, world_id, text, entry_value(item), golden))
 
 
 def describes_nuisance(nuisance: Iterable[Any], world_id: str, text: str, value: float | None = None,

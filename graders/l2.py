@@ -38,7 +38,7 @@ from graders.checks import PRODUCT_KINDS, CheckResult, get_path, product_path, r
 from graders.report import parse_report
 
 GRADER_ID = "graders.l2"
-GRADER_VERSION = "9"  # 9: an entry whose claiming part describes a declared nuisance is no invented trap; overlap strict_subset (a stricter call of true items earns full credit); a zero_if value check the truth itself passes is moot; 8: a trap handled in every value and named in the summary by its own patterns is recognised; an entry naming the world's trap beside one other is no invention; 7: a measured uncatalogued claim with the trap handled in the values is recognition
+GRADER_VERSION = "10"  # 10: a structured entry reporting a declared nuisance must give a size the feature has in the world (Nuisance.size, as in L1); 9: an entry whose claiming part describes a declared nuisance is no invented trap; overlap strict_subset (a stricter call of true items earns full credit); a zero_if value check the truth itself passes is moot; 8: a trap handled in every value and named in the summary by its own patterns is recognised; an entry naming the world's trap beside one other is no invention; 7: a measured uncatalogued claim with the trap handled in the values is recognition
 ISSUES_FIELD = "issues_found"
 COMPONENTS = ("A", "I", "M", "C")
 # a trap the world does not have, asserted as changing the result: the report's conclusion rests on a fabrication,
@@ -78,11 +78,13 @@ def claim_catalog(family: FamilyManifest) -> dict[str, list[str]]:
     return claims.claim_catalog(family.defect_catalog, family.prompt)
 
 
-def invented_claims(world: L2World, family: FamilyManifest, claimed: list[Any]) -> list[tuple[str, bool]]:
+def invented_claims(world: L2World, family: FamilyManifest, claimed: list[Any],
+                    golden: dict[str, Any] | None = None) -> list[tuple[str, bool]]:
     """(trap, asserts an effect) for every catalogued trap that a claimed `issues_found` entry (`claimed_items`)
     claims (one per entry: `claims.claimed_trap`) and the world does not have: not its own trap (nor an entry whose
     claim names the world's own trap beside one other: `claims.claimed_traps`), not one
-    `also_present`, and not a declared nuisance feature the entry describes and measures (a true observation), unless
+    `also_present`, and not a declared nuisance feature the entry describes and measures (a true observation; a
+    structured entry's `value` at a size the feature has in this world's `golden`, where the feature declares one), unless
     the entry says it changes the result of a feature that cannot (`Nuisance.can_move_result` false): that is the
     trap's claim. A bare assertion ("copy-number amplified genes confound the screen") measures nothing: charged."""
     out: dict[str, bool] = {}
@@ -94,16 +96,16 @@ def invented_claims(world: L2World, family: FamilyManifest, claimed: list[Any]) 
             continue
         if world.defect in codes and len(codes) <= 2:  # the trap named with its neighbour, not a list of every trap
             continue
-        effect, text = claims.asserts_effect(it), claims.item_text(it)
-        if claims.measured(text) and (code in claims.nuisance_codes(family.nuisance, world.id, text, effect)
-                                      or claims.claim_is_nuisance(family.nuisance, world.id, it, effect)):
+        effect, text, value = claims.asserts_effect(it), claims.item_text(it), claims.entry_value(it)
+        if claims.measured(text) and (code in claims.nuisance_codes(family.nuisance, world.id, text, effect, value, golden)
+                                      or claims.claim_is_nuisance(family.nuisance, world.id, it, effect, golden)):
             continue
         out[code] = out.get(code, False) or effect
     return sorted(out.items())
 
 
 def _claims_only(report: dict[str, Any], world: L2World, family: FamilyManifest, claimed: list[Any],
-                 leads: bool = False) -> dict[str, Any]:
+                 leads: bool = False, golden: dict[str, Any] | None = None) -> dict[str, Any]:
     """The report as recognition reads it: `issues_found` holds its claims (`claimed`), plus an entry whose lead
     claims this world's own trap (`claims.claimed_trap`) while only its later words hedge ("... no other site is
     affected"), each as text, less the entries that describe one of the world's declared nuisance features (a truth
@@ -118,7 +120,7 @@ def _claims_only(report: dict[str, Any], world: L2World, family: FamilyManifest,
         world.defect and not (isinstance(it, dict) and it.get("changes_result") is False)
         and claims.claimed_trap(family.defect_catalog, it) == world.defect
         and claims.lead_claims(claims.item_text(it)))]
-    texts = [claims.item_text(it) for it in keep if not claims.excused_by_nuisance(family.nuisance, world.id, it)]
+    texts = [claims.item_text(it) for it in keep if not claims.excused_by_nuisance(family.nuisance, world.id, it, golden)]
     return {**report, ISSUES_FIELD: [claims.lead(t) if leads else t for t in texts]}
 
 
@@ -130,7 +132,7 @@ def _negated_by_leads(world: L2World, family: FamilyManifest, report: dict[str, 
     checks = list(world.rubric.checks)
     if not any(c.kind == "mentions" and c.negate and ISSUES_FIELD in (c.fields or [c.field]) for c in checks):
         return results
-    leads = _claims_only(report, world, family, claimed, leads=True)
+    leads = _claims_only(report, world, family, claimed, leads=True, golden=golden)
     return [run_check(c, leads, golden, products)
             if c.kind == "mentions" and c.negate and ISSUES_FIELD in (c.fields or [c.field]) else r
             for c, r in zip(checks, results)]
@@ -215,7 +217,7 @@ def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw
     report = parsed.report
     rub = world.rubric
     claimed = claimed_items(report)
-    results = run_checks(list(rub.checks), _claims_only(report, world, family, claimed), golden, products)
+    results = run_checks(list(rub.checks), _claims_only(report, world, family, claimed, golden=golden), golden, products)
     results = _negated_by_leads(world, family, report, claimed, results, golden, products)
     zr = run_checks(list(rub.zero_if), report, golden, products) if rub.zero_if else []
     results = _recognised_by_work(world, family, results, zr, claimed, report.get("summary"))
@@ -225,7 +227,7 @@ def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw
         total = sum(c.weight for c, _ in mine)
         comps[comp] = round(sum(c.weight * r.credit for c, r in mine) / total, 6) if total else 0.0
     caps: list[str] = []
-    inv_claims = invented_claims(world, family, claimed) if family.defect_catalog else []
+    inv_claims = invented_claims(world, family, claimed, golden) if family.defect_catalog else []
     invented = [code for code, _ in inv_claims]
     if invented:
         comps["I"] = round(comps["I"] * 0.5 ** len(invented), 6)

@@ -5,6 +5,7 @@ every candidate, an invented defect beside the right one, a product path that le
 """
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -840,3 +841,81 @@ def test_l2_a_declared_nuisance_reported_under_a_traps_word_and_a_count_of_guide
     single = {"issue": "One guide of ABL1 is depleted in every replicate while its other three are flat, and it drives "
                        "the gene's call.", "changes_result": True, "value": 1}
     assert invented_claims(plasmid.world, plasmid.family, [single]) == [("single_guide", True)]
+
+
+def test_l2_a_handled_feature_of_every_world_flagged_as_changing_the_result_is_no_invented_trap():
+    """Blind study 8: three true observations, each handled and flagged `changes_result: true` as the prompt asks
+    ("true for a problem you had to handle"), capped 100-point reports at 20: depth that differs between PBMC
+    populations (normalised away), wild type's larger share after selection (removed by normalising to wild type), and
+    wider MLE fold changes of the less-expressed genes of a clean matrix (shrunk). Each is now a declared nuisance; a
+    structured entry must give a size the world has (scrna: its own median UMIs or their ratio), and a bare claim of
+    the trap stays charged."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.l2 import invented_claims
+
+    suite = load_suite()
+    lane = suite.worlds["scrna.L2.markers.confound_lane"]
+    g = read_golden(lane).values
+    depth = {"issue": f"Library depth varies across cell types: the target's median is {g['median_umis_target']:.0f} UMIs "
+                      f"per cell and the rest's {g['median_umis_other']:.0f}; counts were normalised per cell before testing.",
+             "changes_result": True, "value": g["median_umis_target"]}
+    assert invented_claims(lane.world, lane.family, [depth], g) == []
+    wrong_size = {**depth, "value": 17 * g["median_umis_target"]}
+    assert invented_claims(lane.world, lane.family, [wrong_size], g) == [("unnormalised_depth", True)]
+    bare = {"issue": "Unnormalised depth drives the marker ranking.", "changes_result": True, "value": 2.0}
+    assert invented_claims(lane.world, lane.family, [bare], g) == [("unnormalised_depth", True)]
+
+    fit = suite.worlds["protein.L2.fitness.low_counts"]
+    share = {"issue": "Wild type is 54% of the input reads and 72% after selection; scores are taken relative to wild "
+                      "type, since total-library normalisation would add a constant 0.42 log2.",
+             "changes_result": True, "value": 0.42}
+    assert invented_claims(fit.world, fit.family, [share], read_golden(fit).values) == []
+    claim = {"issue": "Normalisation to the library is wrong here and changes the result.", "changes_result": True,
+             "value": 1.4}
+    assert invented_claims(fit.world, fit.family, [claim], read_golden(fit).values) == [("wt_normalisation", True)]
+
+    clean = suite.worlds["bulkrna.L2.lfc_ranking.clean"]
+    wider = {"issue": "Unshrunk LFCs are noisier for the lower-count genes (baseMean 30, LFC 2.9 +- 0.7); ranking on "
+                      "shrunk estimates swaps one gene at rank 19.", "changes_result": True, "value": 1}
+    assert invented_claims(clean.world, clean.family, [wider], read_golden(clean).values) == []
+    trap = {"issue": "Noisy low-count genes dominate the ranking.", "changes_result": True, "value": None}
+    assert invented_claims(clean.world, clean.family, [trap], read_golden(clean).values) == [("noisy_lfc", True)]
+
+
+def test_l2_ldscore_hits_at_any_accepted_intercept_score_full_marks():
+    """Blind study 8 (gwas ldscore.confounded): an intercept of 2.02 against the reference's 1.92 passed the intercept
+    check (within 0.15) while its 37 hits failed the 51 required. The hits are now those of every intercept the check
+    accepts: required at its strictest, allowed at its most lenient. Genomic control and the raw statistics still fail."""
+    import pandas as pd
+
+    from benchmark.suite.freeze import read_golden, world_cache
+    from benchmark.suite.loader import load_suite
+    from graders.l2 import grade_l2
+    from worlds.gwas import analysis as A
+
+    ref = load_suite().worlds["gwas.L2.ldscore.confounded"]
+    g = read_golden(ref).values
+    t = A.read(world_cache(ref) / "sumstats.tsv")
+
+    def score(divisor: float | None, tmp: Path, label: str) -> float:
+        tab = A.ldsc_table(t, divisor) if divisor else A.gc_table(t)[0]
+        d = tmp / label
+        d.mkdir()
+        tab[["SNP", "chisq"]].to_csv(d / "corrected.csv", index=False)
+        hits = sorted(tab.loc[tab["p"] < A.GWS, "SNP"])
+        rep = {"ldsc_intercept": round(divisor or g["ldsc_intercept"], 3), "hits": hits, "n_hits": len(hits),
+               "table": "corrected.csv", "analysis_usable": True, "issues_found": [
+                   f"Confounding: the LD-score intercept is {g['ldsc_intercept']:.2f}; statistics divided by it."],
+               "lambda_gc": g["lambda_gc"], "summary": "corrected"}
+        return grade_l2(ref.world, ref.family, g, json.dumps(rep), d).score * 100
+
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        for k, shift in enumerate((-0.12, 0.0, 0.1, 0.14)):
+            assert score(g["ldsc_intercept"] + shift, tmp, f"s{k}") == pytest.approx(100.0), shift
+        assert score(None, tmp, "gc") < 50  # genomic control over-corrects
+        assert score(1.0, tmp, "raw") == 0.0  # the raw statistics are the trap
+    assert pd.Series(g["hits_required"]).isin(g["hits"]).all()

@@ -72,7 +72,13 @@ def l2_inflation(world_dir: Path, world) -> dict:
             "trap_chisq": {s: round(float(raw[t["SNP"] == s].iloc[0]), 3) for s in sorted(top)}}
 
 
-@solver("gwas.L2.ldscore", version="2")
+def _accepted_width(world, se: float) -> float:
+    """Half the width of the intercepts the rubric accepts (its `intercept` check's abs_tol), else two jackknife SEs."""
+    tol = next((c.abs_tol for c in getattr(getattr(world, "rubric", None), "checks", []) if c.id == "intercept"), None)
+    return float(tol) if tol is not None else 2.0 * se
+
+
+@solver("gwas.L2.ldscore", version="3")
 def l2_ldscore(world_dir: Path, world) -> dict:
     d = Path(world_dir)
     t = A.read(d / "sumstats.tsv")
@@ -88,11 +94,19 @@ def l2_ldscore(world_dir: Path, world) -> dict:
     # an intercept within two standard errors of 1 is no evidence of confounding: leaving the statistics uncorrected is
     # then as standard as dividing by it, so the uncorrected hits are allowed and their count is right too
     plain = sorted(t.loc[t["P"] < A.GWS, "SNP"]) if z < 2.0 else hits
-    counts = sorted({len(hits), len(plain)})
+    # an intercept the rubric accepts (within its tolerance of this one) calls the hits of that intercept: the SNPs
+    # significant even at the band's strictest intercept are required, those significant only at a more lenient one
+    # (or without correction, above) are allowed (an analyst at 2.02 against 1.92 called 37 of the 51 hits)
+    width = _accepted_width(world, fit["intercept_se"])
+    strict = A.ldsc_table(t, fit["intercept"] + width)
+    lenient = A.ldsc_table(t, fit["intercept"] - width)
+    required = sorted(strict.loc[strict["p"] < A.GWS, "SNP"])
+    allowed = sorted((set(plain) | set(lenient.loc[lenient["p"] < A.GWS, "SNP"]) | set(hits)) - set(required))
     return {"ldsc_intercept": round(fit["intercept"], 4), "intercept_se": round(fit["intercept_se"], 4),
             "intercept_z": round(z, 2), "mean_chisq": round(fit["mean_chisq"], 4),
-            "lambda_gc": round(lam, 4), "hits": hits, "n_hits": len(hits), "n_hits_range": [counts[0], counts[-1]],
-            "hits_allowed": sorted(set(plain) - set(hits)),
+            "lambda_gc": round(lam, 4), "hits": hits, "n_hits": len(hits),
+            "hits_required": required, "hits_allowed": allowed,
+            "n_hits_range": [len(required), len(required) + len(allowed)],
             "n_raw_hits": int((t["P"] < A.GWS).sum()), "n_gc_hits": int((gc["p"] < A.GWS).sum()),
             "chisq_ldsc": {s: round(float(c.loc[s, "chisq"]), 3) for s in sorted(top)},
             "gc_chisq": {s: round(float(g.loc[s, "chisq"]), 3) for s in sorted(top)},

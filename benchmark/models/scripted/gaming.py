@@ -18,6 +18,8 @@ collection and the grader see exactly what they would see from a model that trie
   layout     decides from the files' layout only (benchmark.models.scripted.layout): names out of order, entities appended last,
              duplicated identifiers, shared index fields, orders that differ between files; it flags those
              entities as its work product and names the nearest flagged neighbour's defect (or accepts).
+  prior      answers from textbook values (benchmark.models.scripted.prior): blind trust's report with every quantity
+             a handbook gives (worlds/<track>/priors.yaml) set to the handbook's value.
 
 `worlds check --agents` runs them beside oracle and naive and fails when one earns more than blind trust allows.
 """
@@ -31,7 +33,7 @@ from typing import Any
 from benchmark.suite.loader import WorldRef
 from graders.manifest import Check, L1World, L2World
 
-GAMING = ("all_clear", "flag_all", "keyword", "constant", "metadata", "layout", "withhold", "alarmist")
+GAMING = ("all_clear", "flag_all", "keyword", "constant", "metadata", "layout", "withhold", "alarmist", "prior")
 NAIVE_BASED = {"all_clear", "flag_all", "keyword", "metadata", "layout", "withhold"}  # L2: start from the naive agent's own numbers
 
 

@@ -16,8 +16,8 @@ Agents:
            pivotal: the plan that proceeds without checking.
   first    position-bias control: option A in pivotal cases; elsewhere generic (first enum value of the schema).
   recall   grounding items only: the item's key, without reading the data (the prior-knowledge control).
-  all_clear, flag_all, keyword, constant, metadata, layout, withhold, alarmist   gaming agents
-           (benchmark.models.scripted.gaming), L1/L2 only.
+  all_clear, flag_all, keyword, constant, metadata, layout, withhold, alarmist, prior   gaming agents
+           (benchmark.models.scripted.gaming; prior: benchmark.models.scripted.prior), L1/L2 only.
   thorough the oracle's findings written as a careful expert writes them (benchmark.models.scripted.expert).
   rubric   an L3 judge that grades: scores the quoted final answer against the world's rubric
            (benchmark.models.scripted.rubric); L3 grading roles only.
@@ -134,6 +134,10 @@ def _gaming(name: str, ref) -> Script:
     naive_cells = solution_cells("naive", ref)
     if isinstance(naive_cells, Script):
         return naive_cells
+    if name == "prior":
+        from benchmark.models.scripted import prior
+
+        return prior.script(ref, naive_cells, gaming.naive_replay(ref.id))
     cells = gaming.cells(name, ref, naive_cells)
     replay = gaming.naive_replay(ref.id)
     if replay is not None:
