@@ -18,8 +18,9 @@ from benchmark.run.store import RunStore
 from benchmark.suite.loader import WORLDS_ROOT, load_suite
 from graders.numerics import restore_environment
 
-WORLDS = ["nuclear.L2.decay.clean", "nuclear.L2.decay.summing_mid", "calorimetry.L2.equilibrium.clean",
-          "protein.L2.function.destab", "scrna.L2.markers.confound_lane"]
+# the whole nuclear decay family (its bar is a family mean), and one world of each other family with a prior
+WORLDS = [r.id for r in load_suite().worlds.values() if r.family.id == "nuclear.L2.decay"] + [
+    "calorimetry.L2.equilibrium.clean", "protein.L2.function.destab", "scrna.L2.markers.confound_lane"]
 
 
 def _report(out: Path, agent: str, world_id: str) -> dict:
@@ -65,7 +66,8 @@ def test_the_prior_agent_writes_the_textbook_answer_and_stays_at_blind_trust(tmp
     # the textbook half-life is this source's true one: where the trap leaves the rate table right, the prior earns
     # what blind trust does not, and the family bar still holds (checked by check_agents above)
     assert score["prior"]["nuclear.L2.decay.summing_mid"] > score["all_clear"]["nuclear.L2.decay.summing_mid"]
-    assert sum(score["prior"].values()) <= sum(score["all_clear"].values()) + GAMING_MARGIN * len(WORLDS)
+    decay = [w for w in WORLDS if w.startswith("nuclear.")]
+    assert sum(score["prior"][w] for w in decay) <= sum(score["all_clear"][w] for w in decay) + GAMING_MARGIN * len(decay)
 
 
 @pytest.mark.slow
