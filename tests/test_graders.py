@@ -919,3 +919,35 @@ def test_l2_ldscore_hits_at_any_accepted_intercept_score_full_marks():
         assert score(None, tmp, "gc") < 50  # genomic control over-corrects
         assert score(1.0, tmp, "raw") == 0.0  # the raw statistics are the trap
     assert pd.Series(g["hits_required"]).isin(g["hits"]).all()
+
+
+def test_l2_meta_sample_overlap_any_standard_correlation_estimate_scores_full_marks(tmp_path):
+    """Issue 39 item 5 (gwas sample overlap): the pooled SEs with the shared samples' covariance are accepted whichever
+    standard estimate of the error correlation an analyst takes: the sample sizes meta.json gives (N_shared /
+    sqrt(N_A N_B)), the z-score correlation over SNPs with |z| < 2, < 3 or < 4 in both; treating the studies as
+    independent is the trap and scores 0."""
+    from benchmark.suite.freeze import read_golden, world_cache
+    from benchmark.suite.loader import load_suite
+    from worlds.gwas import analysis as A
+
+    ref = load_suite().worlds["gwas.L2.meta.sample_overlap"]
+    g = read_golden(ref).values
+    d = world_cache(ref)
+    a, b = A.read(d / "study_A.tsv"), A.read(d / "study_B.tsv")
+    studies = json.loads((d / "meta.json").read_text())["studies"]
+    shared = studies["study_B"]["cohorts"]["Biobank (interim release)"]  # the release study A analyses in full
+    from_n = shared / (studies["study_A"]["N"] * studies["study_B"]["N"]) ** 0.5
+    estimates = {"sample sizes": from_n, **{f"|z|<{t}": A.error_correlation(a, b, t)[0] for t in (2.0, 3.0, 4.0)}}
+
+    def score(rho: float, label: str) -> float:
+        m = A.meta_table(a, b, rho=rho)
+        (tmp_path / label).mkdir()
+        m.to_csv(tmp_path / label / "meta.csv", index=False)
+        hits = sorted(m.loc[m["p"] < A.GWS, "SNP"])
+        rep = {"hits": hits, "n_hits": len(hits), "table": "meta.csv", "analysis_usable": True, "summary": "meta",
+               "issues_found": [f"Sample overlap: the studies' z-scores correlate at {rho:.2f}; pooled SEs include it."]}
+        return grade_l2(ref.world, ref.family, g, json.dumps(rep), tmp_path / label).score * 100
+
+    for k, (label, rho) in enumerate(sorted(estimates.items())):
+        assert 0.3 < rho < 0.7 and score(rho, f"e{k}") == pytest.approx(100.0), (label, rho)
+    assert score(0.0, "independent") == 0.0

