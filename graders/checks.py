@@ -79,6 +79,20 @@ def _norm(v: Any) -> Any:
     return v.strip().lower() if isinstance(v, str) else v
 
 
+_NUMERIC_KEY = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?$")
+
+
+def table_key(k: Any) -> str:
+    """A table row's key as compared with the golden's: trimmed and lower-cased, and a number in one canonical
+    spelling (a temperature written 190.0 names the golden's row 190; 9 significant digits), so a table's float
+    formatting is no missing row. Names (genes, SNPs, ids with letters) are compared as text."""
+    s = _norm(str(k))
+    if _NUMERIC_KEY.match(s):
+        x = float(s)
+        return str(int(x)) if x.is_integer() and abs(x) < 1e15 else format(x, ".9g")
+    return s
+
+
 def _sign(v: Any) -> int | None:
     if isinstance(v, str):
         s = v.strip().lower()
@@ -386,7 +400,7 @@ def read_table(p: Path, key: str, column: str) -> tuple[dict[str, float] | None,
         v = as_number(row.get(column))
         k = (row.get(key) or "").strip()
         if k and v is not None:
-            out[_norm(k)] = v
+            out[table_key(k)] = v
     return out, f"{len(out)} rows"
 
 
@@ -462,7 +476,7 @@ def _evaluate(c: Check, report: Any, golden: dict[str, Any], products: Path | No
 
 
 def _numeric_map(m: dict) -> dict[str, float]:
-    out = {_norm(str(k)): as_number(v) for k, v in m.items()}
+    out = {table_key(k): as_number(v) for k, v in m.items()}
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -549,7 +563,7 @@ def _universe_table_credit(c: Check, path: Path, rel: str, want: Any, universe: 
     if table is None:
         return 0.0, f"{rel}: {why}"
     gold = _numeric_map(want)
-    u = {_norm(str(k)) for k in universe} & set(gold)
+    u = {table_key(k) for k in universe} & set(gold)
     shared = sorted(u & set(table))
     ref = _numeric_map(reference) if isinstance(reference, dict) else {}
     need_cov = reference_bar(c, c.min_coverage, len(u & set(ref)) / len(u) if u else None)

@@ -40,11 +40,11 @@ from typing import Any
 
 from graders.manifest import FamilyManifest, L1World
 from graders import claims
-from graders.checks import CheckResult, as_number, flatten_text, run_check, run_checks
+from graders.checks import CheckResult, as_number, flatten_text, get_path, run_check, run_checks
 from graders.report import parse_report
 
 GRADER_ID = "graders.l1"
-GRADER_VERSION = "8"  # 8: a corrected copy's rows are compared by value (integers exactly, other numbers to 9 significant digits: a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
+GRADER_VERSION = "9"  # 9: a count of affected items over a total the rubric measures passes the fraction it reproduces; 8: a corrected copy's rows are compared by value (integers exactly, other numbers to 9 significant digits: a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
 INVENTED_COST = 1.5  # native points per invented catalogued defect on a challenge world
 
 STATE_SCORES: dict[str, float] = {
@@ -161,9 +161,28 @@ def _measured_note(family: FamilyManifest, world: L1World, report: dict[str, Any
     for note in notes[:MAX_VALUE_READS]:
         if not names_defect(family, note, world.defect) and not _matches(list(rub.diagnosis), [_issue_text(note)]):
             continue
-        if any(r.credit >= 1.0 for r in run_checks(list(rub.measure), {**report, **note}, golden, products)):
+        if any(r.credit >= 1.0 for r in _measure(rub, {**report, **note}, golden, products)):
             return note
     return None
+
+
+def _measure(rub, scope: dict[str, Any], golden: dict[str, Any], products: Path | None) -> list[CheckResult]:
+    """The measure checks on an issue's value, and the count form of a fraction they measure: the prompt's `value` is
+    "a count, a fraction or an offset", so a count of the affected items over a total another measure check names
+    (the rows) passes the fraction check it reproduces (7,654 non-integer values of 7,657 rows is the 0.9996 measured)."""
+    results = run_checks(list(rub.measure), scope, golden, products)
+    v = as_number(scope.get("value"))
+    if any(r.credit >= 1.0 for r in results) or v is None or v < 2 or v != int(v):
+        return results
+    golden_of = lambda c: as_number(get_path(golden, c.golden)) if c.kind == "value" and c.golden else None  # noqa: E731
+    fractions = [c for c in rub.measure if (g := golden_of(c)) is not None and 0 < g < 1 and c.field == "value"]
+    totals = sorted({n for c in rub.measure if (n := golden_of(c)) is not None and n == int(n) and n >= v})
+    for f in fractions:
+        for n in totals:
+            r = run_check(f, {**scope, "value": v / n}, golden, products)
+            if r.credit >= 1.0:
+                return results + [CheckResult(f"{f.id}_as_count", 1.0, f"{v:g} of {n:g} = {v / n:.4g}: {r.detail}")]
+    return results
 
 
 def _issue_text(issue: dict[str, Any]) -> str:
@@ -203,7 +222,7 @@ def _recognised_by_work(rub, report: dict[str, Any], alarm: dict[str, Any], gold
     if not rub.measure or not product_acts or alarm.get("value") is None or not alarm.get("output"):
         return False
     scope = {**report, **alarm}
-    if not any(r.credit >= 1.0 for r in run_checks(list(rub.measure), scope, golden, products)):
+    if not any(r.credit >= 1.0 for r in _measure(rub, scope, golden, products)):
         return False
     return all(r.credit >= 1.0 for r in run_checks(product_acts, scope, golden, products, inputs))
 
@@ -304,7 +323,7 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
         for i, a in enumerate(alarms[:MAX_VALUE_READS]):
             v = as_number(a.get("value"))
             if rub.measure and v is not None and abs(v) >= SPECIFIC_VALUE and claimed_defect(family, a) not in (None, world.defect) and any(
-                    r.credit >= 1.0 for r in run_checks(list(rub.measure), {**report, **a}, golden, products)):
+                    r.credit >= 1.0 for r in _measure(rub, {**report, **a}, golden, products)):
                 diag, value_only = a, True
                 by_work.add(i)
                 break
@@ -325,7 +344,7 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
             base = _state("MISS", "accepted the data without noticing the defect", fab=fab)
         return _penalise(base, invented)
     scope = {**report, **issue}  # issue fields (value, output) first, then the report's own
-    measured = run_checks(list(rub.measure), scope, golden, products)
+    measured = _measure(rub, scope, golden, products)
     has_value = not rub.measure or any(r.credit >= 1.0 for r in measured)
     full = diag is not None and has_value and not misnamed
     results = _best_product(rub, run_checks(list(rub.actions), scope, golden, products, inputs), report, issue,

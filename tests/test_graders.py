@@ -951,3 +951,47 @@ def test_l2_meta_sample_overlap_any_standard_correlation_estimate_scores_full_ma
     for k, (label, rho) in enumerate(sorted(estimates.items())):
         assert 0.3 < rho < 0.7 and score(rho, f"e{k}") == pytest.approx(100.0), (label, rho)
     assert score(0.0, "independent") == 0.0
+
+
+def test_l1_a_count_of_affected_values_measures_the_fraction_it_reproduces():
+    """Blind study 9 (enhancer dna_normalised): 7,654 non-integer DNA values of 7,657 rows is the 0.9996 fraction the
+    rubric measures, stated as the count the prompt's `value` allows; it was read against the row total only (exact)
+    and graded unmeasured. A count that reproduces no measured fraction stays unmeasured."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+
+    ref = load_suite().worlds["enhancer.L1.integrity.dna_normalised"]
+    g = read_golden(ref).values
+
+    def status(value):
+        rep = {"assessment": "usable_with_caveats", "summary": "DNA counts normalised", "issues": [
+            {"category": "DNA counts are normalised (CPM), not raw reads", "severity": "warning", "where": "counts.csv",
+             "description": "dna_count sums to one million and is non-integer", "value": value,
+             "action": "listed", "output": None}]}
+        return grade_l1(ref.world, ref.family, g, json.dumps(rep)).state
+
+    assert status(round(g["nonint_fraction"] * g["n_rows"])) == "DIAGNOSE-NOT-ACT"
+    assert status(g["n_rows"]) == "DIAGNOSE-NOT-ACT"
+    assert status(g["nonint_fraction"]) == "DIAGNOSE-NOT-ACT"
+    assert status(round(0.5 * g["n_rows"])) == "DIAGNOSE-NOT-ACT-PARTIAL"
+
+
+def test_l1_jackpot_guides_of_a_sound_crispr_table_are_a_truth_not_a_caution():
+    """Blind study 9 (crispr boundary_unequal_depth): two non-targeting guides ~30x their expected count in one final
+    sample (the screen's clone-size noise, present across the family's worlds) reported as a warning made a sound world
+    OVER-CAUTIOUS (50). The family declares jackpots a nuisance; an alarm about anything else stays a caution."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+
+    ref = load_suite().worlds["crispr.L1.integrity.boundary_unequal_depth"]
+    g = read_golden(ref).values
+
+    def status(category, description):
+        rep = {"assessment": "usable_with_caveats", "summary": "usable", "issues": [
+            {"category": category, "severity": "warning", "where": "counts.txt", "description": description,
+             "value": 2, "action": "listed the guides", "output": None}]}
+        return grade_l1(ref.world, ref.family, g, json.dumps(rep)).state
+
+    assert status("jackpot sgRNAs", "NT_0001 and NT_0031 read about 30x their initial share in HL60.final") == "CLEAN-CORRECT"
+    assert status("outlier read counts", "two guides spike in one sample (28x, 32x)") == "CLEAN-CORRECT"
+    assert status("PCR duplicates", "two guides may be PCR duplicates of each other") == "OVER-CAUTIOUS"

@@ -31,7 +31,8 @@ def _load_track_of(op: str) -> None:
 
 def write_products(spec: dict | None, golden: dict, dest: Path, world_dir: Path | None = None) -> Path:
     """Work products a hand-written report names: `products` gives literal file contents; `products_golden` builds
-    a file from a golden key (a list: one item per line; a mapping: a CSV with the given `header`);
+    a file from a golden key (a list: one item per line; a mapping: a CSV with the given `header`; several mappings as
+    the columns of one CSV: {key: NAME, columns: {column: golden key}}, a key missing from one mapping left blank);
     `products_world` derives a file from one of the world's files ({from: public file, op: a registered
     `@product_maker`, e.g. histone.sort_index}: the track's own code, loaded with its solver module)."""
     from benchmark.suite.registry import PRODUCT_MAKERS
@@ -44,6 +45,12 @@ def write_products(spec: dict | None, golden: dict, dest: Path, world_dir: Path 
     for name, text in ((spec or {}).get("products") or {}).items():
         (dest / name).write_text(text)
     for name, src in ((spec or {}).get("products_golden") or {}).items():
+        if "columns" in src:  # one table of several golden mappings: {key: SNP, columns: {beta: meta_beta, se: meta_se}}
+            cols = {c: golden[g] for c, g in src["columns"].items()}
+            keys = sorted({k for m in cols.values() for k in m})
+            rows = [",".join([k] + [str(m.get(k, "")) for m in cols.values()]) for k in keys]
+            (dest / name).write_text(",".join([src["key"], *cols]) + "\n" + "".join(f"{r}\n" for r in rows))
+            continue
         want = golden[src["golden"]]
         if isinstance(want, list):
             (dest / name).write_text("".join(f"{x}\n" for x in want))
