@@ -44,7 +44,7 @@ from graders.checks import CheckResult, as_number, flatten_text, get_path, run_c
 from graders.report import parse_report
 
 GRADER_ID = "graders.l1"
-GRADER_VERSION = "9"  # 9: a count of affected items over a total the rubric measures passes the fraction it reproduces; 8: a corrected copy's rows are compared by value (integers exactly, other numbers to 9 significant digits: a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
+GRADER_VERSION = "9"  # 9: a count of affected items over a total the rubric measures passes the fraction it reproduces; another alarm naming the same defect may carry its measured value; 8: a corrected copy's rows are compared by value (integers exactly, other numbers to 9 significant digits: a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
 INVENTED_COST = 1.5  # native points per invented catalogued defect on a challenge world
 
 STATE_SCORES: dict[str, float] = {
@@ -346,6 +346,15 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
     scope = {**report, **issue}  # issue fields (value, output) first, then the report's own
     measured = _measure(rub, scope, golden, products)
     has_value = not rub.measure or any(r.credit >= 1.0 for r in measured)
+    if not has_value and diag is not None:
+        # an expert may split one defect into its cause and its consequence ("contig lines give GRCh38 lengths" and
+        # "32 records lie past the declared length"): an alarm that names the same defect measures it too
+        for a in alarms[:MAX_VALUE_READS]:
+            if a is not issue and names_defect(family, a, world.defect):
+                extra = [r for r in _measure(rub, {**report, **a}, golden, products) if r.credit >= 1.0]
+                if extra:
+                    measured, has_value = measured + extra, True
+                    break
     full = diag is not None and has_value and not misnamed
     results = _best_product(rub, run_checks(list(rub.actions), scope, golden, products, inputs), report, issue,
                             golden, products, inputs)

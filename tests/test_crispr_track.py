@@ -43,3 +43,22 @@ def test_each_trap_is_visible_to_its_diagnostic():
     assert len(_v("crispr.L2.guide_level.multi_locus")["multi_locus_genes"]) >= 3
     assert len(_v("crispr.L2.guide_level.non_expressed")["not_expressed_depleted"]) >= 2
     assert _v("crispr.L2.guide_level.plasmid_reference")["t0_plasmid_discordant_share"] > 0.05
+
+
+def test_l1_controls_initial_counts_agree_between_lines_as_the_targeting_guides_do():
+    """Blind study 10: every line is transduced from one plasmid pool, but the L1 tables drew each line's control
+    abundance separately (Spearman 0.00 between the lines' initial counts of the controls, 0.77 for the targeting
+    guides), which an analyst flagged as a defect of a sound table. Controls are now drawn as a real guide's pair."""
+    import pandas as pd
+    from scipy.stats import spearmanr
+
+    from benchmark.suite.freeze import world_cache
+
+    for ref in (r for r in load_suite().worlds.values() if r.family.id == "crispr.L1.integrity"):
+        t = pd.read_csv(world_cache(ref) / "counts.txt", sep="\t")
+        ctrl = t["sgRNA"].str.startswith("NT_") | t["sgRNA"].str.contains("_pc")
+        if "HL60.initial" not in t or "KBM7.initial" not in t or ctrl.sum() < 20:
+            continue  # a truncated table or one whose initial columns are relabelled
+        rho_c = spearmanr(t.loc[ctrl, "HL60.initial"], t.loc[ctrl, "KBM7.initial"]).statistic
+        rho_t = spearmanr(t.loc[~ctrl, "HL60.initial"], t.loc[~ctrl, "KBM7.initial"]).statistic
+        assert rho_c > 0.4 and rho_c > rho_t - 0.3, (ref.id, rho_c, rho_t)

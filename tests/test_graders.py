@@ -358,6 +358,20 @@ def test_product_table_spearman_and_share(tmp_path):
     assert run_check(share, {"output_path": "good.csv"}, gold, tmp_path).credit == 0.0  # ranks right, values not
 
 
+def test_product_table_numeric_keys_compare_in_one_spelling(tmp_path):
+    """Blind study 9 (calorimetry balance): a table keyed T_K = 190.0, 195.0 ... names the golden's rows 190, 195:
+    0/35 keys were found. Numbers compare by value (9 significant digits); names stay text ('007' is not a gene 7)."""
+    from graders.checks import table_key
+
+    gold = {"bal": {str(t): float(t) * 2 for t in range(190, 361, 5)}}
+    (tmp_path / "floats.csv").write_text("T_K,balance_J\n" + "".join(f"{t:.1f},{t * 2}\n" for t in range(190, 361, 5)))
+    c = Check(id="b", kind="product_table", field="table", golden="bal", key="T_K", column="balance_J",
+              min_coverage=0.9, min_share=0.9, abs_tol=0.5)
+    assert run_check(c, {"table": "floats.csv"}, gold, tmp_path).credit == 1.0
+    assert table_key("190.000") == table_key(190) == "190" and table_key("0.50") == table_key(0.5)
+    assert table_key("G007") == "g007" and table_key("22:12345") == "22:12345"
+
+
 def test_product_check_never_raises_on_a_hostile_file(tmp_path):
     (tmp_path / "bin.csv").write_bytes(os.urandom(4096))
     c = Check(id="t", kind="product_items", field="p", golden="g", min_f1=0.5)
@@ -995,3 +1009,28 @@ def test_l1_jackpot_guides_of_a_sound_crispr_table_are_a_truth_not_a_caution():
     assert status("jackpot sgRNAs", "NT_0001 and NT_0031 read about 30x their initial share in HL60.final") == "CLEAN-CORRECT"
     assert status("outlier read counts", "two guides spike in one sample (28x, 32x)") == "CLEAN-CORRECT"
     assert status("PCR duplicates", "two guides may be PCR duplicates of each other") == "OVER-CAUTIOUS"
+    # blind study 10: the shallow-but-adequate world's own feature, low-count guides, is a truth of that world
+    ref = load_suite().worlds["crispr.L1.integrity.boundary_shallow"]
+    g = read_golden(ref).values
+    assert status("low-count sgRNAs in the initial samples", "53 sgRNAs have fewer than 10 reads in an initial sample; "
+                  "their fold changes are noisy") == "CLEAN-CORRECT"
+
+
+def test_l1_a_copy_number_gain_shared_by_chip_and_input_is_a_truth_not_a_caution():
+    """Blind study 10 (histone amplified_input): the boundary world's gain, present in the ChIP and its input alike and
+    removed by input normalisation, reported as a warning with its fold was graded OVER-CAUTIOUS. It is the world's
+    declared nuisance now; calling it contamination or a swap of the input stays an invention."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+
+    ref = load_suite().worlds["histone.L1.integrity.amplified_input"]
+    g = read_golden(ref).values
+
+    def state(category, description):
+        rep = {"assessment": "usable_with_caveats", "summary": "usable", "issues": [
+            {"category": category, "severity": "warning", "where": "chr20", "description": description, "value": 3.3,
+             "action": "normalise to the input", "output": None}]}
+        return grade_l1(ref.world, ref.family, g, json.dumps(rep)).state
+
+    assert state("copy-number gain", "a 0.6 Mb block of chr20 has 3.3x coverage in the input and the ChIP") == "CLEAN-CORRECT"
+    assert state("input swapped with the ChIP", "the input file looks like the ChIP") != "CLEAN-CORRECT"
