@@ -159,6 +159,13 @@ def metadata_problems(refs: list[WorldRef]) -> list[str]:
     return out
 
 
+def _with_priors(refs: list[WorldRef]) -> list[str]:
+    """The L2 worlds whose family declares a textbook answer (worlds/<track>/priors.yaml)."""
+    from benchmark.models.scripted.prior import track_priors
+
+    return [r.id for r in refs if r.world.level == "L2" and r.family.id in track_priors(r)]
+
+
 def check_agents(worlds: list[str] | None, tracks: list[str] | None, levels: list[str] | None,
                  concurrency: int = 1, out: Path | None = None, suite: Path | None = None,
                  agents: tuple[str, ...] = AGENTS, reuse: bool = False) -> tuple[list[str], dict[str, list[ResultRecord]]]:
@@ -170,16 +177,28 @@ def check_agents(worlds: list[str] | None, tracks: list[str] | None, levels: lis
     problems: list[str] = []
     lv = levels or ["L1", "L2"]
     saved = {k: os.environ.get(k) for k in (REPLAY_ENV, ORACLE_REPLAY_ENV)}
+    refs = select_worlds(RunConfig(model="scripted/oracle", out=base, worlds=worlds, tracks=tracks, levels=lv, suite=suite))
     try:
         for agent in agents:
-            cfg = RunConfig(model=f"scripted/{agent}", out=base / agent, worlds=worlds, tracks=tracks, levels=lv,
-                            concurrency=concurrency, resume=True, suite=suite, force_config=reuse)
+            sel = worlds
+            if agent == "prior" and "all_clear" in results:
+                # where no textbook answer is declared the prior agent's report is blind trust's, by construction
+                # (benchmark.models.scripted.prior): it runs only where a prior is declared and takes all_clear's
+                # records elsewhere
+                sel = _with_priors(refs)
+                if not sel:
+                    results[agent] = list(results["all_clear"])
+                    continue
+            cfg = RunConfig(model=f"scripted/{agent}", out=base / agent, worlds=sel, tracks=tracks, levels=lv,
+                            concurrency=concurrency, resume=True, suite=suite, force_config=reuse or sel is not worlds)
             results[agent] = execute(cfg)
+            if sel is not worlds:
+                ran = {r.world_id for r in results[agent]}
+                results[agent] += [r for r in results["all_clear"] if r.world_id not in ran]
             if agent == "naive":
                 os.environ[REPLAY_ENV] = str(base / "naive")  # gaming agents replay the naive analysis, not redo it
             if agent == "oracle":
                 os.environ[ORACLE_REPLAY_ENV] = str(base / "oracle")  # the expert agents replay the oracle's
-        refs = select_worlds(RunConfig(model="scripted/oracle", out=base, worlds=worlds, tracks=tracks, levels=lv, suite=suite))
     finally:
         restore_environment(saved)
     if "alarmist" in results:  # held to the bar where it has a sibling defect to invent (not on a one-trap family's traps)

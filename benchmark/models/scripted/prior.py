@@ -21,7 +21,8 @@ What a textbook says is declared per track in worlds/<track>/priors.yaml (`Prior
       prior.update(...)
 
 A family with no entry gets blind trust's report. On L1 the agent accepts the data, as blind trust does: a textbook
-says nothing of a file's defects.
+says nothing of a file's defects. So `worlds check --agents` runs it only where a prior is declared and counts blind
+trust's records elsewhere (benchmark.oversight.validity).
 """
 from __future__ import annotations
 
