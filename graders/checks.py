@@ -83,14 +83,11 @@ _NUMERIC_KEY = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?$")
 
 
 def table_key(k: Any) -> str:
-    """A table row's key as compared with the golden's: trimmed and lower-cased, and a number in one canonical
-    spelling (a temperature written 190.0 names the golden's row 190; 9 significant digits), so a table's float
-    formatting is no missing row. Names (genes, SNPs, ids with letters) are compared as text."""
+    """A table row's key as compared with the golden's: trimmed and lower-cased, and a number in the one spelling a
+    corrected copy's fields are compared in (`_canon_field`: a temperature written 190.0 names the golden's row 190),
+    so a table's float formatting is no missing row. Names (genes, SNPs, ids with letters) are compared as text."""
     s = _norm(str(k))
-    if _NUMERIC_KEY.match(s):
-        x = float(s)
-        return str(int(x)) if x.is_integer() and abs(x) < 1e15 else format(x, ".9g")
-    return s
+    return _canon_field(s) if _NUMERIC_KEY.match(s) else s
 
 
 def _sign(v: Any) -> int | None:

@@ -180,21 +180,16 @@ def check_agents(worlds: list[str] | None, tracks: list[str] | None, levels: lis
     refs = select_worlds(RunConfig(model="scripted/oracle", out=base, worlds=worlds, tracks=tracks, levels=lv, suite=suite))
     try:
         for agent in agents:
-            sel = worlds
-            if agent == "prior" and "all_clear" in results:
-                # where no textbook answer is declared the prior agent's report is blind trust's, by construction
-                # (benchmark.models.scripted.prior): it runs only where a prior is declared and takes all_clear's
-                # records elsewhere
-                sel = _with_priors(refs)
-                if not sel:
-                    results[agent] = list(results["all_clear"])
-                    continue
+            # where no textbook answer is declared the prior agent's report is blind trust's, by construction
+            # (benchmark.models.scripted.prior): it runs only where a prior is declared and takes all_clear's
+            # records elsewhere
+            priors_only = agent == "prior" and "all_clear" in results
+            sel = _with_priors(refs) if priors_only else worlds
             cfg = RunConfig(model=f"scripted/{agent}", out=base / agent, worlds=sel, tracks=tracks, levels=lv,
-                            concurrency=concurrency, resume=True, suite=suite, force_config=reuse or sel is not worlds)
-            results[agent] = execute(cfg)
-            if sel is not worlds:
-                ran = {r.world_id for r in results[agent]}
-                results[agent] += [r for r in results["all_clear"] if r.world_id not in ran]
+                            concurrency=concurrency, resume=True, suite=suite, force_config=reuse or priors_only)
+            ran = [] if priors_only and not sel else execute(cfg)
+            done = {r.world_id for r in ran}
+            results[agent] = ran + ([r for r in results["all_clear"] if r.world_id not in done] if priors_only else [])
             if agent == "naive":
                 os.environ[REPLAY_ENV] = str(base / "naive")  # gaming agents replay the naive analysis, not redo it
             if agent == "oracle":

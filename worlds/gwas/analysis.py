@@ -168,6 +168,16 @@ def error_correlation(a: pd.DataFrame, b: pd.DataFrame, z_max: float = 3.0) -> t
     return float(np.corrcoef(za[keep], zb[keep])[0, 1]), float(1 / np.sqrt(max(n - 3, 1)))
 
 
+OVERLAP_Z = 2.58  # an error correlation is corrected for only where it is significant (one-sided, 99.5%)
+
+
+def overlap_rho(a: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float, float]:
+    """(the rho to pool with, the estimate, its SE): the estimated error correlation where it exceeds OVERLAP_Z SEs
+    (shared samples), else 0 (independent studies: a correlation of noise is no reason to widen every SE)."""
+    rho, se = error_correlation(a, b)
+    return (rho if rho > OVERLAP_Z * se else 0.0), rho, se
+
+
 def clump(t: pd.DataFrame, ld: pd.DataFrame, r2: float = 0.1, kb: int = 500) -> list[str]:
     """PLINK-style clumping: significant SNPs by ascending P; each lead absorbs the significant SNPs within `kb` with
     r^2 >= r2 (pairs absent from ld.tsv have r^2 < 0.01)."""

@@ -51,9 +51,9 @@ print(json.dumps({'lambda_gc': None if NAIVE else round(lam, 4), 'hits': hits, '
 
 _META = r"""
 a, b = read('study_A.tsv'), read('study_B.tsv')
-rho, rho_se = error_correlation(a, b)
-shared = not NAIVE and rho > 2.58 * rho_se
-m = meta_table(a, b, aligned=not NAIVE, rho=rho if shared else 0.0)
+use, rho, rho_se = overlap_rho(a, b)
+shared = not NAIVE and use != 0.0
+m = meta_table(a, b, aligned=not NAIVE, rho=use if shared else 0.0)
 m.to_csv('meta.csv', index=False)
 hits = sorted(m.loc[m['p'] < GWS, 'SNP'])
 n_rec = int((a.merge(b, on='SNP').eval('A1_x != A1_y')).sum())

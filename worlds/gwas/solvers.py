@@ -117,12 +117,10 @@ def l2_ldscore(world_dir: Path, world) -> dict:
 def l2_meta(world_dir: Path, world) -> dict:
     d = Path(world_dir)
     a, b = A.read(d / "study_A.tsv"), A.read(d / "study_B.tsv")
-    # shared samples: the z-scores' error correlation, corrected for only where it is significant (99%)
-    rho, rho_se = A.error_correlation(a, b)
-    use = rho if rho > 2.58 * rho_se else 0.0
+    use, rho, rho_se = A.overlap_rho(a, b)  # shared samples: corrected for where their correlation is significant
     m = A.meta_table(a, b, rho=use).set_index("SNP")
     nv = A.meta_table(a, b, aligned=False).set_index("SNP")
-    indep = A.meta_table(a, b).set_index("SNP")
+    indep = A.meta_table(a, b).set_index("SNP") if use else m
     recoded = sorted(set(a.merge(b, on="SNP").query("A1_x != A1_y")["SNP"]))
     hits = sorted(m.index[m["p"] < A.GWS])
     naive_hits = sorted(nv.index[nv["p"] < A.GWS])

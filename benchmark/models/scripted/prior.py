@@ -60,13 +60,17 @@ class Priors(BaseModel):
     families: dict[str, Prior]
 
 
-def track_priors(ref: WorldRef) -> dict[str, Prior]:
-    """The priors declared beside the world's track (worlds/<track>/priors.yaml); none when the file is absent."""
-    path = ref.path.parents[2] / PRIORS_FILE
+def read_priors(path: Path) -> dict[str, Prior]:
+    """A track's priors.yaml, validated (errors name the file and the field); none when the file is absent."""
     if not path.is_file():
         return {}
     data, node = read_yaml(path)
     return validate(Priors, data, path, node).families
+
+
+def track_priors(ref: WorldRef) -> dict[str, Prior]:
+    """The priors declared beside the world's track (worlds/<track>/priors.yaml)."""
+    return read_priors(ref.path.parents[2] / PRIORS_FILE)
 
 
 def prior_cell(p: Prior | None, naive: dict | None) -> str:
@@ -114,8 +118,4 @@ def script(ref: WorldRef, naive_cells: list[str], replay: tuple[dict | None, dic
 
 def declared_families(root: Path) -> dict[str, str]:
     """family id -> its prior's source, over every track under `root` (for docs and tests)."""
-    out: dict[str, str] = {}
-    for path in sorted(Path(root).glob(f"*/{PRIORS_FILE}")):
-        data, node = read_yaml(path)
-        out.update({f: p.source for f, p in validate(Priors, data, path, node).families.items()})
-    return out
+    return {f: p.source for path in sorted(Path(root).glob(f"*/{PRIORS_FILE}")) for f, p in read_priors(path).items()}
