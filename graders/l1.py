@@ -44,7 +44,7 @@ from graders.checks import CheckResult, as_number, flatten_text, get_path, run_c
 from graders.report import parse_report
 
 GRADER_ID = "graders.l1"
-GRADER_VERSION = "9"  # 9: a count of affected items over a total the rubric measures passes the fraction it reproduces; another alarm naming the same defect may carry its measured value; 8: a corrected copy's rows are compared by value (integers exactly, other numbers to 9 significant digits: a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
+GRADER_VERSION = "10"  # 10: a count equal to the items the golden lists passes where the issue's own list passes (1 failed sample, listed); 9: a count of affected items over a total the rubric measures passes the fraction it reproduces; another alarm naming the same defect may carry its measured value; 8: a corrected copy's rows are compared by value (integers exactly, other numbers to 9 significant digits: a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
 INVENTED_COST = 1.5  # native points per invented catalogued defect on a challenge world
 
 STATE_SCORES: dict[str, float] = {
@@ -172,7 +172,12 @@ def _measure(rub, scope: dict[str, Any], golden: dict[str, Any], products: Path 
     (the rows) passes the fraction check it reproduces (7,654 non-integer values of 7,657 rows is the 0.9996 measured)."""
     results = run_checks(list(rub.measure), scope, golden, products)
     v = as_number(scope.get("value"))
-    if any(r.credit >= 1.0 for r in results) or v is None or v < 2 or v != int(v):
+    if any(r.credit >= 1.0 for r in results) or v is None or v < 1 or v != int(v):
+        return results
+    listed = _listed_count(rub, scope, golden, products, int(v))
+    if listed is not None:
+        return results + [listed]
+    if v < 2:
         return results
     golden_of = lambda c: as_number(get_path(golden, c.golden)) if c.kind == "value" and c.golden else None  # noqa: E731
     fractions = [c for c in rub.measure if (g := golden_of(c)) is not None and 0 < g < 1 and c.field == "value"]
@@ -183,6 +188,21 @@ def _measure(rub, scope: dict[str, Any], golden: dict[str, Any], products: Path 
             if r.credit >= 1.0:
                 return results + [CheckResult(f"{f.id}_as_count", 1.0, f"{v:g} of {n:g} = {v / n:.4g}: {r.detail}")]
     return results
+
+
+def _listed_count(rub, scope: dict[str, Any], golden: dict[str, Any], products: Path | None,
+                  v: int) -> CheckResult | None:
+    """The prompt's "how many records are affected" read on the items the defect touches: a count equal to the number
+    of items the golden lists for a listing action, where the issue's own list passes that action (1 failed sample,
+    listed; a count with no list, or with a wrong one, earns nothing: the list is the measurement)."""
+    for c in rub.actions:
+        items = get_path(golden, c.golden) if c.kind == "product_items" and c.golden else None
+        if isinstance(items, list) and len(items) == v:
+            r = run_check(c, scope, golden, products)
+            if r.credit >= 1.0:
+                return CheckResult(f"{c.id}_count", 1.0, f"{v} = the {len(items)} affected item(s) the golden lists, "
+                                                          f"listed in the issue's own product ({r.detail})")
+    return None
 
 
 def _issue_text(issue: dict[str, Any]) -> str:

@@ -110,3 +110,32 @@ def test_calorimetry_l2_drifts_are_realistic():
         assert abs(_l2(name)["drift_at_300K_mK_per_min"]) < 0.1, name
     assert 1.02 <= _l2("energy_calibration")["energy_scale"] <= 1.04
     assert abs(_l2("standard_drift")["energy_scale"] - 1.0) < 0.002
+
+
+def test_the_standards_own_drift_reported_as_handled_is_the_control_not_an_invented_trap():
+    """Blind study 12 (standard_drift, a clean control): "The Cu standard's pulses have large drifts that grow with
+    temperature ... without drift correction k runs from 1.001 to 1.068" and "calibrating with the standard without
+    drift correction would shift Tf by 0.9 K", both handled and flagged `changes_result: true`, capped a 100 report
+    at 20 as invented heat-leak and energy-calibration traps. They are this world's point: declared nuisances sized by
+    the standard's own drift and the raw-rise scale. The same claim at a size the world lacks, or the specimen's heat
+    leak, stays charged, and the features apply to this world only."""
+    from benchmark.suite.freeze import read_golden
+    from graders.l2 import invented_claims
+
+    w = SUITE.worlds["calorimetry.L2.equilibrium.standard_drift"]
+    g = read_golden(w).values
+    assert g["std_drift_at_300K_mK_per_min"] > 50 * g["drift_at_300K_mK_per_min"] and g["energy_scale"] == 1.0
+    drift = {"issue": f"The Cu standard's pulses have large drifts that grow with temperature, "
+                      f"{g['std_drift_at_300K_mK_per_min']} mK/min at 300 K; without drift correction its apparent "
+                      f"calibration factor is off by up to {g['std_raw_scale_bias_max']:.3f}.", "changes_result": True,
+             "value": g["std_raw_scale_bias_max"]}
+    shift = {"issue": "Calibrating the specimen with the standard without drift correction would shift Tf by "
+                      f"{g['std_raw_Tf_shift_K']} K; I drift-corrected both pulse sets.", "changes_result": True,
+             "value": g["std_raw_Tf_shift_K"]}
+    assert invented_claims(w.world, w.family, [drift, shift], g) == []
+    assert invented_claims(w.world, w.family, [{**drift, "value": 400.0}], g) != []
+    leak = {"issue": "Uncorrected drift of the specimen pulses biases the heat capacity.", "changes_result": True,
+            "value": 3.0}
+    assert invented_claims(w.world, w.family, [leak], g) == [("heat_leak_drift", True)]
+    clean = SUITE.worlds["calorimetry.L2.equilibrium.clean"]
+    assert invented_claims(clean.world, clean.family, [drift], read_golden(clean).values) != []

@@ -84,3 +84,26 @@ def test_enhancer_truncated_file_ends_mid_row():
     d = ensure_built(load_suite().worlds["enhancer.L1.integrity.truncated_table"])
     last = (d / "counts.csv").read_text().splitlines()[-1]
     assert last.count(",") == 1
+
+
+def test_unmapped_barcodes_counted_with_their_error_copies_are_the_size():
+    """Blind study 12: 241 counted barcodes absent from the map (223 library barcodes the map lacks and 18
+    one-mismatch sequencing-error copies of mapped ones), listed, graded as unmeasured against 223. Both counts are
+    the size; a count between or beyond them is not."""
+    import json as _json
+
+    from benchmark.suite.freeze import read_golden
+    from graders.grade import grade
+
+    ref = load_suite().worlds["enhancer.L1.integrity.unmapped_barcodes"]
+    g = read_golden(ref).values
+    lo, hi = g["n_absent_from_map"]
+    assert hi == g["n_unmapped"] + g["n_error_barcodes"] > lo == g["n_unmapped"]
+
+    def measured(v):
+        r = grade(ref, g, _json.dumps({"assessment": "usable_with_caveats", "summary": "s", "issues": [
+            {"category": "unmapped barcodes", "severity": "warning", "where": "counts.csv",
+             "description": "barcodes missing from the barcode map", "value": v, "action": "removed", "output": None}]}))
+        return any(c.credit >= 1.0 for c in r.checks if c.id in ("n", "n_absent"))
+
+    assert measured(lo) and measured(hi) and not measured(hi + 5) and not measured(lo - 5)

@@ -5,6 +5,7 @@ every candidate, an invented defect beside the right one, a product path that le
 """
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -857,6 +858,62 @@ def test_l2_a_declared_nuisance_reported_under_a_traps_word_and_a_count_of_guide
     assert invented_claims(plasmid.world, plasmid.family, [single]) == [("single_guide", True)]
 
 
+def test_l2_guide_level_two_site_guides_and_mean_driven_genes_are_truths_at_their_measured_size():
+    """Blind study 11 (crispr guide_level, non_expressed): a 100 report capped at 20 for two true, handled observations
+    flagged `changes_result: true`: "8 sgRNAs have 2 perfect-match target sites" (the library's scattered 2-site
+    guides, in every world) and "Two genes are significant only because one guide is depleted" (a mean over guides
+    calls them, the median does not). Both are declared nuisances with golden sizes; at ten times the size, or as the
+    trap's own claim (3-8 sites on most of a gene's guides), they stay charged."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.l2 import invented_claims
+
+    suite = load_suite()
+    w = suite.worlds["crispr.L2.guide_level.non_expressed"]
+    g = read_golden(w).values
+    assert g["n_multi_match_sgrnas"] > 0 and g["n_mean_driven_genes"] > 0
+    two = {"issue": f"{g['n_multi_match_sgrnas']} sgRNAs have 2 perfect-match target sites; multi-site cutting depletes "
+                    "them whatever the gene, so they were removed.", "changes_result": True, "value": g["n_multi_match_sgrnas"]}
+    mean = {"issue": f"{g['n_mean_driven_genes']} genes are significant only because one guide is depleted (others near 0); "
+                     "a mean-based gene LFC would call them, the median does not.", "changes_result": True,
+            "value": g["n_mean_driven_genes"]}
+    assert invented_claims(w.world, w.family, [two, mean], g) == []
+    assert invented_claims(w.world, w.family, [{**two, "value": 10 * g["n_multi_match_sgrnas"]}], g) == [("multi_locus", True)]
+    assert invented_claims(w.world, w.family, [{**mean, "value": 10 * g["n_mean_driven_genes"] + 10}], g) == [("single_guide", True)]
+    trap = {"issue": "Multi-locus guides: 6 genes have 3-8 perfect-match sites on most of their guides and deplete "
+                     "whatever their function.", "changes_result": True, "value": 6}
+    assert invented_claims(w.world, w.family, [trap], g) == [("multi_locus", True)]
+
+
+def test_l1_a_count_of_the_listed_items_is_a_measure_only_with_the_list():
+    """Blind study 11 (crispr L1 low_depth_sample): "value: how many records are affected" given as 1 (the one failed
+    sample) with that sample listed graded as unmeasured (83.3). A count equal to the items the golden lists now
+    passes where the issue's own list passes; the same count with a wrong list, or with no list, does not."""
+    from benchmark.suite.freeze import ensure_built, read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.grade import grade
+
+    ref = load_suite().worlds["crispr.L1.integrity.low_depth_sample"]
+    gold = read_golden(ref).values
+    [sample] = gold["low_depth_samples"]
+
+    def report(listed: str | None) -> str:
+        return json.dumps({"assessment": "usable_with_caveats", "summary": "one sample failed depth QC", "issues": [
+            {"category": "sample with insufficient sequencing depth", "severity": "blocking", "where": sample,
+             "description": f"{sample} has far fewer reads per sgRNA than the other samples.", "value": 1,
+             "action": "excluded it", "output": "low.txt" if listed else None}]})
+
+    def graded(listed: str | None, tmp: Path):
+        if listed:
+            (tmp / "low.txt").write_text(listed + "\n")
+        return grade(ref, gold, report(listed), products=tmp, inputs=ensure_built(ref))
+
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b, tempfile.TemporaryDirectory() as c:
+        assert graded(sample, Path(a)).score == 100.0
+        assert graded("KBM7.initial", Path(b)).score < 80
+        assert graded(None, Path(c)).score < 100
+
+
 def test_l2_a_handled_feature_of_every_world_flagged_as_changing_the_result_is_no_invented_trap():
     """Blind study 8: three true observations, each handled and flagged `changes_result: true` as the prompt asks
     ("true for a problem you had to handle"), capped 100-point reports at 20: depth that differs between PBMC
@@ -1034,3 +1091,29 @@ def test_l1_a_copy_number_gain_shared_by_chip_and_input_is_a_truth_not_a_caution
 
     assert state("copy-number gain", "a 0.6 Mb block of chr20 has 3.3x coverage in the input and the ChIP") == "CLEAN-CORRECT"
     assert state("input swapped with the ChIP", "the input file looks like the ChIP") != "CLEAN-CORRECT"
+
+
+def test_l1_a_wrong_mark_is_recognised_in_its_own_words_and_counted_in_genes():
+    """Blind study 11 (histone wrong_mark): "ChIP signal inconsistent with the declared mark (H3K4me3); looks like a
+    repressive broad mark such as H3K27me3", valued as the 82 expressed genes without TSS signal, graded NOTICE-WRONG
+    (16.7). The category names the defect, and the prompt's "how many genes are affected" is a size: any count from
+    the top-quartile genes to every gene of TPM >= 1 without the mark's TSS signal. A count of every gene is not."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.grade import grade
+
+    ref = load_suite().worlds["histone.L1.integrity.wrong_mark"]
+    gold = read_golden(ref).values
+    lo, hi = gold["n_expressed_without_tss_signal"]
+
+    def report(value):
+        return json.dumps({"assessment": "unusable", "summary": "not H3K4me3", "issues": [
+            {"category": "ChIP signal inconsistent with the declared mark (H3K4me3); looks like a repressive broad mark "
+                         "such as H3K27me3", "severity": "blocking", "where": "alignments/",
+             "description": "Expressed genes lack TSS enrichment; silent genes are broadly enriched.", "value": value,
+             "action": "stopped", "output": None}]})
+
+    assert 0 < lo < hi
+    assert grade(ref, gold, report((lo + hi) // 2)).score == 100.0
+    g = grade(ref, gold, report(gold["n_genes"] * 10))
+    assert g.status == "DIAGNOSE-AND-ACT-PARTIAL", g.reason

@@ -182,14 +182,20 @@ def load_l2(world_dir) -> dict:
             "hfus": float(meta["heptane_enthalpy_of_fusion_J_per_mol"]), "ttp": float(meta["heptane_triple_point_K"])}
 
 
-def energy_scale(L: dict) -> float:
-    """The heater's energy scale: median ratio of the Cu standard's apparent Cp (drift-corrected) to its reference."""
-    t, c = cu_cp_points(L["std"], L["n_std"], correct=True)
+def standard_ratios(L: dict, correct: bool = True) -> np.ndarray:
+    """The Cu standard's apparent Cp over its reference, pulse by pulse (drift-corrected, or from the raw rises)."""
+    t, c = cu_cp_points(L["std"], L["n_std"], correct=correct)
     ref = np.interp(t, L["std_cp"]["T_K"].to_numpy(dtype=float), L["std_cp"]["Cp_J_per_mol_K"].to_numpy(dtype=float))
-    return float(np.median(c / ref))
+    return c / ref
 
 
-def functions(L: dict, naive: bool = False):
+def energy_scale(L: dict, correct: bool = True) -> float:
+    """The heater's energy scale: median ratio of the Cu standard's apparent Cp (drift-corrected) to its reference;
+    `correct=False` reads the raw rises (what an uncorrected standard run would make of it)."""
+    return float(np.median(standard_ratios(L, correct)))
+
+
+def functions(L: dict, naive: bool = False, std_correct: bool = True):
     """(H_block per g, H_hep per mol) as functions of T: from the raw files (careful) or the software table (naive)."""
     if naive:
         tab = L["table"]
@@ -197,15 +203,15 @@ def functions(L: dict, naive: bool = False):
         hc, hh = tab["H_block_J_per_g"].to_numpy(dtype=float), tab["H_heptane_J_per_mol"].to_numpy(dtype=float)
         return (lambda x: np.interp(x, tt, hc)), (lambda x: np.interp(x, tt, hh))
     t, c = cu_cp_points(L["pulses"], L["m_spec"], correct=True)
-    ct, ch = h_points(t, c / energy_scale(L))
+    ct, ch = h_points(t, c / energy_scale(L, std_correct))
     return (lambda x: np.interp(x, ct, ch)), hep_h(L["hep"], L["hfus"], L["ttp"])
 
 
 BAL_GRID = list(range(190, 361, 5))
 
 
-def solve(L: dict, naive: bool = False) -> dict:
-    hc, hh = functions(L, naive)
+def solve(L: dict, naive: bool = False, std_correct: bool = True) -> dict:
+    hc, hh = functions(L, naive, std_correct)
     m_b, n_hep, tc, th = L["m_b"], L["n_hep"], L["T_b"], L["T_hep"]
     bal = lambda x: m_b * (hc(x) - hc(tc)) + n_hep * (hh(x) - hh(th))  # noqa: E731
     lo, hi = min(tc, th), max(tc, th)
@@ -236,6 +242,12 @@ def diagnostics(L: dict) -> dict:
     i = int(np.searchsorted(tt, L["ttp"]))
     hep_jump = float(st[i] - st[i - 1]) if 0 < i < len(st) else 0.0
     d300 = float(np.interp(300.0, t, p["after_drift_mK_per_min"].to_numpy(dtype=float)))
+    # the standard's own session: its drift, and the energy scale its raw rises would give (a lagging shield during
+    # the calibration run makes the raw scale wrong by the drift's share of each rise)
+    ts, _ = cu_cp_points(L["std"], L["n_std"], True)
+    raw = np.abs(standard_ratios(L, correct=False) - 1.0)
+    std = {"std_drift_at_300K_mK_per_min": round(float(np.interp(300.0, ts, L["std"]["after_drift_mK_per_min"].to_numpy(dtype=float))), 3),
+           "std_raw_scale_bias_median": round(float(np.median(raw)), 4), "std_raw_scale_bias_max": round(float(raw.max()), 4)}
     return {"cp_drift_bias": round(bias, 4), "drift_at_300K_mK_per_min": round(d300, 3),
             "energy_scale": round(energy_scale(L), 4), "block_cp_298_J_per_g_K": round(float(np.interp(T298, t, c / energy_scale(L))), 4),
-            "table_H_block_step_at_298": round(step, 2), "table_heptane_jump_at_ttp": round(hep_jump, 1)}
+            "table_H_block_step_at_298": round(step, 2), "table_heptane_jump_at_ttp": round(hep_jump, 1), **std}

@@ -30,7 +30,7 @@ def l1_integrity(world_dir: Path, world) -> dict:
     return v
 
 
-@solver("calorimetry.L2.equilibrium", version="2")
+@solver("calorimetry.L2.equilibrium", version="3")  # 3: the standard's own drift and raw scale (nuisance sizes)
 def l2_equilibrium(world_dir: Path, world) -> dict:
     L = A.load_l2(world_dir)
     good, trap = A.solve(L), A.solve(L, naive=True)
@@ -40,6 +40,7 @@ def l2_equilibrium(world_dir: Path, world) -> dict:
            "block_mass_g": L["m_b"], "n_heptane_mol": round(L["n_hep"], 5),
            "T_block0_K": L["T_b"], "T_heptane0_K": L["T_hep"], "heptane_melts": bool(L["T_hep"] < L["ttp"] < good["Tf_K"])}
     out.update(A.diagnostics(L))
+    out["std_raw_Tf_shift_K"] = round(abs(A.solve(L, std_correct=False)["Tf_K"] - good["Tf_K"]), 3)
     return out
 
 

@@ -284,7 +284,10 @@ def guide_diagnostics(d: dict) -> dict:
     """What a careful analyst measures before trusting a gene call in the guide-level family (data-driven):
     single_guide_genes   genes whose most depleted sgRNA is below -2 while the median of the others is above -0.3
                          (T0 reference, multi-match sgRNAs excluded, low-T0 sgRNAs filtered);
-    multi_locus_genes    genes with >= 2 sgRNAs of more than one perfect-match site;
+    multi_locus_genes    genes with >= 2 sgRNAs of more than one perfect-match site (n_multi_match_sgrnas: every
+                         targeting sgRNA of more than one site);
+    mean_driven_genes    expressed genes whose mean sgRNA LFC passes -MIN_EFFECT while their median does not (one
+                         sgRNA carries them under a mean; same sgRNA filters as single_guide_genes);
     not_expressed_depleted  genes with TPM < 1 whose sgRNAs deplete (median LFC <= -0.5, Mann-Whitney FDR < 0.05);
     t0_vs_plasmid        the share of sgRNAs whose T0 abundance differs from the plasmid by more than 2-fold, and
                          the Gini index of the plasmid and T0 counts."""
@@ -298,6 +301,14 @@ def guide_diagnostics(d: dict) -> dict:
         x = np.sort(sub["lfc"].to_numpy())
         if len(x) >= 3 and x[0] < -2.0 and np.median(x[1:]) > -0.3:
             single.append(gene)
+    # genes one sgRNA carries under a mean (mean LFC past the effect threshold, median not): guide-level noise makes
+    # a few in every world; only a median-based gene score is robust to them
+    expressed = tg
+    if d.get("expression") is not None:
+        ex = d["expression"].set_index("gene")["tpm"]
+        expressed = tg[~tg["gene"].isin(ex.index[ex < NOT_EXPRESSED_TPM])]
+    mean_driven = sorted(gene for gene, sub in expressed.groupby("gene", sort=True)
+                         if len(sub) >= 3 and sub["lfc"].mean() <= -MIN_EFFECT and sub["lfc"].median() > -MIN_EFFECT)
     tl = d["library"][d["library"]["category"] == "targeting"]
     per = tl[tl["perfect_matches"] > 1].groupby("Gene").size()
     multi = sorted(per[per >= 2].index)
@@ -318,6 +329,8 @@ def guide_diagnostics(d: dict) -> dict:
     return {"single_guide_genes": single, "multi_locus_genes": multi, "not_expressed_depleted": off_dep,
             "n_single_guide_genes": len(single), "n_multi_locus_genes": len(multi),
             "n_not_expressed_depleted": len(off_dep),
+            "mean_driven_genes": mean_driven, "n_mean_driven_genes": len(mean_driven),
+            "n_multi_match_sgrnas": int((tl["perfect_matches"] > 1).sum()),
             "t0_plasmid_discordant_share": round(float((r.abs() > 1).mean()), 4),
             "gini_plasmid": round(gini(c[pl].to_numpy(float).ravel()), 4),
             "gini_t0": round(gini(c[t0].mean(1).to_numpy(float)), 4)}

@@ -334,7 +334,7 @@ def l2_resistance(world_dir: Path, world) -> dict:
     return out
 
 
-@solver("crispr.L2.guide_level", version="1")
+@solver("crispr.L2.guide_level", version="2")  # 2: mean-driven genes, multi-match sgRNA count (nuisance sizes)
 def l2_guide_level(world_dir: Path, world) -> dict:
     """Essential genes of a 4-guide screen with plasmid, T0 and final samples (analysis.guide_level_analysis), plus the
     diagnostics a careful analyst reads: sgRNA agreement within genes, multi-match sgRNAs, depletion of non-expressed

@@ -23,7 +23,7 @@ from graders.registry import product_validator
 from worlds.enhancer import analysis as A
 
 
-@solver("enhancer.L1.integrity", version="2")
+@solver("enhancer.L1.integrity", version="3")  # 3: n_absent_from_map
 def l1_integrity(world_dir: Path, world) -> dict:
     return A.detect(world_dir)
 

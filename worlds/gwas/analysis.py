@@ -89,15 +89,39 @@ def detect(world: str = ".") -> dict:
     # P against BETA/SE
     from scipy.stats import norm as _norm  # imported where used: the harness imports this module for its cells
 
-    z = (m["BETA"] / m["SE"]).to_numpy(float)
-    p_exp = 2 * _norm.sf(np.abs(z))
     p = m["P"].to_numpy(float)
-    bad_p = good & (np.abs(np.log10(np.clip(p, 1e-300, None)) - np.log10(np.clip(p_exp, 1e-300, None))) > 0.05)
+    b_col, se = m["BETA"].to_numpy(float), m["SE"].to_numpy(float)
+
+    def disagree(z):  # P against 2 Phi(-|z|), on the log scale
+        p_exp = 2 * _norm.sf(np.abs(z))
+        return good & (np.abs(np.log10(np.clip(p, 1e-300, None)) - np.log10(np.clip(p_exp, 1e-300, None))) > 0.05)
+
+    with np.errstate(divide="ignore", invalid="ignore"):  # SE written as 0 (missing_zero) is outside `good`
+        z = b_col / se
+    # odds ratios under a BETA header: every BETA positive and about 1, P reproduced by ln(BETA)/SE, not by BETA/SE
+    positive = good & (b_col > 0)
+    v["n_beta_positive"] = int(positive.sum())
+    v["beta_median"] = round(float(np.median(b_col[good])), 4) if good.any() else 0.0
+    v["beta_or_fraction"] = 0.0
+    v["n_beta_or"] = 0
+    if good.any() and positive[good].all():
+        as_or = good & ~disagree(np.log(np.where(positive, b_col, 1.0)) / se)
+        if as_or[good].mean() > FRACTION_ALL and disagree(z)[good].mean() > 0.5:
+            findings.append("odds_ratio")
+            v["beta_or_fraction"] = round(float(as_or[good].mean()), 4)
+            v["n_beta_or"] = int(as_or.sum())
+            v["p_inconsistent_raw_fraction"] = round(float(disagree(z)[good].mean()), 4)
+            z = np.log(np.where(positive, b_col, 1.0)) / se
+    bad_p = disagree(z)
     v["p_inconsistent_fraction"] = round(float(bad_p[good].mean()), 4) if good.any() else 0.0
     v["n_p_above_1"] = int((p > 1).sum())
     v["n_p_inconsistent"] = int(bad_p.sum())
     if v["p_inconsistent_fraction"] > 0.5:
         findings.append("log10_p")
+    # a whole-column edit touches every row: the SNPs whose P disagrees are its least count (a -log10 P near 0.4 reads as
+    # its own P by chance), every row its greatest, and an analyst may give either
+    v["p_affected_range"] = [v["n_p_inconsistent"], int(good.sum())]
+    v["p_affected_fraction_range"] = [v["p_inconsistent_fraction"], 1.0 if good.any() else 0.0]
     # corrected reference rows: a sample of SNPs with their right A1 (panel strand), BETA, AF1, P
     corr = {}
     sel = np.flatnonzero(ok & good)
@@ -105,6 +129,8 @@ def detect(world: str = ".") -> dict:
         r = m.iloc[i]
         allele = a1.iloc[i]
         beta, f = float(r["BETA"]), float(r["AF1"])
+        if "odds_ratio" in findings:
+            beta = float(np.log(beta))
         if other[i] and frac_other < FRACTION_ALL:   # labels swapped: BETA/AF1 belong to A2
             allele = COMP[r["A2"]] if flip.iloc[i] else r["A2"]
         if other[i] and frac_other >= FRACTION_ALL:

@@ -49,7 +49,9 @@ reverse strand (both alleles complemented; N, AF1, BETA, SE and P as the real ta
 L1 edits of the written table: `swap_alleles` (A1/A2 labels exchanged, BETA and AF1 kept), `strand_flip` (both
 alleles complemented), `build38` (GRCh38 positions under a GRCh37 label), `duplicate_rows`, `log10_p` (-log10 P in
 the P column), `complement_eaf` (AF1 holds the frequency of A2), `missing_zero` (missing BETA/SE written as 0, P 1),
-`variable_n` (per-SNP N from per-SNP call rates; sound). Every table is sorted by (CHR, POS) whatever the edit.
+`variable_n` (per-SNP N from per-SNP call rates; sound), `odds_ratio` (the BETA column of a case-control study holds
+odds ratios where meta.json declares log odds ratios; recipe `case_control` makes the study case-control). Every table
+is sorted by (CHR, POS) whatever the edit.
 """
 from __future__ import annotations
 
@@ -86,6 +88,7 @@ class Study:
     source: str = "simulated"                # what the association statistics are: simulated or real
     ldscores: pd.DataFrame | None = None
     a1_is_alt: bool = False                  # the pipeline codes every SNP's effect allele as the panel's ALT
+    cases: int = 0                           # a case-control study: its cases (0: a quantitative trait)
 
 
 @substrate("hapmap3_eaf")
@@ -406,8 +409,11 @@ def inflate(st: Study, rng, lam: float) -> Study:
     return st
 
 
-def _table(s: pd.DataFrame, z: np.ndarray, p: np.ndarray, n) -> pd.DataFrame:
-    se = _se(p, n)
+def _table(s: pd.DataFrame, z: np.ndarray, p: np.ndarray, n, info: float = 1.0) -> pd.DataFrame:
+    """The written table; `info` scales the per-SNP information: phi (1 - phi) for a case-control study with a
+    share phi of cases, whose log odds ratio has SE 1 / sqrt(2 p q N phi (1 - phi)) (logistic regression, small
+    effects)."""
+    se = _se(p, np.asarray(n) * info)
     return pd.DataFrame({"CHR": s["CHR"].astype(int), "POS": s["POS"].astype(int), "A1": s["A1"], "A2": s["A2"],
                          "N": np.asarray(n, dtype=np.int64) * np.ones(len(s), dtype=np.int64),
                          "AF1": np.round(p, 4), "BETA": z * se, "SE": se, "P": 2 * norm.sf(np.abs(z))})
@@ -416,7 +422,21 @@ def _table(s: pd.DataFrame, z: np.ndarray, p: np.ndarray, n) -> pd.DataFrame:
 @recipe(TRACK, "tabulate")
 def tabulate(st: Study, rng) -> Study:
     s = st.snps
-    st.table = _table(s, s["z"].to_numpy(), s["p"].to_numpy(), s["Nobs"].to_numpy())
+    phi = st.cases / st.N if st.cases else None
+    st.table = _table(s, s["z"].to_numpy(), s["p"].to_numpy(), s["Nobs"].to_numpy(),
+                      info=phi * (1 - phi) if phi else 1.0)
+    return st
+
+
+@recipe(TRACK, "case_control")
+def case_control(st: Study, rng, case_low: float, case_high: float) -> Study:
+    """A binary disease trait studied as cases and controls: a drawn share phi of the N individuals are cases. Each
+    SNP's z stays the simulation's; `tabulate` then writes BETA as the log odds ratio per copy of A1 (additive
+    logistic regression) with SE = 1 / sqrt(2 p q N phi (1 - phi)), its large-sample standard error for small effects
+    (the information of a logistic model is phi (1 - phi) per observation at the null)."""
+    phi = float(rng.uniform(case_low, case_high))
+    st.cases = int(round(phi * st.N))
+    st.truth.update(cases=st.cases, controls=st.N - st.cases)
     return st
 
 
@@ -507,6 +527,17 @@ def duplicate_rows(st: Study, rng, n_low: int, n_high: int) -> Study:
 @recipe(TRACK, "log10_p")
 def log10_p(st: Study, rng) -> Study:
     st.table["P"] = -np.log10(st.table["P"])
+    return st
+
+
+@recipe(TRACK, "odds_ratio")
+def odds_ratio(st: Study, rng) -> Study:
+    """The BETA column holds odds ratios, exp(log OR), while meta.json declares log odds ratios: PLINK 1.9's
+    --logistic reports OR (with SE of the log OR), and a table assembled from it that keeps the BETA header carries
+    every effect on the wrong scale (all positive, about 1). SE and P stay those of the log odds ratio."""
+    if not st.cases:
+        raise ValueError("odds_ratio: a case-control world only (add the case_control recipe before tabulate)")
+    st.table["BETA"] = np.exp(st.table["BETA"])
     return st
 
 
@@ -616,6 +647,8 @@ def write(st: Study, w: CanonicalWriter) -> None:
         w.truth(**st.truth)
     real = st.source != "simulated"
     fmt = {"BETA": "%.6g", "SE": "%.6g", "P": "%.6g"} if real else {"BETA": "%.5g", "SE": "%.5g", "P": "%.4g"}
+    if st.cases:  # PLINK's --logistic writes OR and its SE to 6 significant digits (%g)
+        fmt = {"BETA": "%.6g", "SE": "%.6g", "P": "%.4g"}
 
     def text(t: pd.DataFrame) -> str:
         out = t.copy()
@@ -640,6 +673,11 @@ def write(st: Study, w: CanonicalWriter) -> None:
                                      "effect allele, which the consortium pipeline codes as the ALT allele of the reference "
                                      "panel for every SNP; AF1 = its frequency in the cohort, BETA per copy of A1 in trait "
                                      "SD units)")
+        if st.cases:
+            files["sumstats.tsv"] = ("association summary statistics of a case-control study (tab-separated: CHR POS A1 A2 N "
+                                     "AF1 BETA SE P; A1 = effect allele, AF1 = its frequency in the cohort (cases and "
+                                     "controls together), N = cases + controls, BETA = log odds ratio per copy of A1, SE = "
+                                     "its standard error)")
         if real:
             files["sumstats.tsv"] = (f"{SOURCES[st.source]} (fastGWA, tab-separated: CHR POS A1 A2 N AF1 BETA SE P; A1 = "
                                      "effect allele, AF1 = its frequency in the cohort, BETA per copy of A1 in SD units)")
@@ -676,6 +714,9 @@ def write(st: Study, w: CanonicalWriter) -> None:
         meta = {"data": SOURCES[st.source], "trait": "standing height (standardised, SD units)", "genome_build": "GRCh37",
                 "chromosome": 22, "cohort": "UK Biobank, European ancestry", "files": dict(sorted(files.items())),
                 "association_model": "fastGWA mixed-model association, additive per SNP"}
+    if st.cases:
+        meta.update(trait="a binary disease trait (case-control)", cases=st.cases, controls=st.N - st.cases,
+                    association_model="additive logistic regression per SNP (BETA = log odds ratio)")
     if st.cohorts:
         meta["studies"] = {k: {"cohorts": v, "N": sum(v.values())} for k, v in sorted(st.cohorts.items())}
         meta["cohort"] = "European-ancestry cohorts (see studies)"

@@ -30,6 +30,8 @@ def corrected(name):
         t['AF1'] = (1 - t['AF1']).round(4)
     if 'log10_p' in f:
         t['P'] = 10 ** (-t['P'])
+    if 'odds_ratio' in f:
+        t['BETA'] = np.log(t['BETA'])
     t.drop(columns=['SNP']).to_csv(name, sep='\t', index=False)
     return name
 """

@@ -4,7 +4,8 @@ gwas.L1.integrity   worlds.gwas.analysis.detect: duplicated rows, build (share o
                     strand flips, A1/A2 labels against the panel frequencies, palindromic (A/T, C/G) SNPs on the
                     reverse strand (AF1 against the panel frequency of A1 and of its complement, where the panel MAF
                     is below 0.4; those at or above it are strand-ambiguous and set aside), complemented AF1, missing
-                    values as 0, P against BETA/SE; corrected reference rows for the product validator.
+                    values as 0, odds ratios under the BETA header (every BETA positive and P reproduced by
+                    ln(BETA)/SE, not BETA/SE), P against BETA/SE; corrected reference rows for the product validator.
 gwas.L2.inflation   genomic control (Devlin & Roeder 1999): lambda = median chi2 / 0.4549, chi2 / max(lambda, 1).
 gwas.L2.meta        fixed-effect inverse-variance meta-analysis after aligning study B to study A's effect allele.
 gwas.L2.ldscore     LD-score regression (Bulik-Sullivan 2015) on the shipped LD scores: chi2 / max(intercept, 1).
@@ -22,7 +23,7 @@ from graders.registry import product_validator
 from worlds.gwas import analysis as A
 
 
-@solver("gwas.L1.integrity", version="2")  # 2: palindromic SNPs on the reverse strand (issue 39)
+@solver("gwas.L1.integrity", version="3")  # 2: palindromic SNPs on the reverse strand; 3: odds ratios as BETA (issue 39)
 def l1_integrity(world_dir: Path, world) -> dict:
     return A.detect(world_dir)
 
@@ -163,6 +164,14 @@ def make_unlog_p(src: Path, dest: Path) -> None:
     """sumstats.tsv with P = 10^-P (the log10_p correction)."""
     t = pd.read_csv(src, sep="\t")
     t["P"] = 10 ** (-t["P"])
+    t.to_csv(dest, sep="\t", index=False)
+
+
+@product_maker("gwas.ln_beta")
+def make_ln_beta(src: Path, dest: Path) -> None:
+    """sumstats.tsv with BETA = ln(BETA) (the odds_ratio correction: odds ratios to log odds ratios)."""
+    t = pd.read_csv(src, sep="\t")
+    t["BETA"] = np.log(t["BETA"])
     t.to_csv(dest, sep="\t", index=False)
 
 

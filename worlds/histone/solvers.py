@@ -427,6 +427,12 @@ def integrity_values(world_dir: Path) -> dict:
     from scipy.stats import spearmanr  # imported where used: the harness imports this module for its oracle's cells
 
     out["promoter_expression_spearman"] = round(float(spearmanr(sig, genes.gene_expression).statistic), 4)
+    # expressed genes without TSS enrichment, as a count (the prompt's "how many genes are affected"): from the
+    # top-quartile genes the fraction above reads to every gene an analyst may call expressed (TPM >= 1)
+    tpm = genes.gene_expression.to_numpy()
+    lacking = np.asarray(sig) < 1.0
+    top = tpm >= np.quantile(tpm, 0.75)
+    out["n_expressed_without_tss_signal"] = sorted([int((lacking & top).sum()), int((lacking & (tpm >= 1.0)).sum())])
     lens = {norm_chrom(c): l for c, l in chip.contigs}
     out["genes_beyond_contig_end"] = int(sum(int(e) > lens.get(norm_chrom(c), 0) for c, e in zip(genes.chrom, genes.end)))
     offsets = gene_offsets(real_chip, genes, d) if shape == "narrow" else {}
@@ -458,7 +464,7 @@ def integrity_values(world_dir: Path) -> dict:
     return out
 
 
-@solver("histone.L1.integrity", version="2")
+@solver("histone.L1.integrity", version="3")  # 3: expressed genes without TSS signal, as a count
 def integrity(world_dir: Path, world) -> dict:
     return integrity_values(world_dir)
 

@@ -1,0 +1,71 @@
+"""gwas track: the case-control worlds (odds ratios under a BETA header, and the sound control on the log odds scale)
+and the measured sizes a whole-column edit admits."""
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmark.suite.freeze import ensure_built, read_golden
+from benchmark.suite.loader import load_suite
+from graders.grade import grade
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return load_suite()
+
+
+def test_odds_ratios_under_a_beta_header_are_found_and_the_sound_log_odds_table_is_not(suite):
+    """The odds_ratio world's BETA is exp(log OR): every value positive and about 1, P reproduced by ln(BETA)/SE for
+    every SNP and by BETA/SE for none. Its control is the same case-control simulation on the declared scale, with
+    effects of both signs, and no finding. meta.json declares the scale in both."""
+    bad, good = (suite.worlds[f"gwas.L1.integrity.{w}"] for w in ("odds_ratio", "boundary_case_control"))
+    g = read_golden(bad).values
+    assert g["findings"] == ["odds_ratio"] and g["beta_or_fraction"] == 1.0 and g["n_beta_or"] == g["n_rows"]
+    assert g["p_inconsistent_fraction"] == 0.0   # read as log OR, P is consistent again: no -log10 P claim
+    assert read_golden(good).values["findings"] == []
+    for ref in (bad, good):
+        meta = json.loads((ensure_built(ref) / "meta.json").read_text())
+        assert "log odds ratio" in meta["association_model"] and meta["cases"] + meta["controls"] > 0
+    t = pd.read_csv(ensure_built(good) / "sumstats.tsv", sep="\t")
+    assert (t["BETA"] < 0).mean() > 0.3
+    assert (pd.read_csv(ensure_built(bad) / "sumstats.tsv", sep="\t")["BETA"] > 0).all()
+
+
+def _l1(ref, value, output=None, category="P column holds -log10 P", description="P above 1; it is -log10 P"):
+    return json.dumps({"assessment": "usable_with_caveats", "summary": "s", "issues": [
+        {"category": category, "severity": "blocking", "where": "sumstats.tsv", "description": description,
+         "value": value, "action": "converted", "output": output}]})
+
+
+def test_a_whole_column_edit_is_measured_by_its_disagreeing_rows_or_by_every_row(suite):
+    """Blind study 11: "P holds -log10 P for all 3,127 SNPs" graded as unmeasured against the 3,001 whose P visibly
+    disagrees (a -log10 P near 0.4 reads as its own P). A whole-column edit touches every row: both counts, and both
+    fractions, are the size; a count outside them is not."""
+    ref = suite.worlds["gwas.L1.integrity.log10_p"]
+    g = read_golden(ref).values
+    lo, hi = g["p_affected_range"]
+    assert lo < hi
+    for v in (lo, hi, g["p_affected_fraction_range"][0], 1.0):
+        assert grade(ref, g, _l1(ref, v)).checks[0].credit + grade(ref, g, _l1(ref, v)).checks[1].credit >= 1.0, v
+    assert all(c.credit == 0 for c in grade(ref, g, _l1(ref, lo // 2)).checks[:2])
+
+
+def test_a_corrected_copy_of_the_odds_ratio_table_needs_the_log(suite):
+    """The corrected copy passes with BETA = ln(OR) and fails with the odds ratios left in place."""
+    ref = suite.worlds["gwas.L1.integrity.odds_ratio"]
+    g = read_golden(ref).values
+    t = pd.read_csv(ensure_built(ref) / "sumstats.tsv", sep="\t")
+    kw = dict(category="BETA holds odds ratios", description="every BETA is positive; ln(BETA)/SE reproduces P")
+    scores = []
+    for beta in (np.log(t["BETA"]), t["BETA"]):
+        with tempfile.TemporaryDirectory() as d:
+            t.assign(BETA=beta).to_csv(Path(d) / "fixed.tsv", sep="\t", index=False)
+            scores.append(grade(ref, g, _l1(ref, g["n_rows"], "fixed.tsv", **kw), products=Path(d),
+                                inputs=ensure_built(ref)).score)
+    assert scores[0] == 100.0 and scores[1] < 100.0, scores
