@@ -29,6 +29,10 @@ def test_odds_ratios_under_a_beta_header_are_found_and_the_sound_log_odds_table_
     assert g["findings"] == ["odds_ratio"] and g["beta_or_fraction"] == 1.0 and g["n_beta_or"] == g["n_rows"]
     assert g["p_inconsistent_fraction"] == 0.0   # read as log OR, P is consistent again: no -log10 P claim
     assert read_golden(good).values["findings"] == []
+    part = read_golden(suite.worlds["gwas.L1.integrity.odds_ratio_partial"]).values   # one batch of a merged table
+    chroms = {int(s.split(":")[0]) for s in part["beta_or_snps"]}
+    assert part["findings"] == ["odds_ratio"] and 0 < part["n_beta_or"] < part["n_rows"]
+    assert chroms == set(range(1, max(chroms) + 1))
     for ref in (bad, good):
         meta = json.loads((ensure_built(ref) / "meta.json").read_text())
         assert "log odds ratio" in meta["association_model"] and meta["cases"] + meta["controls"] > 0

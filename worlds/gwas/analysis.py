@@ -11,6 +11,7 @@ GWS = 5e-8
 AF_TOL = 0.15          # |AF1 - expected| above this: the frequency belongs to the other allele
 FRACTION_ALL = 0.9     # an edit on >= 90% of SNPs is a whole-column problem
 BUILD_MATCH = 0.5      # fewer than half the positions in the GRCh37 panel: another build
+MIN_OR_ROWS = 10       # SNPs whose P follows ln(BETA)/SE, not BETA/SE, before odds ratios are a finding
 PAL_MAF = 0.4          # palindromic (A/T, C/G) SNPs with panel MAF at or above this: strand ambiguous by frequency
 
 
@@ -104,14 +105,18 @@ def detect(world: str = ".") -> dict:
     v["beta_median"] = round(float(np.median(b_col[good])), 4) if good.any() else 0.0
     v["beta_or_fraction"] = 0.0
     v["n_beta_or"] = 0
-    if good.any() and positive[good].all():
-        as_or = good & ~disagree(np.log(np.where(positive, b_col, 1.0)) / se)
-        if as_or[good].mean() > FRACTION_ALL and disagree(z)[good].mean() > 0.5:
-            findings.append("odds_ratio")
-            v["beta_or_fraction"] = round(float(as_or[good].mean()), 4)
-            v["n_beta_or"] = int(as_or.sum())
-            v["p_inconsistent_raw_fraction"] = round(float(disagree(z)[good].mean()), 4)
-            z = np.log(np.where(positive, b_col, 1.0)) / se
+    # row by row (a table merged from two pipelines may carry odds ratios for part of its SNPs): P follows ln(BETA)/SE
+    # and not BETA/SE; a sound log odds ratio is never read so, since its ln is undefined or its P would disagree
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z_ln = np.log(np.where(positive, b_col, 1.0)) / se
+    as_or = positive & ~disagree(z_ln) & disagree(z)
+    if as_or.sum() >= MIN_OR_ROWS:
+        findings.append("odds_ratio")
+        v["beta_or_fraction"] = round(float(as_or[good].mean()), 4)
+        v["n_beta_or"] = int(as_or.sum())
+        v["p_inconsistent_raw_fraction"] = round(float(disagree(z)[good].mean()), 4)
+        v["beta_or_snps"] = sorted(m.loc[as_or, "SNP"])
+        z = np.where(as_or, z_ln, z)
     bad_p = disagree(z)
     v["p_inconsistent_fraction"] = round(float(bad_p[good].mean()), 4) if good.any() else 0.0
     v["n_p_above_1"] = int((p > 1).sum())
@@ -125,11 +130,12 @@ def detect(world: str = ".") -> dict:
     # corrected reference rows: a sample of SNPs with their right A1 (panel strand), BETA, AF1, P
     corr = {}
     sel = np.flatnonzero(ok & good)
-    for i in sel[:: max(len(sel) // 40, 1)][:40].tolist() + np.flatnonzero(other | flip.to_numpy()).tolist()[:40]:
+    extra = np.flatnonzero(other | flip.to_numpy() | (as_or & ~as_or.all())).tolist()[:40]
+    for i in sel[:: max(len(sel) // 40, 1)][:40].tolist() + extra:
         r = m.iloc[i]
         allele = a1.iloc[i]
         beta, f = float(r["BETA"]), float(r["AF1"])
-        if "odds_ratio" in findings:
+        if as_or[i]:
             beta = float(np.log(beta))
         if other[i] and frac_other < FRACTION_ALL:   # labels swapped: BETA/AF1 belong to A2
             allele = COMP[r["A2"]] if flip.iloc[i] else r["A2"]

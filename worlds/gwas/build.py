@@ -531,13 +531,16 @@ def log10_p(st: Study, rng) -> Study:
 
 
 @recipe(TRACK, "odds_ratio")
-def odds_ratio(st: Study, rng) -> Study:
+def odds_ratio(st: Study, rng, chrom_max: int | None = None) -> Study:
     """The BETA column holds odds ratios, exp(log OR), while meta.json declares log odds ratios: PLINK 1.9's
     --logistic reports OR (with SE of the log OR), and a table assembled from it that keeps the BETA header carries
-    every effect on the wrong scale (all positive, about 1). SE and P stay those of the log odds ratio."""
+    every effect on the wrong scale (all positive, about 1). SE and P stay those of the log odds ratio. `chrom_max`:
+    only chromosomes 1..chrom_max (one batch of a table merged from two pipelines, the rest on the log scale)."""
     if not st.cases:
         raise ValueError("odds_ratio: a case-control world only (add the case_control recipe before tabulate)")
-    st.table["BETA"] = np.exp(st.table["BETA"])
+    rows = np.ones(len(st.table), dtype=bool) if chrom_max is None else (st.table["CHR"] <= chrom_max).to_numpy()
+    st.table.loc[rows, "BETA"] = np.exp(st.table.loc[rows, "BETA"])
+    st.truth["n_odds_ratio_rows"] = int(rows.sum())
     return st
 
 

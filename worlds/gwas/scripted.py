@@ -31,7 +31,8 @@ def corrected(name):
     if 'log10_p' in f:
         t['P'] = 10 ** (-t['P'])
     if 'odds_ratio' in f:
-        t['BETA'] = np.log(t['BETA'])
+        m = t['SNP'].isin(v['beta_or_snps'])
+        t.loc[m, 'BETA'] = np.log(t.loc[m, 'BETA'])
     t.drop(columns=['SNP']).to_csv(name, sep='\t', index=False)
     return name
 """
