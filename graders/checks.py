@@ -254,6 +254,22 @@ def _suffixes(name: str) -> str:
     return ".".join(parts[-2:]) if parts and parts[-1] in ("gz", "bgz", "bz2", "xz") else (parts[-1] if parts else "")
 
 
+def _copied_files(product: Path, files: list[Path], inputs: Path, max_siblings: int = 100) -> set[str]:
+    """The world files a corrected copy and the corrected copies of the same format in its folder copy (their
+    paths relative to the world): the files an action that rewrote several of them names."""
+    out = {str(original_of(product, files).relative_to(inputs))}
+    try:
+        siblings = sorted(product.parent.iterdir())[:max_siblings]
+    except OSError:
+        return out
+    for q in siblings:
+        if q.is_file() and not q.is_symlink() and _suffixes(q.name) == _suffixes(product.name):
+            o = original_of(q, files)
+            if o is not None:
+                out.add(str(o.relative_to(inputs)))
+    return out
+
+
 def _world_files(inputs: Path) -> list[Path]:
     """The world's public files (regular files, no links), walked once per product check."""
     return [p for p in Path(inputs).rglob("*") if p.is_file() and not p.is_symlink()] if Path(inputs).is_dir() else []
@@ -504,10 +520,11 @@ def evaluate_product(c: Check, got: Any, want: Any, golden: dict[str, Any], prod
         listed = {str(p.relative_to(inputs)) for p in files}
         if original is not None and any(str(x) in listed for x in want):
             # the list names files: a corrected copy names the file it copies (read by name, not content: a
-            # salvaged BAM is a copy in the original format)
-            named = str(original.relative_to(inputs))
-            credit, detail = _f1_credit(c, [named], [str(x) for x in want], golden)
-            return credit, f"{why}: a corrected copy of {named}: {detail}"
+            # salvaged BAM is a copy in the original format), and the corrected copies of the same format beside it
+            # name theirs (one `output` path, two relabelled BAMs written side by side for a swap)
+            named = sorted(_copied_files(path, files, Path(inputs)))
+            credit, detail = _f1_credit(c, named, [str(x) for x in want], golden)
+            return credit, f"{why}: a corrected copy of {', '.join(named)}: {detail}"
     accepted = ()
     if c.kind == "product":
         from graders.registry import PRODUCT_VALIDATORS

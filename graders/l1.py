@@ -44,7 +44,7 @@ from graders.checks import CheckResult, as_number, flatten_text, get_path, run_c
 from graders.report import parse_report
 
 GRADER_ID = "graders.l1"
-GRADER_VERSION = "10"  # 10: a count equal to the items the golden lists passes where the issue's own list passes (1 failed sample, listed); 9: a count of affected items over a total the rubric measures passes the fraction it reproduces; another alarm naming the same defect may carry its measured value; 8: a corrected copy's rows are compared by value (integers exactly, other numbers to 9 significant digits: a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
+GRADER_VERSION = "10"  # 10: a count equal to the items the golden lists passes where the issue's own list passes (1 failed sample, listed; 2 swapped files, their corrected copies side by side); 9: a count of affected items over a total the rubric measures passes the fraction it reproduces; another alarm naming the same defect may carry its measured value; 8: a corrected copy's rows are compared by value (integers exactly, other numbers to 9 significant digits: a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
 INVENTED_COST = 1.5  # native points per invented catalogued defect on a challenge world
 
 STATE_SCORES: dict[str, float] = {
@@ -149,7 +149,7 @@ def _alarms(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _measured_note(family: FamilyManifest, world: L1World, report: dict[str, Any], golden: dict[str, Any],
-                   products: Path | None) -> dict[str, Any] | None:
+                   products: Path | None, inputs: Path | None = None) -> dict[str, Any] | None:
     """An `info` note that names the world's defect and measures it within tolerance: an expert who found the
     defect, sized it exactly and judged it harmless to the analysis (an ID suffix stripped in the join) noticed it,
     whatever severity they gave it (issue 38: such a report graded MISS, 0). Words alone in a note earn nothing, so a
@@ -161,12 +161,13 @@ def _measured_note(family: FamilyManifest, world: L1World, report: dict[str, Any
     for note in notes[:MAX_VALUE_READS]:
         if not names_defect(family, note, world.defect) and not _matches(list(rub.diagnosis), [_issue_text(note)]):
             continue
-        if any(r.credit >= 1.0 for r in _measure(rub, {**report, **note}, golden, products)):
+        if any(r.credit >= 1.0 for r in _measure(rub, {**report, **note}, golden, products, inputs)):
             return note
     return None
 
 
-def _measure(rub, scope: dict[str, Any], golden: dict[str, Any], products: Path | None) -> list[CheckResult]:
+def _measure(rub, scope: dict[str, Any], golden: dict[str, Any], products: Path | None,
+             inputs: Path | None = None) -> list[CheckResult]:
     """The measure checks on an issue's value, and the count form of a fraction they measure: the prompt's `value` is
     "a count, a fraction or an offset", so a count of the affected items over a total another measure check names
     (the rows) passes the fraction check it reproduces (7,654 non-integer values of 7,657 rows is the 0.9996 measured)."""
@@ -174,7 +175,7 @@ def _measure(rub, scope: dict[str, Any], golden: dict[str, Any], products: Path 
     v = as_number(scope.get("value"))
     if any(r.credit >= 1.0 for r in results) or v is None or v < 1 or v != int(v):
         return results
-    listed = _listed_count(rub, scope, golden, products, int(v))
+    listed = _listed_count(rub, scope, golden, products, int(v), inputs)
     if listed is not None:
         return results + [listed]
     if v < 2:
@@ -191,14 +192,14 @@ def _measure(rub, scope: dict[str, Any], golden: dict[str, Any], products: Path 
 
 
 def _listed_count(rub, scope: dict[str, Any], golden: dict[str, Any], products: Path | None,
-                  v: int) -> CheckResult | None:
+                  v: int, inputs: Path | None = None) -> CheckResult | None:
     """The prompt's "how many records are affected" read on the items the defect touches: a count equal to the number
     of items the golden lists for a listing action, where the issue's own list passes that action (1 failed sample,
     listed; a count with no list, or with a wrong one, earns nothing: the list is the measurement)."""
     for c in rub.actions:
         items = get_path(golden, c.golden) if c.kind == "product_items" and c.golden else None
         if isinstance(items, list) and len(items) == v:
-            r = run_check(c, scope, golden, products)
+            r = run_check(c, scope, golden, products, inputs)
             if r.credit >= 1.0:
                 return CheckResult(f"{c.id}_count", 1.0, f"{v} = the {len(items)} affected item(s) the golden lists, "
                                                           f"listed in the issue's own product ({r.detail})")
@@ -242,7 +243,7 @@ def _recognised_by_work(rub, report: dict[str, Any], alarm: dict[str, Any], gold
     if not rub.measure or not product_acts or alarm.get("value") is None or not alarm.get("output"):
         return False
     scope = {**report, **alarm}
-    if not any(r.credit >= 1.0 for r in _measure(rub, scope, golden, products)):
+    if not any(r.credit >= 1.0 for r in _measure(rub, scope, golden, products, inputs)):
         return False
     return all(r.credit >= 1.0 for r in run_checks(product_acts, scope, golden, products, inputs))
 
@@ -331,7 +332,7 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
             diag = a
             break
     if diag is None:
-        diag = _measured_note(family, world, report, golden, products)
+        diag = _measured_note(family, world, report, golden, products, inputs)
     value_only = False
     if diag is None:
         # the world's defect measured exactly under another catalogued cause's name ("A1/A2 swapped" where AF1 is the
@@ -343,7 +344,7 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
         for i, a in enumerate(alarms[:MAX_VALUE_READS]):
             v = as_number(a.get("value"))
             if rub.measure and v is not None and abs(v) >= SPECIFIC_VALUE and claimed_defect(family, a) not in (None, world.defect) and any(
-                    r.credit >= 1.0 for r in _measure(rub, {**report, **a}, golden, products)):
+                    r.credit >= 1.0 for r in _measure(rub, {**report, **a}, golden, products, inputs)):
                 diag, value_only = a, True
                 by_work.add(i)
                 break
@@ -364,14 +365,14 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
             base = _state("MISS", "accepted the data without noticing the defect", fab=fab)
         return _penalise(base, invented)
     scope = {**report, **issue}  # issue fields (value, output) first, then the report's own
-    measured = _measure(rub, scope, golden, products)
+    measured = _measure(rub, scope, golden, products, inputs)
     has_value = not rub.measure or any(r.credit >= 1.0 for r in measured)
     if not has_value and diag is not None:
         # an expert may split one defect into its cause and its consequence ("contig lines give GRCh38 lengths" and
         # "32 records lie past the declared length"): an alarm that names the same defect measures it too
         for a in alarms[:MAX_VALUE_READS]:
             if a is not issue and names_defect(family, a, world.defect):
-                extra = [r for r in _measure(rub, {**report, **a}, golden, products) if r.credit >= 1.0]
+                extra = [r for r in _measure(rub, {**report, **a}, golden, products, inputs) if r.credit >= 1.0]
                 if extra:
                     measured, has_value = measured + extra, True
                     break

@@ -1117,3 +1117,30 @@ def test_l1_a_wrong_mark_is_recognised_in_its_own_words_and_counted_in_genes():
     assert grade(ref, gold, report((lo + hi) // 2)).score == 100.0
     g = grade(ref, gold, report(gold["n_genes"] * 10))
     assert g.status == "DIAGNOSE-AND-ACT-PARTIAL", g.reason
+
+
+def test_l1_corrected_copies_written_side_by_side_name_every_file_they_copy():
+    """Blind study 13 (histone chip_input_swap): the analyst relabelled both BAMs into fixed/ and named one of them
+    as the issue's `output` (one path per issue), valued 2 (the two files): recall 0.5, graded 50. The corrected
+    copies of the same format beside the named one name their files too, and the count of the listed files is the
+    size; one copy alone still names one file."""
+    import shutil
+
+    from benchmark.suite.freeze import ensure_built, read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.grade import grade
+
+    ref = load_suite().worlds["histone.L1.integrity.chip_input_swap"]
+    gold, world = read_golden(ref).values, ensure_built(ref)
+    report = json.dumps({"assessment": "usable_with_caveats", "summary": "swapped", "issues": [
+        {"category": "ChIP / input BAM swap", "severity": "blocking", "where": "alignments/",
+         "description": "The file named input carries the H3K4me3 signal and the file named ChIP is flat.", "value": 2,
+         "action": "relabelled both into fixed/", "output": "fixed/H3K4me3_chip.bam"}]})
+    with tempfile.TemporaryDirectory() as both, tempfile.TemporaryDirectory() as one:
+        for root, names in ((both, ("chip", "input")), (one, ("chip",))):
+            (Path(root) / "fixed").mkdir()
+            for n in names:
+                other = "input" if n == "chip" else "chip"
+                shutil.copy(world / "alignments" / f"H3K4me3_{other}.bam", Path(root) / "fixed" / f"H3K4me3_{n}.bam")
+        assert grade(ref, gold, report, products=Path(both), inputs=world).score == 100.0
+        assert grade(ref, gold, report, products=Path(one), inputs=world).score < 80

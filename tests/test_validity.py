@@ -13,7 +13,7 @@ import statistics
 
 import pytest
 
-from benchmark.suite.freeze import read_golden
+from benchmark.suite.freeze import ensure_built, read_golden
 from benchmark.suite.loader import load_suite
 from benchmark.run.store import RunStore, result_key
 from benchmark.oversight.validity import AGENTS, agent_table, check_agents, render_table
@@ -106,8 +106,9 @@ def test_an_invented_defect_lowers_the_oracles_score(agents):
         other = next(c for c in sorted(ref.family.defect_catalog) if c != ref.world.defect and c not in present)
         doc["issues"].append({"category": other.replace("_", " "), "severity": "warning", "where": "all files",
                               "description": f"{other.replace('_', ' ')} found", "value": None, "action": "none", "output": None})
-        base = grade(ref, read_golden(ref).values, report, cells, products).score
-        worse = grade(ref, read_golden(ref).values, json.dumps(doc), cells, products).score
+        inputs = ensure_built(ref)  # as a run grades: a corrected copy is read against the world's own file
+        base = grade(ref, read_golden(ref).values, report, cells, products, inputs=inputs).score
+        worse = grade(ref, read_golden(ref).values, json.dumps(doc), cells, products, inputs=inputs).score
         assert base == pytest.approx(100.0) and worse < base, (ref.id, base, worse)
 
 
