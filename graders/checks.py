@@ -254,10 +254,10 @@ def _suffixes(name: str) -> str:
     return ".".join(parts[-2:]) if parts and parts[-1] in ("gz", "bgz", "bz2", "xz") else (parts[-1] if parts else "")
 
 
-def _copied_files(product: Path, files: list[Path], inputs: Path, max_siblings: int = 100) -> set[str]:
-    """The world files a corrected copy and the corrected copies of the same format in its folder copy (their
-    paths relative to the world): the files an action that rewrote several of them names."""
-    out = {str(original_of(product, files).relative_to(inputs))}
+def _copied_files(product: Path, original: Path, files: list[Path], inputs: Path, max_siblings: int = 100) -> set[str]:
+    """The world files a corrected copy (of `original`) and the corrected copies of the same format in its folder copy
+    (their paths relative to the world): the files an action that rewrote several of them names."""
+    out = {str(original.relative_to(inputs))}
     try:
         siblings = sorted(product.parent.iterdir())[:max_siblings]
     except OSError:
@@ -522,7 +522,7 @@ def evaluate_product(c: Check, got: Any, want: Any, golden: dict[str, Any], prod
             # the list names files: a corrected copy names the file it copies (read by name, not content: a
             # salvaged BAM is a copy in the original format), and the corrected copies of the same format beside it
             # name theirs (one `output` path, two relabelled BAMs written side by side for a swap)
-            named = sorted(_copied_files(path, files, Path(inputs)))
+            named = sorted(_copied_files(path, original, files, Path(inputs)))
             credit, detail = _f1_credit(c, named, [str(x) for x in want], golden)
             return credit, f"{why}: a corrected copy of {', '.join(named)}: {detail}"
     accepted = ()

@@ -303,10 +303,11 @@ def guide_diagnostics(d: dict) -> dict:
             single.append(gene)
     # genes one sgRNA carries under a mean (mean LFC past the effect threshold, median not): guide-level noise makes
     # a few in every world; only a median-based gene score is robust to them
-    expressed = tg
+    off = set()
     if d.get("expression") is not None:
         ex = d["expression"].set_index("gene")["tpm"]
-        expressed = tg[~tg["gene"].isin(ex.index[ex < NOT_EXPRESSED_TPM])]
+        off = set(ex.index[ex < NOT_EXPRESSED_TPM])
+    expressed = tg[~tg["gene"].isin(off)]
     mean_driven = sorted(gene for gene, sub in expressed.groupby("gene", sort=True)
                          if len(sub) >= 3 and sub["lfc"].mean() <= -MIN_EFFECT and sub["lfc"].median() > -MIN_EFFECT)
     tl = d["library"][d["library"]["category"] == "targeting"]
@@ -314,8 +315,6 @@ def guide_diagnostics(d: dict) -> dict:
     multi = sorted(per[per >= 2].index)
     off_dep = []
     if d.get("expression") is not None:
-        ex = d["expression"].set_index("gene")["tpm"]
-        off = set(ex.index[ex < NOT_EXPRESSED_TPM])
         gg = g[(pm <= 1) | (g["category"] != "targeting")]
         t = gene_test(gg, "down")
         off_dep = sorted(t[t["gene"].isin(off) & (t["fdr"] < FDR) & (t["lfc"] <= -MIN_EFFECT)]["gene"])

@@ -97,27 +97,26 @@ def detect(world: str = ".") -> dict:
         p_exp = 2 * _norm.sf(np.abs(z))
         return good & (np.abs(np.log10(np.clip(p, 1e-300, None)) - np.log10(np.clip(p_exp, 1e-300, None))) > 0.05)
 
-    with np.errstate(divide="ignore", invalid="ignore"):  # SE written as 0 (missing_zero) is outside `good`
-        z = b_col / se
-    # odds ratios under a BETA header: every BETA positive and about 1, P reproduced by ln(BETA)/SE, not by BETA/SE
     positive = good & (b_col > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):  # SE written as 0 (missing_zero) is outside `good`
+        raw_bad = disagree(b_col / se)
+        z_ln = np.log(np.where(positive, b_col, 1.0)) / se
     v["n_beta_positive"] = int(positive.sum())
     v["beta_median"] = round(float(np.median(b_col[good])), 4) if good.any() else 0.0
     v["beta_or_fraction"] = 0.0
     v["n_beta_or"] = 0
-    # row by row (a table merged from two pipelines may carry odds ratios for part of its SNPs): P follows ln(BETA)/SE
-    # and not BETA/SE; a sound log odds ratio is never read so, since its ln is undefined or its P would disagree
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z_ln = np.log(np.where(positive, b_col, 1.0)) / se
-    as_or = positive & ~disagree(z_ln) & disagree(z)
+    # odds ratios under a BETA header, row by row (a table merged from two pipelines may carry them for part of its
+    # SNPs): P follows ln(BETA)/SE and not BETA/SE; a sound log odds ratio is never read so, since its ln is undefined
+    # or its P would disagree. Read as log odds ratios, those rows' P is consistent again
+    as_or = positive & ~disagree(z_ln) & raw_bad
+    bad_p = raw_bad
     if as_or.sum() >= MIN_OR_ROWS:
         findings.append("odds_ratio")
         v["beta_or_fraction"] = round(float(as_or[good].mean()), 4)
         v["n_beta_or"] = int(as_or.sum())
-        v["p_inconsistent_raw_fraction"] = round(float(disagree(z)[good].mean()), 4)
+        v["p_inconsistent_raw_fraction"] = round(float(raw_bad[good].mean()), 4)
         v["beta_or_snps"] = sorted(m.loc[as_or, "SNP"])
-        z = np.where(as_or, z_ln, z)
-    bad_p = disagree(z)
+        bad_p = raw_bad & ~as_or
     v["p_inconsistent_fraction"] = round(float(bad_p[good].mean()), 4) if good.any() else 0.0
     v["n_p_above_1"] = int((p > 1).sum())
     v["n_p_inconsistent"] = int(bad_p.sum())
