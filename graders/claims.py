@@ -145,6 +145,36 @@ def category_codes(catalog: dict[str, list[str]], category: Any) -> list[str]:
                                                 for w in code.split("_"))]
 
 
+# words of a defect's code that say what state a thing is in, not which thing: "low", "missing", "swapped" ... What is
+# left names the defect's subject ("replicate", "correlation" of low_replicate_correlation; "channel" of channel_shift)
+STATE_WORDS = frozenset("""
+    low high many few missing duplicate duplicated duplicates truncated swap swapped mismatch mismatched wrong unsorted
+    stale flip flipped shift shifted reset exceeds naming label labels units unit copy error errors normalised normalized
+    unnormalized uncollapsed unmapped complemented unreferenced misaligned misalignment zero bottlenecked collisions
+    as to real rows records file table sample samples points spectra
+    """.split())
+
+
+def subject_stems(code: str) -> list[str]:
+    """The stems of the words that name a defect's subject (its code's words less STATE_WORDS, four letters or more),
+    an ending -ion, -s or -e cut so its inflections match (`SUBJECT_ENDINGS`: "replicate" -> "replicat": replicates,
+    replication)."""
+    words = [w for w in code.lower().split("_") if len(w) >= 4 and w not in STATE_WORDS]
+    return [re.sub(r"(?:ion|s|e)$", "", re.sub(r"s$", "", w)) for w in words]
+
+
+SUBJECT_ENDINGS = r"(?:e|es|s|ed|ing|ion|ions|e?d)?"
+
+
+def about_subject(code: str, issue: dict[str, Any]) -> bool:
+    """Whether an alarm's category or lead is about a defect's subject (`subject_stems`): "replicate_reproducibility"
+    and "the two RNA replicates agree less well than expected" are about low_replicate_correlation's replicates,
+    whichever words say what is wrong with them."""
+    text = f"{category_text(issue.get('category'))} {lead(str(issue.get('description') or ''))}"
+    return any(re.search(rf"\b{re.escape(s)}{SUBJECT_ENDINGS}\b", text, flags=re.IGNORECASE)
+               for s in subject_stems(code))
+
+
 def claimed_defect(catalog: dict[str, list[str]], issue: dict[str, Any]) -> str | None:
     """The one catalogued defect an L1 issue claims: the earliest its category names (`category_codes`), else the
     earliest the lead of its description names; None when neither names one (an uncatalogued problem). A warning is a

@@ -44,7 +44,7 @@ from graders.checks import CheckResult, as_number, flatten_text, get_path, run_c
 from graders.report import parse_report
 
 GRADER_ID = "graders.l1"
-GRADER_VERSION = "10"  # 10: a count equal to the items the golden lists passes where the issue's own list passes (1 failed sample, listed; 2 swapped files, their corrected copies side by side); 9: a count of affected items over a total the rubric measures passes the fraction it reproduces; another alarm naming the same defect may carry its measured value; 8: a corrected copy's rows are compared by value (integers exactly, other numbers to 9 significant digits: a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
+GRADER_VERSION = "11"  # 11: an alarm in its own words (no catalogued claim) about the defect's subject whose specific measured value passes a measure check is the diagnosis (replicates that "agree less well", r = 0.895); 10: a count equal to the items the golden lists passes where the issue's own list passes (1 failed sample, listed; 2 swapped files, their corrected copies side by side); 9: a count of affected items over a total the rubric measures passes the fraction it reproduces; another alarm naming the same defect may carry its measured value; 8: a corrected copy's rows are compared by value (integers exactly, other numbers to 9 significant digits: a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
 INVENTED_COST = 1.5  # native points per invented catalogued defect on a challenge world
 
 STATE_SCORES: dict[str, float] = {
@@ -248,6 +248,29 @@ def _recognised_by_work(rub, report: dict[str, Any], alarm: dict[str, Any], gold
     return all(r.credit >= 1.0 for r in run_checks(product_acts, scope, golden, products, inputs))
 
 
+def _specific(v: float | None) -> bool:
+    """A value specific enough to tell which defect was measured: a non-integer (a correlation, a fraction, an offset
+    measured to a tolerance) or a count of at least SPECIFIC_VALUE (1 sample, 2 columns, a fraction of 1.0 recur across
+    a family's siblings)."""
+    return v is not None and (v != int(v) or abs(v) >= SPECIFIC_VALUE)
+
+
+def _recognised_by_subject(family: FamilyManifest, world: L1World, report: dict[str, Any], alarm: dict[str, Any],
+                           golden: dict[str, Any], products: Path | None, inputs: Path | None = None) -> bool:
+    """An alarm in its own words recognises the world's defect when it claims no catalogued defect, is about the
+    defect's subject (`claims.about_subject`: "replicate_reproducibility" for low_replicate_correlation) and its
+    specific measured value (`_specific`) passes a measure check: "the two RNA replicates agree less well than
+    expected", r = 0.895 against the golden 0.894, is that diagnosis whatever adjective it uses (issue 38, study 14).
+    Words of the subject alone earn nothing, nor does a value on another subject."""
+    rub = world.rubric
+    v = as_number(alarm.get("value"))
+    if not rub.measure or not world.defect or not _specific(v) or claimed_defect(family, alarm) is not None:
+        return False
+    if not claims.about_subject(world.defect, alarm):
+        return False
+    return any(r.credit >= 1.0 for r in _measure(rub, {**report, **alarm}, golden, products, inputs))
+
+
 def _nuisance_alarm(family: FamilyManifest, world_id: str, alarm: dict[str, Any], golden: dict[str, Any]) -> bool:
     return claims.describes_nuisance(family.nuisance, world_id, _issue_text(alarm), as_number(alarm.get("value")), golden)
 
@@ -322,6 +345,7 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
     # lead of its description), or names it in the world's own diagnosis patterns, or whose measured value and work
     # product check out against the golden whatever its words
     by_work: set[int] = set()
+    by_subject = False
     diag = None
     for i, a in enumerate(alarms):
         if claimed_defect(family, a) == world.defect or _matches(list(rub.diagnosis), [_issue_text(a)]):
@@ -329,6 +353,10 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
             break
         if i < MAX_VALUE_READS and _recognised_by_work(rub, report, a, golden, products, inputs):
             by_work.add(i)
+            diag = a
+            break
+        if i < MAX_VALUE_READS and _recognised_by_subject(family, world, report, a, golden, products, inputs):
+            by_subject = True
             diag = a
             break
     if diag is None:
@@ -395,6 +423,8 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
     if by_work:
         how = "recognised the defect by its " + ("measured value" if value_only else "value and product")
         how += f" (misnamed as {claimed_defect(family, diag) or 'another problem'})" if misnamed else ""
+    elif by_subject:
+        how = "recognised the defect by its subject and measured value, in its own words"
     else:
         how = "named the defect" if diag else "partly named the defect"
     reason = f"{how}{value_note}; {passed}/{len(results)} action checks passed{inv_note}"

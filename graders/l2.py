@@ -38,7 +38,7 @@ from graders.checks import PRODUCT_KINDS, CheckResult, get_path, product_path, r
 from graders.report import parse_report
 
 GRADER_ID = "graders.l2"
-GRADER_VERSION = "10"  # 10: a structured entry reporting a declared nuisance must give a size the feature has in the world (Nuisance.size, as in L1); 9: an entry whose claiming part describes a declared nuisance is no invented trap; overlap strict_subset (a stricter call of true items earns full credit); a zero_if value check the truth itself passes is moot; 8: a trap handled in every value and named in the summary by its own patterns is recognised; an entry naming the world's trap beside one other is no invention; 7: a measured uncatalogued claim with the trap handled in the values is recognition
+GRADER_VERSION = "11"  # 11: a count check may name the generative truth's full list (truth_count): any count from the reference solver's to the truth's is right (8 true genes and one more, against a reference calling 5 of them); 10: a structured entry reporting a declared nuisance must give a size the feature has in the world (Nuisance.size, as in L1); 9: an entry whose claiming part describes a declared nuisance is no invented trap; overlap strict_subset (a stricter call of true items earns full credit); a zero_if value check the truth itself passes is moot; 8: a trap handled in every value and named in the summary by its own patterns is recognised; an entry naming the world's trap beside one other is no invention; 7: a measured uncatalogued claim with the trap handled in the values is recognition
 ISSUES_FIELD = "issues_found"
 COMPONENTS = ("A", "I", "M", "C")
 # a trap the world does not have, asserted as changing the result: the report's conclusion rests on a fabrication,

