@@ -163,7 +163,7 @@ def subject_stems(code: str) -> list[str]:
     return [re.sub(r"(?:ion|s|e)$", "", re.sub(r"s$", "", w)) for w in words]
 
 
-SUBJECT_ENDINGS = r"(?:e|es|s|ed|ing|ion|ions|e?d)?"
+SUBJECT_ENDINGS = r"(?:e|es|s|ed|d|ing|ion|ions)?"
 
 
 def about_subject(code: str, issue: dict[str, Any]) -> bool:

@@ -44,7 +44,7 @@ from graders.checks import CheckResult, as_number, flatten_text, get_path, run_c
 from graders.report import parse_report
 
 GRADER_ID = "graders.l1"
-GRADER_VERSION = "11"  # 11: an alarm in its own words (no catalogued claim) about the defect's subject whose specific measured value passes a measure check is the diagnosis (replicates that "agree less well", r = 0.895); 10: a count equal to the items the golden lists passes where the issue's own list passes (1 failed sample, listed; 2 swapped files, their corrected copies side by side); 9: a count of affected items over a total the rubric measures passes the fraction it reproduces; another alarm naming the same defect may carry its measured value; 8: a corrected copy's rows are compared by value (integers exactly, other numbers to 9 significant digits: a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
+GRADER_VERSION = "11"  # 11: a corrected copy is read by the columns it changes where the golden items are the original's columns (two technical replicates summed into one; a sample dropped from, or relabelled in, a VCF), in the original's own compression (a bgzipped VCF); an alarm in its own words (no catalogued claim) about the defect's subject whose specific measured value passes a measure check is the diagnosis (replicates that "agree less well", r = 0.895); 10: a count equal to the items the golden lists passes where the issue's own list passes (1 failed sample, listed; 2 swapped files, their corrected copies side by side); 9: a count of affected items over a total the rubric measures passes the fraction it reproduces; another alarm naming the same defect may carry its measured value; 8: a corrected copy's rows are compared by value (integers exactly, other numbers to 9 significant digits: a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
 INVENTED_COST = 1.5  # native points per invented catalogued defect on a challenge world
 
 STATE_SCORES: dict[str, float] = {
@@ -255,20 +255,24 @@ def _specific(v: float | None) -> bool:
     return v is not None and (v != int(v) or abs(v) >= SPECIFIC_VALUE)
 
 
-def _recognised_by_subject(family: FamilyManifest, world: L1World, report: dict[str, Any], alarm: dict[str, Any],
-                           golden: dict[str, Any], products: Path | None, inputs: Path | None = None) -> bool:
-    """An alarm in its own words recognises the world's defect when it claims no catalogued defect, is about the
-    defect's subject (`claims.about_subject`: "replicate_reproducibility" for low_replicate_correlation) and its
-    specific measured value (`_specific`) passes a measure check: "the two RNA replicates agree less well than
+def _recognised_by_subject(family: FamilyManifest, world: L1World, report: dict[str, Any], alarms: list[dict[str, Any]],
+                           golden: dict[str, Any], products: Path | None, inputs: Path | None = None) -> int | None:
+    """The alarm in its own words that recognises the world's defect, if one does: it claims no catalogued defect, is
+    about the defect's subject (`claims.about_subject`: "replicate_reproducibility" for low_replicate_correlation) and
+    its specific measured value (`_specific`) passes a measure check: "the two RNA replicates agree less well than
     expected", r = 0.895 against the golden 0.894, is that diagnosis whatever adjective it uses (issue 38, study 14).
-    Words of the subject alone earn nothing, nor does a value on another subject."""
+    A measurement is one number: where several such alarms give values and any of them fails, none recognises (a
+    sweep of values over one subject would otherwise hit the tolerance by design). Words of the subject alone earn
+    nothing, nor does a value on another subject."""
     rub = world.rubric
-    v = as_number(alarm.get("value"))
-    if not rub.measure or not world.defect or not _specific(v) or claimed_defect(family, alarm) is not None:
-        return False
-    if not claims.about_subject(world.defect, alarm):
-        return False
-    return any(r.credit >= 1.0 for r in _measure(rub, {**report, **alarm}, golden, products, inputs))
+    if not rub.measure or not world.defect:
+        return None
+    about = [i for i, a in enumerate(alarms[:MAX_VALUE_READS])
+             if _specific(as_number(a.get("value"))) and claimed_defect(family, a) is None
+             and claims.about_subject(world.defect, a)]
+    passing = [i for i in about
+               if any(r.credit >= 1.0 for r in _measure(rub, {**report, **alarms[i]}, golden, products, inputs))]
+    return passing[0] if passing and len(passing) == len(about) else None
 
 
 def _nuisance_alarm(family: FamilyManifest, world_id: str, alarm: dict[str, Any], golden: dict[str, Any]) -> bool:
@@ -355,10 +359,10 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
             by_work.add(i)
             diag = a
             break
-        if i < MAX_VALUE_READS and _recognised_by_subject(family, world, report, a, golden, products, inputs):
-            by_subject = True
-            diag = a
-            break
+    if diag is None:
+        own_words = _recognised_by_subject(family, world, report, alarms, golden, products, inputs)
+        if own_words is not None:
+            diag, by_subject = alarms[own_words], True
     if diag is None:
         diag = _measured_note(family, world, report, golden, products, inputs)
     value_only = False

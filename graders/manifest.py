@@ -313,10 +313,10 @@ class Check(Strict):
         "holding the reference solver's own answer. The full-credit bar becomes the lower of min_f1 (min_spearman, "
         "min_coverage) and the reference's own score against the truth less bar_slack, so any analysis as good as "
         "the reference earns full marks"))
-    truth_count: str | None = Field(None, description=(
-        "value: golden key of the generative truth's full list of items (`truth.de_genes`) whose length is a right "
-        "count too: every value between the golden count (the reference solver's) and the truth's count is right, the "
-        "tolerances apply beyond them (an analysis that finds more of the truth than the reference is not miscounted)"))
+    truth_end: str | None = Field(None, description=(
+        "value: golden key of the generative truth's own answer (`truth.de_genes`, `truth.domains_total_mb`; a list "
+        "is read as its length): every value between the golden (the reference solver's) and the truth's is right, "
+        "the tolerances apply beyond both (an analysis closer to the truth than the reference is not marked down)"))
     bar_slack: float = Field(0.05, ge=0, le=0.5, description="reference: how far below the reference's own score "
                              "against the truth a sound analysis may fall and keep full credit")
     requires: list[str] = Field(default_factory=list, description="ids of checks that must earn full credit, else half")

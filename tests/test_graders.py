@@ -1147,6 +1147,10 @@ def test_l1_a_defect_in_its_own_words_is_recognised_by_its_subject_and_measured_
                                    0.975)).status == "NOTICE-WRONG"
     assert grade(ref, gold, report("barcode_quality", "Barcode representation is uneven",
                                    round(r + 0.001, 3))).status == "NOTICE-WRONG"
+    # a sweep of values over the subject, one alarm each, is no measurement: none recognises
+    sweep = json.loads(report("replicate_reproducibility", "The replicates agree less well than expected", 0.5))
+    sweep["issues"] = [dict(sweep["issues"][0], value=round(v, 2)) for v in (0.5, 0.6, 0.7, 0.8, 0.9)]
+    assert grade(ref, gold, json.dumps(sweep)).status == "NOTICE-WRONG"
 
 
 def test_l1_corrected_copies_written_side_by_side_name_every_file_they_copy():
@@ -1179,17 +1183,182 @@ def test_l1_corrected_copies_written_side_by_side_name_every_file_they_copy():
 def test_value_check_accepts_every_count_from_the_reference_to_the_truth():
     """Blind study 15 (scrna lane_batch): the analyst called the 8 genes the simulation changed and one more; the count
     check held 9 against the reference solver's 5 (+-3) and failed although the list beat the reference's against the
-    truth. With `truth_count` every count between the reference's and the truth's is right; the tolerance applies
+    truth. With `truth_end` every count between the reference's and the truth's is right; the tolerance applies
     beyond them, and a count past both still fails."""
     golden = {"n_de_genes": 5, "truth": {"de_genes": [f"G{i}" for i in range(8)]}}
-    c = Check(id="n_de", kind="value", field="n", golden="n_de_genes", truth_count="truth.de_genes", abs_tol=3)
+    c = Check(id="n_de", kind="value", field="n", golden="n_de_genes", truth_end="truth.de_genes", abs_tol=3)
     assert run_check(c, {"n": 9}, golden).credit == 1.0
     assert run_check(c, {"n": 11}, golden).credit == 1.0  # 8 + the tolerance
     assert run_check(c, {"n": 12}, golden).credit == 0.0
     assert run_check(c, {"n": 1}, golden).credit == 0.0
     without = Check(id="n_de", kind="value", field="n", golden="n_de_genes", abs_tol=3)
     assert run_check(without, {"n": 9}, golden).credit == 0.0
-    ranged = Check(id="n", kind="value", field="n", golden="r", truth_count="truth.de_genes", abs_tol=0)
+    ranged = Check(id="n", kind="value", field="n", golden="r", truth_end="truth.de_genes", abs_tol=0)
     assert run_check(ranged, {"n": 3}, {"r": [2, 4], "truth": {"de_genes": ["a"] * 6}}).credit == 1.0
     assert run_check(ranged, {"n": 6}, {"r": [2, 4], "truth": {"de_genes": ["a"] * 6}}).credit == 1.0
     assert run_check(ranged, {"n": 7}, {"r": [2, 4], "truth": {"de_genes": ["a"] * 6}}).credit == 0.0
+    numeric = Check(id="total", kind="value", field="mb", golden="mb", truth_end="truth.mb", rel_tol=0.1)
+    assert run_check(numeric, {"mb": 0.8}, {"mb": 0.3, "truth": {"mb": 1.1}}).credit == 1.0  # a number: its value
+    assert run_check(numeric, {"mb": 1.3}, {"mb": 0.3, "truth": {"mb": 1.1}}).credit == 0.0
+
+
+def _l1_report(category, description, value, output):
+    return json.dumps({"assessment": "usable_with_caveats", "summary": "see issues", "issues": [
+        {"category": category, "severity": "warning", "where": "the data file", "description": description,
+         "value": value, "action": "corrected", "output": output}]})
+
+
+def test_l1_a_corrected_copy_that_merges_or_drops_columns_names_those_columns():
+    """Blind study 16 (bulkrna technical_replicates): two technical replicates summed into one column, S06 into S02,
+    in a corrected copy of counts.tsv, were read by rows (genes) and failed the listed samples (FABRICATED 0 with the
+    words "duplicate library"). The golden items are the matrix's columns, so the copy is read by the columns it
+    changes or removes; merging the wrong pair names the wrong columns."""
+    import csv as _csv
+
+    from benchmark.suite.freeze import ensure_built, read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.grade import grade
+
+    ref = load_suite().worlds["bulkrna.L1.integrity.technical_replicates"]
+    gold, world = read_golden(ref).values, ensure_built(ref)
+    a, b = gold["techrep_groups"][0][:2]
+    rows = list(_csv.reader(open(world / "counts.tsv"), delimiter="\t"))
+    head = rows[0]
+    other = next(h for h in head[1:] if h not in (a, b))
+
+    def collapsed(x, y):
+        i, j = head.index(x), head.index(y)
+        out = [[h for k, h in enumerate(head) if k != j]]
+        for r in rows[1:]:
+            r = list(r)
+            r[i] = str(int(r[i]) + int(r[j]))
+            out.append([v for k, v in enumerate(r) if k != j])
+        return "\n".join("\t".join(r) for r in out) + "\n"
+
+    desc = (f"{a} and {b} differ only by Poisson noise: the same library counted twice (technical replicates), "
+            "listed as two biological samples")
+    with tempfile.TemporaryDirectory() as right, tempfile.TemporaryDirectory() as wrong:
+        (Path(right) / "counts_collapsed.tsv").write_text(collapsed(a, b))
+        (Path(wrong) / "counts_collapsed.tsv").write_text(collapsed(a, other))
+        rep = _l1_report("duplicate_library_pseudoreplicate", desc, 2, "counts_collapsed.tsv")
+        g = grade(ref, gold, rep, products=Path(right), inputs=world)
+        assert g.status == "DIAGNOSE-AND-ACT" and g.score == 100.0, g.reason
+        assert grade(ref, gold, rep, products=Path(wrong), inputs=world).score < 80
+
+
+def test_l1_a_bgzipped_vcf_corrected_in_its_own_format_is_read_by_its_sample_columns():
+    """Blind study 16 (clinvar sample_swap, duplicate_individual): a corrected copy of calls.vcf.gz written as a bgzipped
+    VCF (its original's own format) was refused as compressed, and read by rows once accepted. It is read by the
+    sample columns it changes: the relabelled children of a swap, or the one copy of a duplicated individual dropped
+    (the pair identified, one copy kept). A writer's padding of missing FORMAT sub-fields and reprinted numbers change
+    no column; a copy that relabels the wrong samples names the wrong ones."""
+    import pysam
+
+    from benchmark.suite.freeze import ensure_built, read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.checks import _read_text
+    from graders.grade import grade
+
+    def write_bgzf(text: str, path: Path) -> None:
+        plain = path.with_suffix("")
+        plain.write_text(text)
+        pysam.tabix_compress(str(plain), str(path), force=True)
+        plain.unlink()
+
+    ref = load_suite().worlds["clinvar.L1.integrity.sample_swap"]
+    gold, world = read_golden(ref).values, ensure_built(ref)
+    swapped = sorted(gold["swapped_samples"]) if "swapped_samples" in gold else None
+    listed = next(c for c in ref.world.rubric.actions if c.kind == "product_items")
+    swapped = sorted(gold[listed.golden])
+    lines = _read_text(world / "calls.vcf.gz").splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("#CHROM"))
+    head = lines[at].split("\t")
+
+    def relabel(names):  # rotate the labels of `names` (the swap put right, or a wrong one)
+        h = list(head)
+        idx = [h.index(n) for n in names]
+        for k, i in enumerate(idx):
+            h[i] = names[(k + 1) % len(names)]
+        body = [ln.replace("./.:0,0:0", "./.:0,0:0:.:.:.") for ln in lines[at + 1:]]  # a writer's padding
+        return "\n".join(lines[:at] + ["\t".join(h)] + body) + "\n"
+
+    others = [h for h in head[9:] if h not in swapped][: len(swapped)]
+    desc = f"The children of three trios are mislabelled in rotation: {', '.join(swapped)} (Mendelian errors 15-25%)"
+    with tempfile.TemporaryDirectory() as right, tempfile.TemporaryDirectory() as wrong:
+        write_bgzf(relabel(swapped), Path(right) / "calls.relabelled.vcf.gz")
+        write_bgzf(relabel(others), Path(wrong) / "calls.relabelled.vcf.gz")
+        rep = _l1_report("sample swap", desc, len(swapped), "calls.relabelled.vcf.gz")
+        g = grade(ref, gold, rep, products=Path(right), inputs=world)
+        assert g.status == "DIAGNOSE-AND-ACT", g.reason
+        assert grade(ref, gold, rep, products=Path(wrong), inputs=world).status != "DIAGNOSE-AND-ACT"
+
+    ref = load_suite().worlds["clinvar.L1.integrity.duplicate_individual"]
+    gold, world = read_golden(ref).values, ensure_built(ref)
+    lines = _read_text(world / "calls.vcf.gz").splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("#CHROM"))
+    head = lines[at].split("\t")
+    drop = head.index(gold["duplicate_samples"][0])
+    cut = lambda ln: "\t".join(v for k, v in enumerate(ln.split("\t")) if k != drop)  # noqa: E731
+    pair = " and ".join(gold["duplicate_samples"])
+    with tempfile.TemporaryDirectory() as d:
+        write_bgzf("\n".join(lines[:at] + [cut(ln) for ln in lines[at:]]) + "\n", Path(d) / "calls.corrected.vcf.gz")
+        rep = _l1_report("duplicate individual", f"{pair} are the same person (IBS2 0.98); one copy removed",
+                         gold["duplicate_kinship"], "calls.corrected.vcf.gz")
+        g = grade(ref, gold, rep, products=Path(d), inputs=world)
+        assert g.status == "DIAGNOSE-AND-ACT", g.reason
+
+
+def test_crispr_corrected_counts_may_drop_a_jackpot_row_but_not_keep_the_swap():
+    """Blind study 16 (crispr swapped_samples): the analyst swapped the HL60 columns back and also dropped one
+    non-targeting guide holding a fifth of a sample's reads; the column sums then missed the reference's and the
+    copy failed. A copy dropping up to 1% of the rows passes on the sums it can still hold; an unswapped copy, with
+    or without the dropped row, still fails."""
+    import pandas as pd
+
+    from benchmark.suite.freeze import ensure_built, read_golden
+    from benchmark.suite.loader import load_suite
+    from worlds.crispr.solvers import corrected_counts
+
+    ref = load_suite().worlds["crispr.L1.integrity.swapped_samples"]
+    gold, world = read_golden(ref).values, ensure_built(ref)
+    src = next(p for p in world.iterdir() if p.name.startswith("counts"))
+    tab = pd.read_csv(src, sep=None, engine="python")
+    line = gold["swapped_lines"][0]
+    fixed = tab.rename(columns={f"{line}.initial": f"{line}.final", f"{line}.final": f"{line}.initial"})
+    jackpot = int(fixed[f"{line}.final"].idxmax())
+    with tempfile.TemporaryDirectory() as d:
+        for name, t, ok in (("full", fixed, 1.0), ("dropped", fixed.drop(index=jackpot), 1.0),
+                            ("unswapped", tab.drop(index=jackpot), 0.0)):
+            p = Path(d) / f"{name}.tsv"
+            t.to_csv(p, sep="\t", index=False)
+            assert corrected_counts(p, gold, None)[0] == ok, (name, corrected_counts(p, gold, None))
+
+
+def test_l2_low_count_guides_and_unrecorded_sex_are_truths_at_their_measured_size():
+    """Blind study 16: two true, handled observations flagged `changes_result: true` capped 100 reports at 20.
+    crispr essential strong_depletion: "9 sgRNAs have < 30 reads in the initial sample; removed" (a handful of
+    low-count guides is every library's background; the golden counts them) read as the low_representation trap.
+    bulkrna condition_de clean: "batch without sex gives artefactual log2FCs for XIST and the 7 chrY genes" (sex,
+    unrecorded, is unbalanced across the batches) read as the batch confound. Both are declared nuisances now; at the
+    trap's size, or without the sex genes, they stay charged."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.l2 import invented_claims
+
+    suite = load_suite()
+    w = suite.worlds["crispr.L2.essential.strong_depletion"]
+    g = read_golden(w).values
+    n = g["n_low_initial_guides"]
+    low = {"issue": f"Low-count sgRNAs: {n} sgRNAs have < 30 reads in the initial sample, so their fold changes are "
+                    "unmeasurable. Removed before testing.", "changes_result": True, "value": n}
+    assert invented_claims(w.world, w.family, [low], g) == []
+    assert invented_claims(w.world, w.family, [{**low, "value": 10 * n}], g) == [("low_representation", True)]
+    w = suite.worlds["bulkrna.L2.condition_de.clean"]
+    g = read_golden(w).values
+    sex = {"issue": "Batch in ~batch+condition without sex gives artefactual condition log2FCs of -3.9 to -5.0 for "
+                    "XIST and the 7 chrY genes, because batch is partly aligned with sex; sex was added to the design.",
+           "changes_result": True, "value": 8}
+    assert invented_claims(w.world, w.family, [sex], g) == []
+    batch = {"issue": "Batch effect confounds the treatment: batch B shifts 180 genes and must be modelled.",
+             "changes_result": True, "value": 180}
+    assert invented_claims(w.world, w.family, [batch], g) == [("batch_confound", True)]

@@ -215,8 +215,9 @@ def l1_integrity(world_dir: Path, world) -> dict:
 @product_validator("crispr.corrected_counts")
 def corrected_counts(path: Path, golden: dict, check) -> tuple[float, str]:
     """A corrected count table (MAGeCK layout: sgRNA, Gene and one column per sample, tab- or comma-separated): every
-    sample column must hold integers whose sum matches the reference's corrected column sum (within 0.5%), under the
-    right sample name, and the first guides' counts must match (within 1 read or 1%)."""
+    sample column must hold integers whose sum matches the reference's corrected column sum (within 0.5%; where the
+    copy drops up to 1% of the rows, at most that sum and at least half of it), under the right sample name, and the
+    first guides' counts must match (within 1 read or 1%)."""
     want = golden.get("corrected_column_sums") or {}
     try:
         tab = pd.read_csv(path, sep=None, engine="python")
@@ -226,12 +227,20 @@ def corrected_counts(path: Path, golden: dict, check) -> tuple[float, str]:
     if miss:
         return 0.0, f"sample columns missing: {miss}"
     bad = []
+    # a copy may also drop a few rows, another problem it handled (one jackpot guide holding a fifth of a sample's
+    # reads, blind study 16): each column may then sum lower by what those rows held, never higher
+    n_rows = int(golden.get("n_rows") or 0)
+    n_copy = int(tab["sgRNA"].nunique()) if "sgRNA" in tab.columns else len(tab)
+    dropped = 0 < n_rows - n_copy <= max(2, int(0.01 * n_rows))
     for s, tot in want.items():
         x = pd.to_numeric(tab[s], errors="coerce").to_numpy(float)
+        total = np.nansum(x)
         if not np.all(np.abs(x[np.isfinite(x)] - np.rint(x[np.isfinite(x)])) < 1e-6):
             bad.append(f"{s} not integer")
-        elif abs(np.nansum(x) - tot) > 0.005 * max(tot, 1):
-            bad.append(f"{s} sums to {np.nansum(x):.0f}, expected {tot}")
+        elif dropped and 0.5 * tot <= total <= tot + 0.005 * max(tot, 1):
+            continue
+        elif abs(total - tot) > 0.005 * max(tot, 1):
+            bad.append(f"{s} sums to {total:.0f}, expected {tot}" + (f" ({n_rows - n_copy} rows dropped)" if dropped else ""))
     first = golden.get("corrected_first_guides") or {}
     if "sgRNA" in tab.columns:
         idx = tab.drop_duplicates("sgRNA").set_index("sgRNA")

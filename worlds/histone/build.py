@@ -312,9 +312,21 @@ def resequence(d: HistoneData, rng: np.random.Generator, chip_reads: int, input_
         d.libs[f"{mark}_chip"] = h3k4me3_reads(rng, d.peaks, ci, L, int(chip_reads))
     else:
         d.libs[f"{mark}_chip"] = h3k27me3_reads(rng, d.domains, ci, L, int(chip_reads))
+        d.truth["domains_total_mb"] = _union_mb(d.domains)  # generative truth: the simulated domains' extent
     d.libs[f"{mark}_input"] = uniform_reads(rng, L, int(input_reads))
     _remeasure_expression(d, rng, expression_noise)
     return d
+
+
+def _union_mb(domains: pd.DataFrame) -> float:
+    """The genome the simulated domains cover (overlapping domains counted once), in Mb."""
+    total = 0
+    for _, g in domains.sort_values(["chrom", "start"]).groupby("chrom", sort=True):
+        end = -1
+        for s, e in zip(g.start.to_numpy(), g.end.to_numpy()):
+            total += max(0, int(e) - max(int(s), end))
+            end = max(end, int(e))
+    return round(total / 1e6, 4)
 
 
 def _switch_states(d: HistoneData, rng: np.random.Generator, frac: float) -> None:
