@@ -1362,3 +1362,45 @@ def test_l2_low_count_guides_and_unrecorded_sex_are_truths_at_their_measured_siz
     batch = {"issue": "Batch effect confounds the treatment: batch B shifts 180 genes and must be modelled.",
              "changes_result": True, "value": 180}
     assert invented_claims(w.world, w.family, [batch], g) == [("batch_confound", True)]
+
+
+def test_study_17_true_features_in_an_experts_words_are_not_claims_of_other_defects():
+    """Blind study 17: three sound reports marked down for true statements. calorimetry L1 clean: "the pulses' temperature
+    intervals overlap at three run joins; summing energy over every row counts 8.94 J twice" (runs overlap by design)
+    graded OVER-CAUTIOUS; a duplicate-points claim without the overlap is still an invention. nuclear L2 summing_mid:
+    "room background subtracted by scaling the background spectrum to each live time", flagged as changing the result,
+    claimed the dead-time trap through the words "live time"; a dead-time claim still is one. histone L1
+    multimapper_pileups: the reads in the pile-up regions (the simulation's own count) are a size of the defect."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.grade import grade
+    from graders.l1 import grade_l1
+    from graders.l2 import invented_claims
+
+    suite = load_suite()
+    ref = suite.worlds["calorimetry.L1.integrity.clean"]
+    gold = read_golden(ref).values
+    overlap = _l1_report("run_overlap_double_counting", "The temperature intervals of the heat pulses overlap at three "
+                         "run joins (1.37, 0.53 and 2.66 K): summing energy_J over all rows counts 8.94 J twice.", 8.94,
+                         None)
+    assert grade_l1(ref.world, ref.family, gold, overlap).state == "CLEAN-CORRECT"
+    dup = _l1_report("duplicate points", "Pulses S5-017 and S5-018 are the same pulse written twice.", 2, None)
+    assert grade_l1(ref.world, ref.family, gold, dup).state == "FABRICATED"
+
+    w = suite.worlds["nuclear.L2.decay.summing_mid"]
+    g = read_golden(w).values
+    background = {"issue": "Room background was subtracted by scaling the 86400 s background spectrum to each live time. "
+                           "It is 0.385 cps in the window.", "changes_result": True, "value": 0.385}
+    assert invented_claims(w.world, w.family, [background], g) == []
+    dead = {"issue": "Dead time of 25% distorts every rate; rates were put per live second.", "changes_result": True,
+            "value": 0.25}
+    assert invented_claims(w.world, w.family, [dead], g) == [("dead_time", True)]
+
+    ref = suite.worlds["histone.L1.integrity.multimapper_pileups"]
+    gold = read_golden(ref).values
+    n = gold["truth"]["pileup_fragments_chip"]
+    rep = _l1_report("repeat pile-ups of ambiguously mapped reads", f"36 pile-ups of MAPQ-0 reads hold {n} ChIP reads.",
+                     n, None)
+    assert grade(ref, gold, rep).reason.count("measured value in tolerance") == 1
+    off = _l1_report("repeat pile-ups of ambiguously mapped reads", "36 pile-ups of MAPQ-0 reads.", 2 * n, None)
+    assert "no measured value in tolerance" in grade(ref, gold, off).reason

@@ -778,12 +778,17 @@ def multimappers(d: HistoneData, rng: np.random.Generator, background: float = 0
         if any(cc == k and ss < s0 + w + 5_000 and s0 < ss + ww + 5_000 for cc, ss, ww in loci):
             continue
         loci.append((k, s0, w))
+    piled = 0
     for k, s0, w in sorted(loci):
         n = int(rng.integers(*chip_reads_per_region))
+        piled += n
         for key, m in ((chip_key, n), (inp_key, int(round(n * input_ratio)))):
             add = _from_centres(rng, np.full(m, k), s0 + rng.random(m) * w, L)
             add.mapq[:] = 0
             d.libs[key] = d.libs[key].concat(add)
+    if loci:  # generative truth: the ChIP fragments the repeat pile-ups add (a size an analyst measures directly)
+        d.truth["pileup_fragments_chip"] = piled
+        d.truth["pileup_fraction_chip"] = round(piled / len(d.libs[chip_key]), 4)
     return d
 
 
