@@ -582,7 +582,7 @@ def evaluate_product(c: Check, got: Any, want: Any, golden: dict[str, Any], prod
     its bytes and refused unless the validator registered it; every reader bounds what it inflates. A `lines` product
     that is a corrected copy of one of the world's files (`inputs`) is read as the records the correction changed:
     the L1 prompt offers "a list of the affected items, or a corrected copy of the affected data file"."""
-    from graders.product_io import ProductRefused, check_compression
+    from graders.product_io import ProductRefused, check_compression, compression_of
 
     path, why = product_path(None if products is None else Path(products), got)
     if path is None:
@@ -600,10 +600,7 @@ def evaluate_product(c: Check, got: Any, want: Any, golden: dict[str, Any], prod
             credit, detail = _f1_credit(c, named, [str(x) for x in want], golden)
             return credit, f"{why}: a corrected copy of {', '.join(named)}: {detail}"
     accepted = ()
-    if original is not None:
-        from graders.product_io import compression_of
-
-        # a corrected copy in its original's own format: a bgzipped VCF copies a bgzipped VCF
+    if original is not None:  # a corrected copy in its original's own format: a bgzipped VCF copies a bgzipped VCF
         accepted = tuple(k for k in (compression_of(original),) if k and compression_of(path) == k)
     if c.kind == "product":
         from graders.registry import PRODUCT_VALIDATORS

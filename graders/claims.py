@@ -151,7 +151,7 @@ STATE_WORDS = frozenset("""
     low high many few missing duplicate duplicated duplicates truncated swap swapped mismatch mismatched wrong unsorted
     stale flip flipped shift shifted reset exceeds naming label labels units unit copy error errors normalised normalized
     unnormalized uncollapsed unmapped complemented unreferenced misaligned misalignment zero bottlenecked collisions
-    as to real rows records file table sample samples points spectra
+    real rows records file table sample samples points spectra
     """.split())
 
 

@@ -746,11 +746,14 @@ def test_a_request_never_answered_and_a_replaced_attempt_are_counted_as_lost_usa
     store = RunStore(tmp_path / "run")
     store.root.mkdir()
     msgs = [{"role": "system", "content": "You are a careful analyst. " * 40}, {"role": "user", "content": "go"}]
-    fast = RetryPolicy(attempts=3, timeout_s=1.0, deadline_s=30.0, base_s=0.01, cap_s=0.02)
-    with FakeOpenAI(script=[report("first"), slow(3), error(500), report("done")]) as srv:
+    # the answered calls get seconds to spare on a busy machine (a 1 s timeout let the first reply time out under the
+    # full suite's load: one more estimated call); the unanswered one sleeps twice the timeout
+    patient = RetryPolicy(attempts=3, timeout_s=30.0, deadline_s=60.0, base_s=0.01, cap_s=0.02)
+    fast = RetryPolicy(attempts=3, timeout_s=3.0, deadline_s=60.0, base_s=0.01, cap_s=0.02)
+    with FakeOpenAI(script=[report("first"), slow(6), error(500), report("done")]) as srv:
         monkeypatch.setenv("OPENAI_API_BASE", srv.url)
         with episode_attempt(key, store.journal.write) as lost_attempt:  # its record never comes (a killed worker)
-            assert call_model("openai/fake-model", msgs, step=0, policy=fast)[1].ok
+            assert call_model("openai/fake-model", msgs, step=0, policy=patient)[1].ok
         with episode_attempt(key, store.journal.write) as attempt:
             _, call = call_model("openai/fake-model", msgs, step=0, policy=fast)  # timeout, 500, then a reply
         assert len(srv.requests) == 4
