@@ -346,13 +346,14 @@ def _key_form(lines: list[str], known: set[str]) -> str:
     return best
 
 
-def _record_rows(original: Path, copy: Path, golden_items: list[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """Each file's rows by record key, the key read in the form the golden items name the original's rows."""
+def _record_rows(original: str, copy: str, golden_items: list[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Each file's rows (from its text) by record key, the key read in the form the golden items name the original's
+    rows."""
     known = {_norm(str(x)) for x in golden_items}
 
-    def data_lines(p: Path) -> list[str]:
+    def data_lines(text: str) -> list[str]:
         out = []
-        for line in _read_text(p).splitlines()[:MAX_PRODUCT_ROWS]:
+        for line in text.splitlines()[:MAX_PRODUCT_ROWS]:
             line = line.rstrip("\r\n")
             if line.strip() and not line.startswith("#"):
                 out.append(line)
@@ -416,35 +417,37 @@ def changed_record_readings(original: Path, copy: Path, golden_items: list[str])
     removed rows and edited others, the removed ones and the edited ones apart. Merging sequencing-error barcodes into
     their parents removes the errors and edits the parents' counts: the fixed records are the removed ones, as the
     edited ones are where a swapped label is put right in place."""
-    columns = _changed_columns(original, copy, golden_items)
+    text_a, text_b = _read_text(original), _read_text(copy)  # each file read (and inflated) once for both readings
+    columns = _changed_columns(text_a, text_b, golden_items)
     if columns is not None:
         return [columns]
-    a, b = _record_rows(original, copy, golden_items)
+    a, b = _record_rows(text_a, text_b, golden_items)
     changed = sorted(k for k in set(a) | set(b) if not _same_rows(a.get(k, []), b.get(k, [])))
     removed = [k for k in changed if k not in b]
     edited = [k for k in changed if k in a and k in b]
     return [changed] + [r for r in (removed, edited) if r and len(r) < len(changed)]
 
 
-def _changed_columns(original: Path, copy: Path, golden_items: list[str]) -> list[str] | None:
+def _changed_columns(original: str, copy: str, golden_items: list[str]) -> list[str] | None:
     """Where the golden items are columns of the original (samples of a genes x samples matrix), the columns a
-    corrected copy changes: those it removed or whose values differ, read by header name (blind study 16: two
-    technical replicates summed into one column, S06 into S02, is a copy that names both). None where the items
-    are not the original's columns: the copy is then read by rows."""
-    def table(p: Path) -> tuple[list[str], list[list[str]]]:
+    corrected copy (both given as text) changes: those it removed or whose values differ, read by header name (blind
+    study 16: two technical replicates summed into one column, S06 into S02, is a copy that names both). None where
+    the items are not the original's columns: the copy is then read by rows."""
+    def lines_of(text: str) -> list[str]:
         # a VCF's meta lines (##) are skipped and its #CHROM line is the header
-        lines = [ln for ln in _read_text(p).splitlines()[: MAX_PRODUCT_ROWS + 200] if ln.strip() and not ln.startswith("##")]
+        lines = [ln for ln in text.splitlines()[: MAX_PRODUCT_ROWS + 200] if ln.strip() and not ln.startswith("##")]
         if lines and lines[0].startswith("#"):
             lines[0] = lines[0][1:]
-        lines = [lines[0]] + [ln for ln in lines[1:] if not ln.startswith("#")] if lines else []
-        return (_fields(lines[0]), [_fields(ln) for ln in lines[1:]]) if lines else ([], [])
+        return [lines[0]] + [ln for ln in lines[1:] if not ln.startswith("#")] if lines else []
 
-    head_a, rows_a = table(original)
+    lines_a = lines_of(original)
+    head_a = _fields(lines_a[0]) if lines_a else []
     known = {_norm(str(x)) for x in golden_items}
-    where_a = [i for i, h in enumerate(head_a) if _norm(h) in known]
-    if not known or len(where_a) < len(known):
-        return None
-    head_b, rows_b = table(copy)
+    if not known or not known <= {_norm(h) for h in head_a}:
+        return None  # read the header alone before splitting every row
+    lines_b = lines_of(copy)
+    head_b = _fields(lines_b[0]) if lines_b else []
+    rows_a, rows_b = [_fields(ln) for ln in lines_a[1:]], [_fields(ln) for ln in lines_b[1:]]
     if len(rows_a) != len(rows_b):
         return None  # rows added or removed as well: not a column correction
     where_b = {_norm(h): i for i, h in enumerate(head_b)}
