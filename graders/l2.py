@@ -21,7 +21,9 @@ World score = mean(A, I, M, C), then in order:
                 on the same field), or a zero_if value check by the true value of a scored value check on the same
                 field: the trap's result is then not distinguishable from the sound answer (e.g. an empty trap list
                 where the reference calls nothing too: nothing to match is not a match; a trap that moved a
-                statistic by less than the zero_if's tolerance at this draw)
+                statistic by less than the zero_if's tolerance at this draw); nor where the world is not solvable
+                and the report declares its analysis unusable (its own claim qualifies the list it gives, which its
+                checks still score)
   unusable cap  a solvable world declared unusable                                -> min(score, unusable_cap)
   accuracy cap  A == 0: recognising the trap cannot pay for a wrong result        -> min(score, accuracy_cap)
 """
@@ -38,7 +40,7 @@ from graders.checks import PRODUCT_KINDS, CheckResult, get_path, product_path, r
 from graders.report import parse_report
 
 GRADER_ID = "graders.l2"
-GRADER_VERSION = "11"  # 11: a value check may name the generative truth's answer (truth_end, a list read as its length): any value from the reference solver's to the truth's is right (8 true genes and one more, against a reference calling 5 of them; H3K27me3 domains merged to the simulated total); 10: a structured entry reporting a declared nuisance must give a size the feature has in the world (Nuisance.size, as in L1); 9: an entry whose claiming part describes a declared nuisance is no invented trap; overlap strict_subset (a stricter call of true items earns full credit); a zero_if value check the truth itself passes is moot; 8: a trap handled in every value and named in the summary by its own patterns is recognised; an entry naming the world's trap beside one other is no invention; 7: a measured uncatalogued claim with the trap handled in the values is recognition
+GRADER_VERSION = "12"  # 12: the zero_if is not applied where an unsolvable world is declared unusable (the list given anyway is qualified by that claim; its checks score it); 11: a value check may name the generative truth's answer (truth_end, a list read as its length): any value from the reference solver's to the truth's is right (8 true genes and one more, against a reference calling 5 of them; H3K27me3 domains merged to the simulated total); 10: a structured entry reporting a declared nuisance must give a size the feature has in the world (Nuisance.size, as in L1); 9: an entry whose claiming part describes a declared nuisance is no invented trap; overlap strict_subset (a stricter call of true items earns full credit); a zero_if value check the truth itself passes is moot; 8: a trap handled in every value and named in the summary by its own patterns is recognised; an entry naming the world's trap beside one other is no invention; 7: a measured uncatalogued claim with the trap handled in the values is recognition
 ISSUES_FIELD = "issues_found"
 COMPONENTS = ("A", "I", "M", "C")
 # a trap the world does not have, asserted as changing the result: the report's conclusion rests on a fabrication,
@@ -242,6 +244,13 @@ def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw
         moot = _trap_is_the_reference(world, golden)
         if moot:
             caps.append(f"zero_if not applied: the sound answer itself matches the trap's result ({', '.join(moot)})")
+        elif not rub.solvable and get_path(report, rub.usable_field) is False and all(
+                r.credit >= 1.0 or _unread(c, report, products) for c, r in zip(rub.zero_if, zr)):
+            # the report says what this world's rubric holds, that no sound result can come from these data: a
+            # list it gives anyway is qualified by its own claim, not the trap's result reported as the result. Its
+            # value and overlap checks still score the list (no credit for calls the world says cannot be made)
+            caps.append("zero_if not applied: the report declares the analysis unusable, as this world is; the list it "
+                        "gives is qualified, and its checks score it")
         elif all(r.credit >= 1.0 for r in zr):
             caps.append("zero_if: trap followed without qualification")
             score = 0.0

@@ -1403,3 +1403,74 @@ def test_study_17_true_features_in_an_experts_words_are_not_claims_of_other_defe
     assert grade(ref, gold, rep).reason.count("measured value in tolerance") == 1
     off = _l1_report("repeat pile-ups of ambiguously mapped reads", "36 pile-ups of MAPQ-0 reads.", 2 * n, None)
     assert "no measured value in tolerance" in grade(ref, gold, off).reason
+
+
+@pytest.mark.parametrize("wid, code, key, words", [
+    ("histone.L1.integrity.build_mismatch", "genome_build_mismatch", "n_genes",
+     "genes.csv coordinates are offset from the BAMs' by a constant per contig (another genome build)"),
+    ("protein.L1.integrity.numbering_offset", "numbering_offset", "n_rows",
+     "residue numbering is offset by one position from the construct sequence"),
+    ("scrna.L1.integrity.feature_misalignment", "feature_misalignment", "n_genes",
+     "the feature list is shifted against the matrix rows (gene names misaligned)"),
+])
+def test_l1_a_whole_file_offset_is_measured_by_how_many_rows_it_moves(wid, code, key, words):
+    """Blind study 18 (histone build_mismatch): per-contig offsets measured within 100 bp, a corrected annotation
+    written, and value = 155, "the number of genes affected", graded DIAGNOSE-AND-ACT-PARTIAL (83.3): only an offset
+    was read as the size. The prompt's value is "how many records/reads/genes are affected, or the affected fraction, or
+    the shift/offset": an offset of a whole file moves every row, so that count is its size too. Half the count is
+    not."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.grade import grade
+
+    ref = load_suite().worlds[wid]
+    gold = read_golden(ref).values
+    assert ref.world.defect == code
+
+    def state(value):
+        return grade(ref, gold, json.dumps({"assessment": "usable_with_caveats", "summary": words, "issues": [
+            {"category": code.replace("_", " "), "severity": "blocking", "where": "all rows", "description": words,
+             "value": value, "action": "reported", "output": None}]})).status
+
+    assert state(gold[key]) == state(gold.get("offset", gold.get("feature_row_offset", gold.get("gene_offset_chr19"))))
+    assert state(gold[key] // 2) != state(gold[key])
+
+
+def test_l2_an_unsolvable_world_declared_unusable_is_not_zeroed_for_the_list_it_gives():
+    """Blind study 18 (bulkrna prefiltered_on_outcome): the analyst declared the outcome-filtered matrix unusable, named
+    the circular filter, and still gave a provisional list of 11 genes (8 true), a subset of the trap's 19: zeroed as
+    "trap followed without qualification". The report's own claim, the world's answer, qualifies the list: it scores its
+    recognition and its verdict, and the list's checks still give nothing for calls the world says cannot be made. The
+    same list called usable is the trap; a solvable world declared unusable keeps its zero_if."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.grade import grade
+
+    suite = load_suite()
+    ref = suite.worlds["bulkrna.L2.condition_de.prefiltered_on_outcome"]
+    gold = read_golden(ref).values
+    assert ref.world.rubric.solvable is False
+    trap = sorted(gold["trap_de_genes"])
+
+    def report(usable, genes):
+        return json.dumps({"test_condition": "treated", "reference_condition": "control", "de_genes": genes,
+                           "n_de_genes": len(genes), "up_genes": [], "down_genes": [], "de_table": "de.csv",
+                           "median_log2fc": 0.5, "method": {"design": "~condition", "normalization": "median of ratios",
+                                                            "samples_used": "all"},
+                           "issues_found": ["The genes were filtered on the treated/control fold change of these same "
+                                            "libraries: circular, the FDR is not controlled."],
+                           "analysis_usable": usable, "summary": "provisional"})
+
+    qualified = grade(ref, gold, report(False, trap[:12]))
+    assert qualified.score == pytest.approx(50.0), qualified.reason
+    assert grade(ref, gold, report(False, [])).score == pytest.approx(100.0)
+    assert grade(ref, gold, report(True, trap[:12])).score == 0.0
+    solvable = next(r for wid, r in sorted(suite.worlds.items()) if r.world.level == "L2" and r.world.rubric.solvable
+                    and r.world.rubric.zero_if and r.family.id == "bulkrna.L2.condition_de" and r.world.defect)
+    sg = read_golden(solvable).values
+    naive = {"test_condition": "treated", "reference_condition": "control", "de_genes": sg.get("trap_de_genes", []),
+             "n_de_genes": len(sg.get("trap_de_genes", [])), "up_genes": [], "down_genes": [], "de_table": "de.csv",
+             "median_log2fc": 0.0, "method": {"design": "~condition", "normalization": "x", "samples_used": "all"},
+             "issues_found": [], "analysis_usable": False, "summary": "x"}
+    g = grade(solvable, sg, json.dumps(naive))
+    assert "zero_if not applied: the report declares" not in " ".join(g.caps), (solvable.id, g.caps)
