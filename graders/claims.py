@@ -166,13 +166,15 @@ def subject_stems(code: str) -> list[str]:
 SUBJECT_ENDINGS = r"(?:e|es|s|ed|d|ing|ion|ions)?"
 
 
-def about_subject(code: str, issue: dict[str, Any]) -> bool:
+def about_subject(code: str, issue: dict[str, Any], subjects: Iterable[str] = ()) -> bool:
     """Whether an alarm's category or lead is about a defect's subject (`subject_stems`): "replicate_reproducibility"
     and "the two RNA replicates agree less well than expected" are about low_replicate_correlation's replicates,
-    whichever words say what is wrong with them."""
+    whichever words say what is wrong with them. `subjects`: the family's own words for it where the code's are all
+    state words or too short (`FamilyManifest.defect_subjects`: "AF1", "allele frequenc" for complemented_eaf), each
+    matched at a word start."""
     text = f"{category_text(issue.get('category'))} {lead(str(issue.get('description') or ''))}"
-    return any(re.search(rf"\b{re.escape(s)}{SUBJECT_ENDINGS}\b", text, flags=re.IGNORECASE)
-               for s in subject_stems(code))
+    return (any(re.search(rf"\b{re.escape(s)}{SUBJECT_ENDINGS}\b", text, flags=re.IGNORECASE) for s in subject_stems(code))
+            or any(re.search(rf"\b{re.escape(str(w).strip())}", text, flags=re.IGNORECASE) for w in subjects))
 
 
 def claimed_defect(catalog: dict[str, list[str]], issue: dict[str, Any]) -> str | None:

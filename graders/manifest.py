@@ -193,6 +193,11 @@ class FamilyManifest(Strict):
         default_factory=dict,
         description="defect (L1) or trap (L2) code -> regex patterns that name it in a report (gold side, never shown)",
     )
+    defect_subjects: dict[str, list[str]] = Field(default_factory=dict, description=(
+        "L1: defect code -> words that name what the defect is about where its code's own words do not (a column, a "
+        "quantity: complemented_eaf is about the allele frequency, AF1); an alarm in its own words about that subject "
+        "whose measured value passes the world's measure is the diagnosis (graders/claims.py about_subject). Each "
+        "word matches at a word start, any ending"))
     nuisance: list[Nuisance] = Field(default_factory=list, description=(
         "features every world of the family carries (or the listed `worlds`) that are real, harmless and measurable: "
         "reporting them is never an invention (graders/claims.py)"))
@@ -211,6 +216,16 @@ class FamilyManifest(Strict):
     def _schema_ok(cls, v: dict[str, Any]) -> dict[str, Any]:
         check_report_schema(v)
         return v
+
+    @model_validator(mode="after")
+    def _subject_codes(self) -> "FamilyManifest":
+        for code, words in self.defect_subjects.items():
+            if code not in self.defect_catalog:
+                raise ValueError(f"defect_subjects: {code!r} is not a code of this family's defect_catalog "
+                                 f"({', '.join(sorted(self.defect_catalog)) or 'empty'}); name one of them")
+            if not words or any(len(str(w).strip()) < 2 for w in words):
+                raise ValueError(f"defect_subjects.{code}: give one or more words of at least 2 characters")
+        return self
 
     @model_validator(mode="after")
     def _nuisance_codes(self) -> "FamilyManifest":

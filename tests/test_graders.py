@@ -1474,3 +1474,37 @@ def test_l2_an_unsolvable_world_declared_unusable_is_not_zeroed_for_the_list_it_
              "issues_found": [], "analysis_usable": False, "summary": "x"}
     g = grade(solvable, sg, json.dumps(naive))
     assert "zero_if not applied: the report declares" not in " ".join(g.caps), (solvable.id, g.caps)
+
+
+def test_l1_a_defect_whose_code_has_no_subject_word_is_recognised_by_the_familys_subject_words():
+    """Blind study 19 (gwas complemented_eaf): "allele_coding / effect-allele mislabel (AF1 and BETA refer to A2 = panel
+    REF)", AF1 = 1 - EUR_AF measured for all 2,573 SNPs, graded NOTICE-WRONG (16.7): the code's words ("complemented",
+    "eaf") are a state word and an acronym the alarm does not use, so no alarm in its own words could be about its
+    subject. The family names it (defect_subjects: AF1, the allele frequency): that alarm with its measured count is the
+    diagnosis; the same words with a wrong count, or the right count on another column, are not. A family that names a
+    subject for a code it does not catalogue is refused."""
+    import pydantic
+
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.grade import grade
+    from graders.manifest import FamilyManifest
+
+    ref = load_suite().worlds["gwas.L1.integrity.complemented_eaf"]
+    gold = read_golden(ref).values
+    n = gold["n_af_other_allele"]
+
+    def status(category, value):
+        return grade(ref, gold, json.dumps({"assessment": "usable_with_caveats", "summary": "see issues", "issues": [
+            {"category": category, "severity": "blocking", "where": "sumstats.tsv",
+             "description": "Checked against the panel; see the category.", "value": value, "action": "reported",
+             "output": None}]})).status
+
+    own = "allele_coding / effect-allele mislabel (AF1 and BETA refer to A2 = panel REF)"
+    assert status(own, n).startswith("DIAGNOSE"), status(own, n)
+    assert status(own, n // 2) == "NOTICE-WRONG"
+    assert status("SE column inconsistent with N", n) == "NOTICE-WRONG"
+    data = ref.family.model_dump()
+    data["defect_subjects"] = {"no_such_defect": ["AF1"]}
+    with pytest.raises(pydantic.ValidationError, match="defect_subjects"):
+        FamilyManifest.model_validate(data)
