@@ -49,3 +49,32 @@ def test_bam_has_no_program_line_and_is_indexed(tmp_path):
             assert "PG" not in bam.header.to_dict()
             assert bam.count("chr1", 0, 500) == 50
     assert digests[0] == digests[1]
+
+
+def test_atomic_writes_of_one_file_at_once_each_land_whole(tmp_path):
+    """Two freezes of one world at once write its lock at once (test_campaign's three-way freeze failed once under the
+    full suite: FileNotFoundError renaming `.x.lock.json.tmp`, which the other writer had already renamed away). Each
+    writer's temporary file is its own: every write lands whole and none raises, and no temporary file is left."""
+    import threading
+
+    from benchmark.suite.canonical import _atomic_write
+
+    path = tmp_path / "locks" / "w.lock.json"
+    errors: list[BaseException] = []
+    bodies = [bytes([65 + k]) * 50_000 for k in range(4)]
+
+    def writer(body: bytes) -> None:
+        try:
+            for _ in range(100):
+                _atomic_write(path, body)
+        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(b,)) for b in bodies]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert path.read_bytes() in bodies
+    assert [p.name for p in path.parent.iterdir()] == ["w.lock.json"]

@@ -11,6 +11,7 @@ import gzip
 import io
 import json
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -31,13 +32,19 @@ def canonical_gzip(data: bytes, name: str) -> bytes:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
+    """Write `path` whole or not at all. The temporary name is this process's and thread's own: two freezes of one
+    world at once (two terminals, `freeze_worlds` given a world twice) each rename a file of their own, and the last
+    rename wins with bytes that are identical anyway (a shared `.name.tmp` let one rename the other's file away)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 class CanonicalWriter:
