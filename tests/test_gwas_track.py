@@ -73,3 +73,24 @@ def test_a_corrected_copy_of_the_odds_ratio_table_needs_the_log(suite):
             scores.append(grade(ref, g, _l1(ref, g["n_rows"], "fixed.tsv", **kw), products=Path(d),
                                 inputs=ensure_built(ref)).score)
     assert scores[0] == 100.0 and scores[1] < 100.0, scores
+
+
+@pytest.mark.parametrize("name", ["clean", "recoded", "recoded_most", "sample_overlap", "strand"])
+def test_meta_hits_are_graded_against_the_meta_analysis_of_the_studies_as_simulated(suite, name):
+    """Issue 39 item 4: the meta worlds' hit list is graded against the generative truth (the recipe's own
+    inverse-variance meta-analysis of the two studies before study B re-codes a SNP, with the true error correlation),
+    not only against the reference solver. The reference recovers it (F1 >= 0.9, the check's bar); the trap (BETA
+    averaged unaligned, or the overlap ignored) does not, on every trap world."""
+    from graders.checks import f1_score
+
+    ref = suite.worlds[f"gwas.L2.meta.{name}"]
+    hits = next(c for c in ref.world.rubric.checks if c.id == "hits")
+    assert (hits.golden, hits.reference) == ("truth.meta_hits", "hits")
+    g = read_golden(ref).values
+    truth = g["truth"]["meta_hits"]
+    assert truth and f1_score(g["hits"], truth)[2] >= 0.9
+    trap = g["independent_hits"] if name == "sample_overlap" else g["trap_hits"]
+    if name == "clean":
+        assert sorted(trap) == sorted(truth)
+    else:
+        assert f1_score(trap, truth)[2] < 0.9

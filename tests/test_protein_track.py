@@ -110,3 +110,25 @@ def test_function_interface_is_gb1s_real_igg_fc_contacts():
         assert set(g["interface_positions"]) < set(IGG_FC_CONTACTS) - {"W43"}
         answers.add(tuple(g["interface_positions"]))
     assert len(answers) == 4
+
+
+def test_fitness_rubric_grades_against_olsons_own_counts_and_the_trap_misses_them():
+    """Issue 39 item 4: the fitness worlds' top-20 check is graded against the generative truth, the 20 fittest
+    variants of Olson's own (unthinned, unedited) counts among those this world's counts can measure, so a reference
+    solver that went wrong would not pass its own answer. The reference recovers the truth (F1 >= 0.8), the count of
+    beneficial variants is within 3% of it, and the low-count trap's ranking shares none of it."""
+    from benchmark.suite.freeze import read_golden
+    from graders.checks import f1_score
+
+    suite = load_suite()
+    for name in ("clean", "wt_norm", "low_counts", "low_counts_many"):
+        ref = suite.worlds[f"protein.L2.fitness.{name}"]
+        top = next(c for c in ref.world.rubric.checks if c.id == "top")
+        assert (top.golden, top.reference) == ("truth.top_variants", "top_variants")
+        g = read_golden(ref).values
+        assert len(g["truth"]["top_variants"]) == 20
+        assert f1_score(g["top_variants"], g["truth"]["top_variants"])[2] >= 0.8, name
+        assert abs(g["n_beneficial"] - g["truth"]["n_beneficial"]) <= 0.03 * g["truth"]["n_beneficial"], name
+        if name.startswith("low_counts"):
+            assert f1_score(g["trap_top"], g["truth"]["top_variants"])[2] < 0.2, name
+            assert not set(g["truth"]["low_coverage"]) & set(g["truth"]["top_variants"])

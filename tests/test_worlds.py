@@ -239,3 +239,41 @@ def _pinned_state():
 
     blas = [i for i in threadpool_info() if i.get("internal_api") == "openblas"]
     return numerics_pinned() and all(i["num_threads"] == 1 for i in blas), dict(os.environ)
+
+
+# L2 families of the tracks issue 39 names whose rubric has no check against the recipe's generative truth yet, each
+# with the reason; every other L2 world of those tracks must name its truth (a reference-solver error would otherwise
+# pass). Shrink this list; never grow it.
+TRUTH_GAPS = {
+    "gwas.L2.ldscore": "real UK Biobank statistics: the truth is a drawn inflation factor, not yet a checked quantity",
+    "histone.L2.quantify": "three worlds grade only against MACS3's calls",
+}
+
+
+def _truth_paths(check) -> set[str]:
+    return {v for v in (check.golden, check.truth_end, getattr(check, "universe", None), check.reference)
+            if isinstance(v, str) and v.startswith("truth.")}
+
+
+def test_l2_rubrics_of_the_new_tracks_grade_against_their_generative_truth():
+    """Issue 39 item 4: every L2 world of gwas, enhancer, protein, calorimetry and histone has a rubric check whose
+    golden is the recipe's generative truth, and its golden holds that truth, except the families listed in
+    TRUTH_GAPS (which must still lack it, so the list stays honest)."""
+    missing, stale = [], []
+    for ref in GRADED:
+        if not isinstance(ref.world, L2World) or ref.world.track not in ("gwas", "enhancer", "protein", "calorimetry",
+                                                                           "histone"):
+            continue
+        paths = set().union(*(_truth_paths(c) for c in ref.world.rubric.checks))
+        truth = read_golden(ref).values.get("truth") or {}
+        named = bool(paths) and all(p.split(".")[1] in truth for p in paths)
+        family = ref.id.rsplit(".", 1)[0]
+        if family in TRUTH_GAPS:
+            continue
+        if not named:
+            missing.append(ref.id)
+    for family in TRUTH_GAPS:
+        refs = [r for r in GRADED if r.id.startswith(family + ".")]
+        if refs and all(set().union(*(_truth_paths(c) for c in r.world.rubric.checks)) for r in refs):
+            stale.append(family)
+    assert missing == [] and stale == [], (missing, stale)

@@ -77,6 +77,7 @@ class Study:
     causal: list = field(default_factory=list)
     table: pd.DataFrame | None = None        # sumstats as written
     table_b: pd.DataFrame | None = None      # second study
+    table_b_coded: pd.DataFrame | None = None  # meta worlds: the second study before any SNP is re-coded (the truth's)
     ld: pd.DataFrame | None = None
     task: dict = field(default_factory=dict)
     truth: dict = field(default_factory=dict)
@@ -477,6 +478,7 @@ def second_study(st: Study, rng, n: int, recode_fraction: float = 0.0, strand: b
     st.cohorts = {"study_A": {BIOBANK_FULL: int(st.N)},
                   "study_B": {BIOBANK_INTERIM: shared, REPLICATION: int(n) - shared} if shared else {REPLICATION: int(n)}}
     b = _table(s, z, p, n)
+    st.table_b_coded = b.copy()
     m = rng.random(len(s)) < recode_fraction
     a1, a2 = b["A1"].copy(), b["A2"].copy()
     b.loc[m, "A1"], b.loc[m, "A2"] = a2[m], a1[m]
@@ -581,6 +583,16 @@ def set_task(st: Study, rng, kind: str) -> Study:
         # confounding inflation (chi-square / lambda; lambda 1 in the clean world)
         z = (st.table["BETA"] / st.table["SE"]).to_numpy() / np.sqrt(float(st.truth.get("lambda", 1.0)))
         st.truth["calibrated_hits"] = sorted(key_of(st.table)[2 * norm.sf(np.abs(z)) < 5e-8].tolist())
+    if kind == "meta" and st.table is not None and st.table_b_coded is not None:
+        # the generative truth the rubric grades against: the hits of a fixed-effect inverse-variance meta-analysis of
+        # the two studies as simulated, before study B re-codes any SNP, with their sampling errors' true correlation
+        # (the shared samples' rho; 0 for independent cohorts): var = (wa + wb + 2 rho sqrt(wa wb)) / (wa + wb)^2
+        a, b = st.table, st.table_b_coded
+        wa, wb = 1 / a["SE"].to_numpy() ** 2, 1 / b["SE"].to_numpy() ** 2
+        beta = (wa * a["BETA"].to_numpy() + wb * b["BETA"].to_numpy()) / (wa + wb)
+        rho = float(st.truth.get("overlap_rho", 0.0))
+        se = np.sqrt(wa + wb + 2 * rho * np.sqrt(wa * wb)) / (wa + wb)
+        st.truth["meta_hits"] = sorted(key_of(a)[2 * norm.sf(np.abs(beta / se)) < 5e-8].tolist())
     return st
 
 

@@ -58,6 +58,8 @@ GB1 = "MTYKLILNGKTLKGETTTEAVDAATAEKVFKQYANDNGVDGEWTYDDATKTFTVTE"   # residues 1-
 OLSON_WT = GB1[0] + "Q" + GB1[2:]                                # Olson 2014 library background: GB1 T2Q (Gln2)
 IGG_FC_INTERFACE = (27, 28, 31, 32, 35, 40, 42, 43)              # E27 K28 K31 Q32 N35 D40 E42 W43 (Sauer-Eriksson 1995)
 WT_COUNTS = (1759616, 3041819)                                   # Olson 2014 wild type: input, selected
+TRUTH_MIN_INPUT = 10   # a fitness world's truth counts a variant measurable from this many input reads (the prompt's scale)
+TRUTH_TOP_N = 20       # the prompt's "20 fittest"
 RT = 0.5925                                                      # kcal/mol at 25 C
 KJ = 4.184
 AA = "ACDEFGHIKLMNPQRSTVWY"
@@ -72,6 +74,7 @@ class Prot:
     truth: dict = field(default_factory=dict)
     dossier: dict | None = None
     offset: int = 0
+    true_fitness: pd.DataFrame | None = None  # fitness worlds: each variant's fitness from the substrate's own counts
 
 
 def _parse(seq: str, start: int = 2, background: str = GB1) -> list[tuple[int, str, str]]:
@@ -204,6 +207,14 @@ def olson_counts(sub: pd.DataFrame, rng, n: int, sel_keep: float, in_keep: float
                       "selected_count": list(sel) + [wt_sel]})
     t = t.drop_duplicates("variant").sort_values("variant", kind="stable").reset_index(drop=True)
     p = Prot(kind="fitness", table=t)
+    # the generative truth (issue 39: rubrics graded against it, not only against the reference solver): each
+    # variant's log2 enrichment over the wild type from Olson's own counts, before the world thins or edits them;
+    # measurable where the substrate has at least TRUTH_MIN_INPUT input reads
+    wt_ratio = np.log2((WT_COUNTS[1] + 0.5) / (WT_COUNTS[0] + 0.5))
+    true = pd.DataFrame({"variant": names,
+                         "fitness": np.log2((s["selected_ct"].to_numpy() + 0.5) / (s["input_ct"].to_numpy() + 0.5)) - wt_ratio,
+                         "measurable": s["input_ct"].to_numpy() >= TRUTH_MIN_INPUT})
+    p.true_fitness = true.drop_duplicates("variant").reset_index(drop=True)
     p.truth["wt_log2_ratio"] = round(float(np.log2((wt_sel + 0.5) / (wt_in + 0.5))), 4)
     return p
 
@@ -215,6 +226,8 @@ def low_coverage(p: Prot, rng, n_low: int, n_high: int, min_selected: int = 20) 
     r = np.sort(rng.choice(pool, int(rng.integers(n_low, n_high + 1)), replace=False))
     t.loc[r, "input_count"] = rng.integers(1, 4, len(r))
     p.truth["low_coverage"] = sorted(t.loc[r, "variant"].tolist())
+    if p.true_fitness is not None:  # their ratios are no longer measurable from this world's counts
+        p.true_fitness.loc[p.true_fitness["variant"].isin(p.truth["low_coverage"]), "measurable"] = False
     return p
 
 
@@ -372,6 +385,11 @@ def write(p: Prot, w: CanonicalWriter) -> None:
     if p.dossier is not None:
         w.files(p.dossier)
         return
+    if p.true_fitness is not None:
+        m = p.true_fitness[p.true_fitness["measurable"]]
+        o = m.assign(r=m["fitness"].round(6)).sort_values(["r", "variant"], ascending=[False, True])
+        p.truth["top_variants"] = o["variant"].head(TRUTH_TOP_N).tolist()
+        p.truth["n_beneficial"] = int((m["fitness"].round(6) > 0).sum())
     if p.truth:
         w.truth(**p.truth)
     files = {"meta.json": "this description"}
