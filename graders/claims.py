@@ -311,7 +311,8 @@ def nuisance_codes(nuisance: Iterable[Any], world_id: str, text: str, effect: bo
     """The catalogued codes that the nuisance features this text describes resemble (those claims are true of the
     world): a feature counts where it applies (`Nuisance.applies_to`) and one of its patterns matches. With `effect`
     (the text says it changes the result) only the features that can move a result (`can_move_result`) count. A
-    reported `value` must fit the feature's measured size in the world's `golden` (`Nuisance.fits_size`)."""
+    reported `value` must fit the feature's measured size in the world's `golden` (`Nuisance.fits_size`), and the items it names
+    the items that show the feature there (`Nuisance.fits_items`)."""
     return {n.resembles for n in _described(nuisance, world_id, text, value, golden)
             if n.resembles and (not effect or getattr(n, "can_move_result", False))}
 
@@ -337,4 +338,5 @@ def _described(nuisance: Iterable[Any], world_id: str, text: str, value: float |
                golden: dict | None = None) -> list[Any]:
     return [n for n in nuisance
             if n.applies_to(world_id) and any(re.search(p, text, flags=re.IGNORECASE) for p in n.patterns)
-            and (not hasattr(n, "fits_size") or n.fits_size(value, golden))]
+            and (not hasattr(n, "fits_size") or n.fits_size(value, golden))
+            and (not hasattr(n, "fits_items") or n.fits_items(text, golden))]

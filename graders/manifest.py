@@ -112,6 +112,12 @@ class Nuisance(Strict):
         "feature with a `value` more than `size_factor` times away from every one of them (a fraction also read as a "
         "percentage) reports a size the world does not have, so it claims the defect the feature resembles"))
     size_factor: float = Field(3.0, gt=1.0, description="how far a reported size may sit from the measured one")
+    items: list[str] = Field(default_factory=list, description=(
+        "golden keys whose lists hold the items (genes, SNPs, samples) that show the feature in each world, less those "
+        "of `not_items`: a report describing the feature where it names such items must name at least two of them, "
+        "and no more items that do not show it than ones that do (what it names is checked, not only its words)"))
+    not_items: list[str] = Field(default_factory=list, description=(
+        "golden keys whose lists' items do not show the feature (taken out of `items`; naming them counts against)"))
     can_move_result: bool = Field(False, description=(
         "true when the feature, though no trap, can move a borderline result (a small real effect a careful analyst "
         "may correct): a report that says its correction changed a call states a truth. False (the default): a claim "
@@ -128,6 +134,37 @@ class Nuisance(Strict):
         v = abs(value)
         return not readings or any((r == 0 and v == 0) or (r != 0 and v != 0 and
                                    1 / self.size_factor <= v / abs(r) <= self.size_factor) for r in readings)
+
+    def fits_items(self, text: str, golden: dict | None) -> bool:
+        """Whether a description names the items that show the feature in the world whose golden is given (blind
+        study 20: an analyst's "GZMM, CALM1, GZMH ... look like NK markers against the pooled rest but do not separate
+        NK from CD8 T cells" was charged as the one-vs-rest trap in a world where one-vs-rest does call exactly those
+        genes). No `items` declared or no golden to read: it fits (nothing contradicts it). Declared: it fits only where
+        it names at least two items that show the feature, and no more that do not; a description naming none (a bare
+        assertion of the trap with a made-up size) does not."""
+        import re
+
+        if not self.items or golden is None:
+            return True
+
+        def listed(keys: list[str]) -> set[str]:
+            out: set[str] = set()
+            for k in keys:
+                v = golden.get(k)
+                if isinstance(v, dict):
+                    v = list(v)
+                if isinstance(v, list):
+                    out |= {str(x) for x in v if isinstance(x, (str, int)) and str(x).strip()}
+            return out
+
+        shown, others = listed(self.items), listed(self.not_items)
+        shown -= others
+        if not shown:
+            return False
+        named = {x for x in shown | others
+                 if re.search(rf"(?<![A-Za-z0-9_.:-]){re.escape(x)}(?![A-Za-z0-9_:-]|\.\d)", text)}
+        good = len(named & shown)
+        return good >= min(2, len(shown)) and good >= len(named - shown)
 
     def applies_to(self, world_id: str) -> bool:
         """Whether the feature is present in this world (given by its id or its name within the family)."""

@@ -1508,3 +1508,39 @@ def test_l1_a_defect_whose_code_has_no_subject_word_is_recognised_by_the_familys
     data["defect_subjects"] = {"no_such_defect": ["AF1"]}
     with pytest.raises(pydantic.ValidationError, match="defect_subjects"):
         FamilyManifest.model_validate(data)
+
+
+def test_l2_a_nuisance_that_names_the_items_showing_it_is_a_truth_and_one_naming_none_is_the_trap():
+    """Blind study 20 (scrna markers, clean NK world): "one-vs-rest ranking is misleading here: GZMM (one-vs-rest AUC
+    0.84, min pairwise AUC 0.54), CALM1, GZMH, IFITM2 and HCST look like NK markers against the pooled rest ..." was
+    charged as the one-vs-rest trap (capped at 20), although one-vs-rest calls exactly those genes in that world without
+    their being markers against every population. The family declares the shared-programme feature with the golden
+    lists of the genes that show it (`Nuisance.items`): an entry naming them is a truth; the same words naming true
+    markers, or naming no gene (the alarmist's bare claim with a made-up size), claim the trap; in the trap world
+    itself the feature does not apply."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.l2 import invented_claims
+
+    suite = load_suite()
+    clean = suite.worlds["scrna.L2.markers.clean"]
+    golden = read_golden(clean).values
+    shown = sorted(set(golden["naive_significant_markers"]) - set(golden["marker_genes"]))
+    markers = sorted(golden["marker_genes"])
+
+    def entry(genes):
+        return {"issue": f"One-vs-rest ranking is misleading here: genes such as {', '.join(genes)} (one-vs-rest AUC "
+                         "0.84, min pairwise AUC 0.54) look like markers against the pooled rest but do not separate "
+                         "the target from its closest population. I used the worst-case pairwise score instead.",
+                "changes_result": True, "value": 0.54}
+
+    assert invented_claims(clean.world, clean.family, [entry(shown[:5])], golden) == []
+    assert invented_claims(clean.world, clean.family, [entry(markers[:5])], golden) == [("nonspecific_vs_rest", True)]
+    assert invented_claims(clean.world, clean.family, [entry(shown[:3] + markers[:4])], golden) == [
+        ("nonspecific_vs_rest", True)]
+    bare = {"issue": "nonspecific vs rest: present, and it changes the result (measured effect 17%)",
+            "changes_result": True, "value": 17}
+    assert invented_claims(clean.world, clean.family, [bare], golden) == [("nonspecific_vs_rest", True)]
+    assert invented_claims(clean.world, clean.family, [entry(shown[:5])]) == [], "no golden: nothing contradicts it"
+    n = next(n for n in clean.family.nuisance if n.resembles == "nonspecific_vs_rest")
+    assert not n.applies_to("scrna.L2.markers.nonspecific_vs_rest")

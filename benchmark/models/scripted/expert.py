@@ -46,6 +46,18 @@ def context(ref: WorldRef) -> str:
             "the only problem of its kind here. I re-ran the measurement on the raw files and it agrees.")
 
 
+def _measured(n: Any, ref: WorldRef) -> str:
+    """The feature's words, and where it declares the items that show it (`Nuisance.items`), the first five of them in
+    this world, named as an analyst who measured it names them."""
+    if not getattr(n, "items", None):
+        return n.feature
+    from benchmark.suite.freeze import read_golden
+
+    g = read_golden(ref).values
+    shown = {str(x) for k in n.items for x in (g.get(k) or [])} - {str(x) for k in n.not_items for x in (g.get(k) or [])}
+    return f"{n.feature}; here {', '.join(sorted(shown)[:5])} among {len(shown)}" if shown else n.feature
+
+
 def edits(name: str, ref: WorldRef) -> list[dict[str, Any]]:
     """The edits that turn the oracle's printed report into agent `name`'s."""
     w = ref.world
@@ -62,7 +74,7 @@ def edits(name: str, ref: WorldRef) -> list[dict[str, Any]]:
              "value": 0, "action": "none needed", "output": None} for s in sib]})
         out.append({"op": "extend", "key": "issues", "items": [
             {"category": n.feature, "severity": "warning", "where": "all files",
-             "description": f"{n.feature}. Measured, and harmless here: {n.why_harmless}", "value": None,
+             "description": f"{_measured(n, ref)}. Measured, and harmless here: {n.why_harmless}", "value": None,
              "action": "measured; no correction needed", "output": None} for n in nuis]})
         if name == "alarmist":
             out.append({"op": "extend", "key": "issues", "items": [
@@ -75,7 +87,7 @@ def edits(name: str, ref: WorldRef) -> list[dict[str, Any]]:
     out.append({"op": "extend", "key": "issues_found", "items": [
         f"No {s} in these data: checked with its own test and not present; it does not affect the result" for s in sib]})
     out.append({"op": "extend", "key": "issues_found", "items": [
-        f"{n.feature} (measured; harmless here: {n.why_harmless})" for n in nuis]})
+        f"{_measured(n, ref)} (measured; harmless here: {n.why_harmless})" for n in nuis]})
     # the structured form the prompt offers (graders.manifest ISSUE_ENTRY_NOTE): each sibling's check again, stated
     # affirmatively and flagged as not changing the result
     out.append({"op": "extend", "key": "issues_found", "items": [
