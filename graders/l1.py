@@ -44,7 +44,7 @@ from graders.checks import CheckResult, as_number, flatten_text, get_path, run_c
 from graders.report import parse_report
 
 GRADER_ID = "graders.l1"
-GRADER_VERSION = "12"  # 12: a family may name a defect's subject in its own words (defect_subjects: AF1 for complemented_eaf) where the code's words are state words or an acronym; 11: a corrected copy is read by the columns it changes where the golden items are the original's columns (two technical replicates summed into one; a sample dropped from, or relabelled in, a VCF), in the original's own compression (a bgzipped VCF); an alarm in its own words (no catalogued claim) about the defect's subject whose specific measured value passes a measure check is the diagnosis (replicates that "agree less well", r = 0.895); 10: a count equal to the items the golden lists passes where the issue's own list passes (1 failed sample, listed; 2 swapped files, their corrected copies side by side); 9: a count of affected items over a total the rubric measures passes the fraction it reproduces; another alarm naming the same defect may carry its measured value; 8: a corrected copy's rows are compared by value (integers exactly, other numbers to 9 significant digits: a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
+GRADER_VERSION = "13"  # 13: a fraction measured as its inverse where the issue states its value as a fold ("21.7x shallower": a depth ratio of 1/21.7); 12: a family may name a defect's subject in its own words (defect_subjects: AF1 for complemented_eaf) where the code's words are state words or an acronym; 11: a corrected copy is read by the columns it changes where the golden items are the original's columns (two technical replicates summed into one; a sample dropped from, or relabelled in, a VCF), in the original's own compression (a bgzipped VCF); an alarm in its own words (no catalogued claim) about the defect's subject whose specific measured value passes a measure check is the diagnosis (replicates that "agree less well", r = 0.895); 10: a count equal to the items the golden lists passes where the issue's own list passes (1 failed sample, listed; 2 swapped files, their corrected copies side by side); 9: a count of affected items over a total the rubric measures passes the fraction it reproduces; another alarm naming the same defect may carry its measured value; 8: a corrected copy's rows are compared by value (integers exactly, other numbers to 9 significant digits: a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
 INVENTED_COST = 1.5  # native points per invented catalogued defect on a challenge world
 
 STATE_SCORES: dict[str, float] = {
@@ -173,7 +173,12 @@ def _measure(rub, scope: dict[str, Any], golden: dict[str, Any], products: Path 
     (the rows) passes the fraction check it reproduces (7,654 non-integer values of 7,657 rows is the 0.9996 measured)."""
     results = run_checks(list(rub.measure), scope, golden, products)
     v = as_number(scope.get("value"))
-    if any(r.credit >= 1.0 for r in results) or v is None or v < 1 or v != int(v):
+    if any(r.credit >= 1.0 for r in results) or v is None:
+        return results
+    fold = _fold_form(rub, scope, golden, products, v)
+    if fold is not None:
+        return results + [fold]
+    if v < 1 or v != int(v):
         return results
     listed = _listed_count(rub, scope, golden, products, int(v), inputs)
     if listed is not None:
@@ -189,6 +194,29 @@ def _measure(rub, scope: dict[str, Any], golden: dict[str, Any], products: Path 
             if r.credit >= 1.0:
                 return results + [CheckResult(f"{f.id}_as_count", 1.0, f"{v:g} of {n:g} = {v / n:.4g}: {r.detail}")]
     return results
+
+
+# a number stated as a fold ("21.7x shallower", "a 19-fold drop", "20 times fewer")
+_FOLD = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:x|\u00d7|-?fold|times)(?!\w)", re.IGNORECASE)
+
+
+def _fold_form(rub, scope: dict[str, Any], golden: dict[str, Any], products: Path | None, v: float) -> CheckResult | None:
+    """A fraction measured as its inverse, where the issue's own words state its value as a fold: "HL60.final is
+    21.7x shallower than the others" (value 21.7) measures a depth ratio of 1/21.7 (blind study 21: graded "no measured
+    value" against the measured 0.053). A bare number above 1 is never read so; the words must say it is a fold."""
+    if v <= 1:
+        return None
+    text = _issue_text(scope)
+    if not any(abs(float(m.group(1)) - v) <= 1e-9 * v for m in _FOLD.finditer(text)):
+        return None
+    for c in rub.measure:
+        g = as_number(get_path(golden, c.golden)) if c.kind == "value" and c.golden else None
+        if g is None or not 0 < g < 1 or c.field != "value":
+            continue
+        r = run_check(c, {**scope, "value": 1 / v}, golden, products)
+        if r.credit >= 1.0:
+            return CheckResult(f"{c.id}_as_fold", 1.0, f"{v:g}-fold = {1 / v:.4g}: {r.detail}")
+    return None
 
 
 def _listed_count(rub, scope: dict[str, Any], golden: dict[str, Any], products: Path | None,

@@ -359,6 +359,10 @@ class Check(Strict):
         "which holds the reference's value at every key"))
     min_spearman: float | None = Field(None, ge=-1, le=1, description="product_table: Spearman over shared keys")
     min_share: float | None = Field(None, ge=0, le=1, description="product_table: share of keys within rel_tol/abs_tol")
+    also: list[str] = Field(default_factory=list, description=(
+        "product_table: golden keys of the same quantity under another standard definition (a generalised-least-"
+        "squares pooled effect beside the inverse-variance one where two studies' errors correlate): the table passes "
+        "against whichever it fits best (issue 38: two standard definitions, each accepted)"))
     validator: str | None = Field(None, description="product: registered product validator name")
     reference: str | None = Field(None, description=(
         "overlap/product_items/product_table scored against generative truth (`golden: truth.<key>`): the golden key "

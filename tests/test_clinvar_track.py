@@ -46,3 +46,28 @@ def _posterior_misfits(vcf) -> list[str]:
 def test_inheritance_edits_carry_the_pipelines_posteriors(wid):
     misfits = _posterior_misfits(ensure_built(SUITE.worlds[wid]) / "calls.vcf.gz")
     assert not misfits, f"{wid}: calls whose posteriors skip the prior (a tell of an edit): {misfits[:5]}"
+
+
+def test_contamination_is_measured_by_its_fraction_against_the_drawn_alpha():
+    """Blind study 20: an analyst who named the contaminated sample, its contaminant (NA10847, right) and a mixture
+    model's fraction (16.5%, the drawn alpha is 17.8%) and excluded the sample scored 83.3 "no measured value in
+    tolerance": the rubric measured only the sample count and the share of hom-ref calls with ALT reads. The fraction
+    itself (VerifyBamID's FREEMIX) is the defect's standard size; it is now graded against the recipe's alpha. A third
+    or twice the alpha does not pass (half of it is about the hom-ref share, the other measure, and passes as that)."""
+    from benchmark.suite.freeze import read_golden
+    from graders.grade import grade
+
+    ref = load_suite().worlds["clinvar.L1.integrity.sample_contamination"]
+    golden = read_golden(ref).values
+    alpha = golden["truth"]["contamination_fraction"]
+    assert 0.1 <= alpha <= 0.2 and golden["truth"]["contaminant"] != golden["contaminated_samples"][0]
+
+    def report(value):
+        return {"assessment": "usable_with_caveats", "summary": "one sample is contaminated", "issues": [
+            {"category": "sample contamination (cross-sample DNA mixture)", "severity": "blocking",
+             "where": f"sample {golden['contaminated_samples'][0]}",
+             "description": f"A binomial mixture fit of its allele depths gives a contamination fraction of {value:.3f}.",
+             "value": value, "action": "excluded the sample", "output": None}]}
+
+    scores = {v: grade(ref, golden, report(v)).reason for v in (round(alpha * 0.93, 3), alpha / 3, alpha * 2)}
+    assert [("no measured value" not in r) for r in scores.values()] == [True, False, False], scores

@@ -1544,3 +1544,55 @@ def test_l2_a_nuisance_that_names_the_items_showing_it_is_a_truth_and_one_naming
     assert invented_claims(clean.world, clean.family, [entry(shown[:5])]) == [], "no golden: nothing contradicts it"
     n = next(n for n in clean.family.nuisance if n.resembles == "nonspecific_vs_rest")
     assert not n.applies_to("scrna.L2.markers.nonspecific_vs_rest")
+
+
+def test_l1_a_fraction_stated_as_a_fold_is_measured_as_its_inverse():
+    """Blind study 21 (crispr low_depth_sample): "HL60.final ... is 21.7x shallower than the median of the others"
+    with value 21.7 graded "no measured value" against the depth ratio 0.053. A value the issue's words state as a
+    fold is read as the inverse fraction; the same number without fold words, or a wrong fold, measures nothing."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.grade import grade
+
+    ref = load_suite().worlds["crispr.L1.integrity.low_depth_sample"]
+    golden = read_golden(ref).values
+    sample = golden["low_depth_samples"][0]
+    # 15% off the ratio (the analyst's "median of the others"), and more than 20% from the median-reads measure (18),
+    # so only the fold reading can pass it
+    fold = round(1.15 / golden["low_depth_ratio"], 1)
+    assert abs(fold - golden["low_depth_median"]) > 0.2 * golden["low_depth_median"]
+
+    def reason(value, words):
+        report = {"assessment": "usable_with_caveats", "summary": "one sample is under-sequenced", "issues": [
+            {"category": "severely under-sequenced sample (low library depth)", "severity": "warning",
+             "where": f"counts.txt column {sample}", "description": words, "value": value,
+             "action": "flagged the sample", "output": None}]}
+        return grade(ref, golden, report).reason
+
+    assert "; measured value in tolerance" in reason(fold, f"{sample} is {fold}x shallower than the median sample.")
+    assert "; measured value in tolerance" in reason(fold, f"{sample} has {fold}-fold fewer reads than the median.")
+    assert "no measured value" in reason(fold, f"{sample} scores {fold} on our depth index.")
+    assert "no measured value" in reason(fold * 3, f"{sample} is {fold * 3:g}x shallower than the median sample.")
+
+
+def test_l2_a_pooled_effect_by_either_standard_fixed_effect_definition_passes(tmp_path):
+    """Blind study 21 (gwas meta sample_overlap): covariance-weighted (generalised least squares) pooled effects, the
+    minimum-variance fixed effect where two studies share samples, failed the inverse-variance ones (0.47 within
+    tolerance). The beta check accepts either standard definition (`also`); a table of neither still fails."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.checks import run_check
+
+    ref = load_suite().worlds["gwas.L2.meta.sample_overlap"]
+    golden = read_golden(ref).values
+    beta = next(c for c in ref.world.rubric.checks if c.id == "beta")
+    assert beta.also == ["meta_beta_gls"]
+    ivw, gls = golden["meta_beta"], golden["meta_beta_gls"]
+    assert sum(abs(ivw[k] - gls[k]) > beta.abs_tol for k in ivw) >= 0.2 * len(ivw), "the definitions must differ"
+
+    def credit(values):
+        (tmp_path / "m.csv").write_text("SNP,beta,se,p\n" + "".join(f"{k},{v},0.01,0.5\n" for k, v in values.items()))
+        return run_check(beta, {"table": "m.csv"}, golden, tmp_path).credit
+
+    assert credit(ivw) == 1.0 and credit(gls) == 1.0
+    assert credit({k: 2 * gls[k] - ivw[k] + 0.01 for k in ivw}) < 1.0

@@ -132,3 +132,24 @@ def test_fitness_rubric_grades_against_olsons_own_counts_and_the_trap_misses_the
         if name.startswith("low_counts"):
             assert f1_score(g["trap_top"], g["truth"]["top_variants"])[2] < 0.2, name
             assert not set(g["truth"]["low_coverage"]) & set(g["truth"]["top_variants"])
+
+
+def test_fitness_low_input_variants_named_and_shrunk_are_a_truth_not_the_low_count_trap():
+    """Blind study 21 (protein fitness wt_norm): "Low coverage: ... the naive top-20 by point estimate ... includes
+    A24Q:E42F (15 input reads), A24C:V29F (23), E19K:A24Q (29) and Y3W:D40Y (41); I ranked by an empirical-Bayes
+    posterior mean", flagged as changing the result, was capped at 20 as the low-count trap. The tail of variants
+    with tens of input reads is a declared nuisance that can move the edge of a top 20; an entry naming variants of that
+    tail (`thin_input_variants`) is a truth, one naming none (a bare claim of the trap) is not."""
+    from benchmark.suite.freeze import read_golden
+    from graders.l2 import invented_claims
+
+    ref = load_suite().worlds["protein.L2.fitness.wt_norm"]
+    golden = read_golden(ref).values
+    thin = golden["thin_input_variants"][:4]
+    named = {"issue": f"Low coverage: the naive top-20 by point estimate includes {', '.join(thin)} (15-41 input reads, "
+                      "Poisson SE up to 0.5 log2); I ranked by an empirical-Bayes posterior mean instead, which "
+                      "replaces 4 of them.", "changes_result": True, "value": 4}
+    bare = {"issue": "Low coverage: low-count variants dominate the ranking (measured effect 17%).",
+            "changes_result": True, "value": 17}
+    assert invented_claims(ref.world, ref.family, [named], golden) == []
+    assert invented_claims(ref.world, ref.family, [bare], golden) == [("low_counts", True)]

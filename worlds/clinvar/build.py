@@ -377,6 +377,7 @@ def contaminate(data: VcfData, rng, alpha: float) -> VcfData:
         alt = int(rng.binomial(depth, p)) if depth else 0
         vals[j] = f"{depth - alt},{alt}"
         r[9 + si] = ":".join(vals)
+    data.truth = {**data.truth, "contamination_fraction": float(alpha), "contaminant": cont}
     return data
 
 

@@ -174,15 +174,24 @@ def align(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     return m[sign != 0].reset_index(drop=True)
 
 
-def meta_table(a: pd.DataFrame, b: pd.DataFrame, aligned: bool = True, rho: float = 0.0) -> pd.DataFrame:
+def meta_table(a: pd.DataFrame, b: pd.DataFrame, aligned: bool = True, rho: float = 0.0,
+               gls: bool = False) -> pd.DataFrame:
     """Fixed-effect inverse-variance meta-analysis; `rho`, the correlation of the two studies' sampling errors (shared
-    samples), adds the covariance term: var = (wa + wb + 2 rho sqrt(wa wb)) / (wa + wb)^2 (Lin & Sullivan 2009)."""
+    samples), adds the covariance term: var = (wa + wb + 2 rho sqrt(wa wb)) / (wa + wb)^2 (Lin & Sullivan 2009).
+    `gls`: the generalised (covariance-weighted) fixed effect instead, weights 1' Sigma^-1 with Sigma's off-diagonal
+    rho sa sb: the minimum-variance pooled effect, var = 1 / (1' Sigma^-1 1); the same as inverse-variance at rho 0."""
     from scipy.stats import norm as _norm
 
     m = align(a, b) if aligned else a.merge(b, on="SNP", suffixes=("_a", "_b"))
     wa, wb = 1 / m["SE_a"] ** 2, 1 / m["SE_b"] ** 2
     beta = (wa * m["BETA_a"] + wb * m["BETA_b"]) / (wa + wb)
     se = np.sqrt(wa + wb + 2 * rho * np.sqrt(wa * wb)) / (wa + wb)
+    if gls:
+        va, vb = m["SE_a"] ** 2, m["SE_b"] ** 2
+        cov = rho * m["SE_a"] * m["SE_b"]
+        ga, gb = vb - cov, va - cov  # Sigma^-1 1, up to the determinant
+        beta = (ga * m["BETA_a"] + gb * m["BETA_b"]) / (ga + gb)
+        se = np.sqrt((va * vb - cov ** 2) / (ga + gb))
     return pd.DataFrame({"SNP": m["SNP"], "beta": beta, "se": se, "p": 2 * _norm.sf(np.abs(beta / se))})
 
 

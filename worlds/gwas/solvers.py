@@ -114,7 +114,7 @@ def l2_ldscore(world_dir: Path, world) -> dict:
             "raw_chisq": {s: round(float(r.loc[s]), 3) for s in sorted(top)}}
 
 
-@solver("gwas.L2.meta", version="2")
+@solver("gwas.L2.meta", version="3")  # 3: meta_beta_gls / meta_se_gls where the studies' errors correlate
 def l2_meta(world_dir: Path, world) -> dict:
     d = Path(world_dir)
     a, b = A.read(d / "study_A.tsv"), A.read(d / "study_B.tsv")
@@ -137,7 +137,19 @@ def l2_meta(world_dir: Path, world) -> dict:
             "meta_beta": {s: round(float(m.loc[s, "beta"]), 6) for s in keys},
             "meta_se": {s: round(float(m.loc[s, "se"]), 7) for s in se_keys},
             "independent_se": {s: round(float(indep.loc[s, "se"]), 7) for s in se_keys},
-            "trap_beta": {s: round(float(nv.loc[s, "beta"]), 6) for s in recoded[:60]}}
+            "trap_beta": {s: round(float(nv.loc[s, "beta"]), 6) for s in recoded[:60]},
+            **_gls(a, b, use, keys, se_keys)}
+
+
+def _gls(a: pd.DataFrame, b: pd.DataFrame, rho: float, keys: list, se_keys: list) -> dict:
+    """Where the two studies share samples (rho != 0), the same pooled effects and standard errors by generalised
+    least squares (covariance weights), the other standard fixed-effect definition (blind study 21: an analyst's
+    covariance-weighted effects failed the inverse-variance ones). Nothing where the studies are independent."""
+    if not rho:
+        return {}
+    g = A.meta_table(a, b, rho=rho, gls=True).set_index("SNP")
+    return {"meta_beta_gls": {s: round(float(g.loc[s, "beta"]), 6) for s in keys},
+            "meta_se_gls": {s: round(float(g.loc[s, "se"]), 7) for s in se_keys}}
 
 
 @solver("gwas.L2.loci", version="1")

@@ -704,6 +704,33 @@ def expected_global_log2fc(d: HistoneData, frip: float) -> float:
     return float(np.log2((frip * scale + bg) / (frip + bg)))
 
 
+@recipe("histone", "promoter_truth")
+def promoter_truth(d: HistoneData, rng: np.random.Generator) -> HistoneData:
+    """The generative truth a promoter-quantification rubric grades against (issue 39 item 4), drawn from nothing:
+    each gene's simulated mark at its promoter, over the window the reference reads (the published mark's): for
+    H3K4me3 its peak's fragment count (0 without a peak; the peak sits 150 bp downstream of the TSS), for H3K27me3 the
+    bp of domains within 2.5 kb of the TSS weighted by each domain's fold enrichment; and the Spearman of that
+    occupancy with the published expression. Copy-number gains, duplicates and jackpots are edits of the libraries,
+    not of the cells' chromatin, so they leave it as it is."""
+    mark = next(iter(d.files.values())).rsplit("_", 1)[0]
+    g = d.genes.reset_index(drop=True)
+    occ = np.zeros(len(g))
+    if mark == "H3K4me3":
+        n = d.peaks.set_index("gene_id")["n_frag"]
+        occ = g["gene_id"].map(n).fillna(0.0).to_numpy(dtype=float)
+    else:
+        for c, dom in d.domains.groupby("chrom"):
+            m = np.flatnonzero((g["chrom"] == c).to_numpy())
+            lo, hi = g["tss"].to_numpy()[m] - 2500, g["tss"].to_numpy()[m] + 2500
+            for s0, e0, fe in zip(dom.start.to_numpy(), dom.end.to_numpy(), dom.fe.to_numpy()):
+                occ[m] += np.clip(np.minimum(hi, e0) - np.maximum(lo, s0), 0, None) * float(fe)
+    from scipy.stats import spearmanr
+
+    d.truth["promoter_occupancy"] = {str(k): round(float(v), 2) for k, v in zip(g["gene_id"], occ)}
+    d.truth["occupancy_expression_spearman"] = round(float(spearmanr(occ, g["gene_expression"]).statistic), 4)
+    return d
+
+
 @recipe("histone", "blacklist")
 def blacklist(d: HistoneData, rng: np.random.Generator, n_regions: int = 20, pileup_regions: int = 0,
               chip_reads_per_region: tuple = (150, 400), input_ratio: float = 0.25) -> HistoneData:

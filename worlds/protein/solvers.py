@@ -70,7 +70,10 @@ def make_renumber(src: Path, dest: Path) -> None:
     t.to_csv(dest, index=False)
 
 
-@solver("protein.L2.fitness", version="1")
+THIN_INPUT = 100  # "tens of reads": the measured-but-noisy tail of input counts a careful analyst may shrink
+
+
+@solver("protein.L2.fitness", version="2")  # 2: thin_input_variants, the measured variants with tens of input reads
 def l2_fitness(world_dir: Path, world) -> dict:
     t = pd.read_csv(Path(world_dir) / "counts.csv")
     f = A.fitness_table(t)
@@ -83,6 +86,7 @@ def l2_fitness(world_dir: Path, world) -> dict:
     low = sorted(t.loc[(t["variant"] != "WT") & (t["input_count"] < A.MIN_INPUT), "variant"])
     return {"top_variants": A.top(f), "n_beneficial": int((f["fitness"].round(6) > 0).sum()),
             "n_measured": int(len(f)), "n_low_input": len(low), "low_input_variants": low,
+            "thin_input_variants": sorted(f.loc[f["input_count"] < THIN_INPUT, "variant"]),
             "wt_log2_ratio": round(float(np.log2((wt["selected_count"] + A.PSEUDO) / (wt["input_count"] + A.PSEUDO))), 4),
             "fitness": {k: round(float(fm[k]), 4) for k in keys},
             "trap_top": A.top(raw), "n_trap_beneficial": int((raw["fitness"].round(6) > 0).sum()),
