@@ -244,9 +244,7 @@ def _pinned_state():
 # L2 families of the tracks issue 39 names whose rubric has no check against the recipe's generative truth yet, each
 # with the reason; every other L2 world of those tracks must name its truth (a reference-solver error would otherwise
 # pass). Shrink this list; never grow it.
-TRUTH_GAPS = {
-    "gwas.L2.ldscore": "real UK Biobank statistics: the truth is a drawn inflation factor, not yet a checked quantity",
-}
+TRUTH_GAPS: dict[str, str] = {}
 
 
 def _truth_paths(check) -> set[str]:

