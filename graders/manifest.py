@@ -161,8 +161,10 @@ class Nuisance(Strict):
         shown -= others
         if not shown:
             return False
-        named = {x for x in shown | others
-                 if re.search(rf"(?<![A-Za-z0-9_.:-]){re.escape(x)}(?![A-Za-z0-9_:-]|\.\d)", text)}
+        # the names the text states: runs of name characters less a sentence's trailing stop ("HCST." is HCST), read
+        # in one pass whatever the size of the lists (a report's entries are agent-controlled)
+        tokens = {t.rstrip(".:") for t in re.findall(r"[A-Za-z0-9_.:-]+", text)}
+        named = tokens & (shown | others)
         good = len(named & shown)
         return good >= min(2, len(shown)) and good >= len(named - shown)
 
