@@ -97,6 +97,18 @@ class TrackManifest(Strict):
         return v
 
 
+def _listed(golden: dict, keys: list[str]) -> set[str]:
+    """The items of the golden lists (or mappings' keys) named by `keys`, as strings."""
+    out: set[str] = set()
+    for k in keys:
+        v = golden.get(k)
+        if isinstance(v, dict):
+            v = list(v)
+        if isinstance(v, list):
+            out |= {str(x) for x in v if isinstance(x, (str, int)) and str(x).strip()}
+    return out
+
+
 class Nuisance(Strict):
     """A feature of the family's worlds that is present, harmless to the question and measurable (issue 38): a
     careful analyst who measures and reports it states a truth, never an invented defect. The grader and the LLM
@@ -146,19 +158,7 @@ class Nuisance(Strict):
 
         if not self.items or golden is None:
             return True
-
-        def listed(keys: list[str]) -> set[str]:
-            out: set[str] = set()
-            for k in keys:
-                v = golden.get(k)
-                if isinstance(v, dict):
-                    v = list(v)
-                if isinstance(v, list):
-                    out |= {str(x) for x in v if isinstance(x, (str, int)) and str(x).strip()}
-            return out
-
-        shown, others = listed(self.items), listed(self.not_items)
-        shown -= others
+        shown, others = self.shown_items(golden), _listed(golden, self.not_items)
         if not shown:
             return False
         # the names the text states: runs of name characters less a sentence's trailing stop ("HCST." is HCST), read
@@ -167,6 +167,10 @@ class Nuisance(Strict):
         named = tokens & (shown | others)
         good = len(named & shown)
         return good >= min(2, len(shown)) and good >= len(named - shown)
+
+    def shown_items(self, golden: dict) -> set[str]:
+        """The items that show the feature in the world whose golden is given: `items` less `not_items`."""
+        return _listed(golden, self.items) - _listed(golden, self.not_items)
 
     def applies_to(self, world_id: str) -> bool:
         """Whether the feature is present in this world (given by its id or its name within the family)."""

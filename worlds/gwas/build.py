@@ -590,7 +590,9 @@ def set_task(st: Study, rng, kind: str) -> Study:
     if kind == "meta" and st.table is not None and st.table_b_coded is not None:
         # the generative truth the rubric grades against: the hits of a fixed-effect inverse-variance meta-analysis of
         # the two studies as simulated, before study B re-codes any SNP, with their sampling errors' true correlation
-        # (the shared samples' rho; 0 for independent cohorts): var = (wa + wb + 2 rho sqrt(wa wb)) / (wa + wb)^2
+        # (the shared samples' rho; 0 for independent cohorts): var = (wa + wb + 2 rho sqrt(wa wb)) / (wa + wb)^2.
+        # Written out here rather than calling the solver's meta_table: a truth computed by the solver's code would
+        # pass the solver's errors.
         a, b = st.table, st.table_b_coded
         wa, wb = 1 / a["SE"].to_numpy() ** 2, 1 / b["SE"].to_numpy() ** 2
         beta = (wa * a["BETA"].to_numpy() + wb * b["BETA"].to_numpy()) / (wa + wb)

@@ -53,8 +53,7 @@ def _measured(n: Any, ref: WorldRef) -> str:
         return n.feature
     from benchmark.suite.freeze import read_golden
 
-    g = read_golden(ref).values
-    shown = {str(x) for k in n.items for x in (g.get(k) or [])} - {str(x) for k in n.not_items for x in (g.get(k) or [])}
+    shown = n.shown_items(read_golden(ref).values)
     return f"{n.feature}; here {', '.join(sorted(shown)[:5])} among {len(shown)}" if shown else n.feature
 
 
