@@ -153,3 +153,51 @@ def test_fitness_low_input_variants_named_and_shrunk_are_a_truth_not_the_low_cou
             "changes_result": True, "value": 17}
     assert invented_claims(ref.world, ref.family, [named], golden) == []
     assert invented_claims(ref.world, ref.family, [bare], golden) == [("low_counts", True)]
+
+
+def _l1_grade(world: str, issues: list[dict], assessment: str = "usable_with_caveats"):
+    from benchmark.suite.freeze import read_golden
+    from graders.l1 import grade_l1
+
+    ref = load_suite().worlds[f"protein.L1.integrity.{world}"]
+    report = {"assessment": assessment, "issues": issues, "summary": "checked the table"}
+    return grade_l1(ref.world, ref.family, read_golden(ref).values, report)
+
+
+def _warning(category: str, description: str, value) -> dict:
+    return {"category": category, "severity": "warning", "where": "stability.csv", "description": description,
+            "value": value, "action": "noted; no value changed", "output": None}
+
+
+def test_a_library_that_stops_at_mild_substitutions_reported_as_censored_is_a_truth():
+    """Blind study 22 (protein L1 boundary_neutral, 50 OVER-CAUTIOUS): an expert who measured that ddG stops at +0.60
+    kcal/mol and that 403 of 936 substitutions are absent, and rated the sound table usable with that caveat, stated
+    what the data are (the world draws its variants among the scan's ddG < 0.6). Both features are declared nuisances
+    (`size`: the golden's n_absent_substitutions), so the caveat is full marks however it is worded; a missing-value
+    claim (the catalogued defect the absences resemble) at a size the world does not have is still an invention, and a
+    censoring caveat on a world with no ceiling is still an unneeded caution."""
+    censored = [
+        _warning("selection / censoring of destabilising variants", "The ddG distribution stops abruptly at +0.600 "
+                 "kcal/mol: none above 0.6 although a normal fit predicts 15; 403 of 936 substitutions are absent, "
+                 "mostly at buried positions.", 403),
+        _warning("truncated ddG range", "No variant has ddG greater than 0.6 kcal/mol; the table looks truncated at "
+                 "that cut-off, so destabilising substitutions are not represented.", 0.6),
+        _warning("library biased toward stabilising substitutions", "The library looks selected for mild or "
+                 "stabilising substitutions (71% have ddG < 0).", 0.71),
+        _warning("missing substitutions", "Missing substitutions: only 533 of 1,045 possible single substitutions are "
+                 "in the table; A26 and W43 have none.", 512),
+    ]
+    for issue in censored:
+        g = _l1_grade("boundary_neutral", [issue])
+        assert g.state == "CLEAN-CORRECT" and not g.invented, (issue["category"], g.reason)
+    # the absences are true of every world (each is a subset of the scan): not the missing-value defect on sound data
+    g = _l1_grade("clean", [censored[3]])
+    assert g.state == "CLEAN-CORRECT" and not g.invented, g.reason
+    invented = _warning("missing values", "17 variants have missing values written as 0 in dG_mut and ddG.", 17)
+    g = _l1_grade("clean", [invented])
+    assert g.state == "FABRICATED" and g.invented == ["missing_zero"], g.reason
+    # a missing-value claim dressed in the absences' words, at a size no absence count has, is the defect claimed
+    dressed = _warning("missing substitutions", "Missing variants: 17 rows are missing and written as 0.", 17)
+    assert _l1_grade("clean", [dressed]).invented == ["missing_zero"]
+    # the clean world's ddG runs to 3.7 kcal/mol: a censoring caveat there is a caution the data do not call for
+    assert _l1_grade("clean", [censored[1]]).state == "OVER-CAUTIOUS"

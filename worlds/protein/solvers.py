@@ -3,7 +3,8 @@
 protein.L1.integrity   worlds.protein.analysis.detect: duplicated variants, numbering against construct.fasta (constant
                        offset vs isolated wild-type mismatches), missing values written as 0, plates in kJ/mol (plate
                        wild-type control 4.184x the others), ddG against dG_wt - dG_mut (sign, reference); corrected
-                       reference rows for the product validator.
+                       reference rows for the product validator; the substitutions the table leaves out and its
+                       highest ddG (the sizes of its nuisance features, v2).
 protein.L2.fitness     log2 enrichment (pseudocount 0.5) relative to the wild type, variants with < 10 input reads
                        not measured; the 20 fittest, the number fitter than the wild type.
 protein.L2.function    binding effect = fitness - log2(f(G - ddG) / f(G)), two-state folding (G = dG_background);
@@ -25,7 +26,7 @@ from graders.registry import product_validator
 from worlds.protein import analysis as A
 
 
-@solver("protein.L1.integrity", version="1")
+@solver("protein.L1.integrity", version="2")
 def l1_integrity(world_dir: Path, world) -> dict:
     return A.detect(world_dir)
 
