@@ -33,3 +33,29 @@ def test_composition_reference_recovers_the_truth_and_the_trap_does_not(name):
     else:
         assert g["trap_changed"] and g["trap_changed"] != g["truth"]["changed"]
         assert set(g["null_padj"]) - set(g["truth"]["changed"]), "the trap must call a null population"
+
+
+def test_a_strict_marker_panel_of_true_markers_earns_the_calibration_credit():
+    """Blind studies 20 and 23: analysts who required AUROC >= 0.75 and a two-fold change against every population
+    called 7 markers (of 29) and 8 (of 66), all true, and lost the calibration credit to a floor of 10. A panel of at
+    least 5 true markers identifies the population (`strict_subset: 5` in every markers world); 4, or 8 with two false
+    ones, or the golden's first 5 with the trap's inflation, do not."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.checks import run_check
+
+    strict = 0
+    for name in ("clean", "confound_lane", "nonspecific_vs_rest", "unnormalised_depth"):
+        ref = load_suite().worlds[f"scrna.L2.markers.{name}"]
+        c = next(c for c in ref.world.rubric.checks if c.id == "calibrated")
+        gold = read_golden(ref).values
+        true = list(gold[c.golden])
+        for n in (5, 7, 8):
+            assert run_check(c, {c.field: true[:n]}, gold).credit == 1.0, (name, n)
+        assert run_check(c, {c.field: true[:5] + [f"FAKE{i}" for i in range(60)]}, gold).credit == 0.0, name
+        if len(true) < 25:  # a short golden set: 5-8 true markers clear the F1 bar itself
+            continue
+        strict += 1  # where only the stricter-call rule credits them: at most the F1 bar's partial credit otherwise
+        assert run_check(c, {c.field: true[:4]}, gold).credit < 1.0, name
+        assert run_check(c, {c.field: true[:6] + ["NOT_A_GENE1", "NOT_A_GENE2"]}, gold).credit < 1.0, name
+    assert strict >= 2

@@ -701,10 +701,12 @@ def write(st: Study, w: CanonicalWriter) -> None:
         files["sumstats.tsv"] = ("association summary statistics (fastGWA-like, tab-separated: CHR POS A1 A2 N AF1 BETA SE P; "
                                  "A1 = effect allele, AF1 = its frequency, BETA per copy of A1 in trait SD units)")
         if st.a1_is_alt:
+            # the regression's own coding, not a label: with "codes A1 as ALT" alone, two blind analysts (studies 19
+            # and 23) read the ALT label as pasted on by the pipeline and BETA as following a mismatched AF1
             files["sumstats.tsv"] = ("association summary statistics (tab-separated: CHR POS A1 A2 N AF1 BETA SE P; A1 = "
-                                     "effect allele, which the consortium pipeline codes as the ALT allele of the reference "
-                                     "panel for every SNP; AF1 = its frequency in the cohort, BETA per copy of A1 in trait "
-                                     "SD units)")
+                                     "effect allele: the consortium pipeline regresses the trait on the dosage of the "
+                                     "reference panel's ALT allele for every SNP and writes that allele as A1; AF1 = its "
+                                     "frequency in the cohort, BETA per copy of A1 in trait SD units)")
         if st.cases:
             files["sumstats.tsv"] = ("association summary statistics of a case-control study (tab-separated: CHR POS A1 A2 N "
                                      "AF1 BETA SE P; A1 = effect allele, AF1 = its frequency in the cohort (cases and "
