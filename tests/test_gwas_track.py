@@ -109,3 +109,49 @@ def test_ldscore_truth_is_the_hits_before_the_drawn_confounding(suite, name):
     truth = set(g["truth"]["calibrated_hits"])
     assert set(g["hits_required"]) <= truth
     assert len(truth - set(g["hits_required"]) - set(g["hits_allowed"])) <= 0.05 * len(truth)
+
+
+def test_a_complemented_eaf_copy_is_right_with_beta_for_either_allele_consistently(tmp_path):
+    """Blind studies 19, 23 and 24: three analysts of three who found that AF1 is the other allele's frequency read the
+    counted allele as that other one and negated BETA with AF1, asking the provider to confirm; the table alone cannot
+    tell that from a wrong AF1 column alone. Either copy is right where the complemented EAF is the only finding, if one
+    orientation holds for >= 90% of the sample and AF1 is corrected; BETA negated without AF1 corrected, or negated on
+    half the rows, is not; in a world with swapped labels BETA's sign is still checked."""
+    import pandas as pd
+
+    from benchmark.suite.freeze import ensure_built, read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.registry import PRODUCT_VALIDATORS
+
+    import worlds.gwas.solvers  # noqa: F401 - registers the validator
+
+    validate = PRODUCT_VALIDATORS.get("gwas.corrected_sumstats").fn
+    suite = load_suite()
+
+    def copy(world: str, edit) -> tuple[float, str]:
+        ref = suite.worlds[world]
+        t = pd.read_csv(ensure_built(ref) / "sumstats.tsv", sep="\t")
+        path = tmp_path / f"{world}.{len(list(tmp_path.iterdir()))}.tsv"
+        edit(t).to_csv(path, sep="\t", index=False)
+        return validate(path, read_golden(ref).values, None)
+
+    def af(t):
+        return t.assign(AF1=1 - t["AF1"])
+
+    def beta(t):
+        return t.assign(BETA=-t["BETA"])
+
+    def half(t):
+        return af(t).assign(BETA=[-b if i % 2 else b for i, b in enumerate(t["BETA"])])
+
+    world = "gwas.L1.integrity.complemented_eaf"
+    assert copy(world, af)[0] == 1.0
+    assert copy(world, lambda t: beta(af(t)))[0] == 1.0
+    swapped = lambda t: t.rename(columns={"A1": "A2", "A2": "A1"})  # noqa: E731 - the labels exchanged instead
+    assert copy(world, swapped)[0] == 1.0
+    assert copy(world, beta)[0] == 0.0
+    assert copy(world, half)[0] == 0.0
+    assert copy(world, lambda t: t)[0] == 0.0
+    other = "gwas.L1.integrity.log10_p"
+    fixed = lambda t: t.assign(P=10 ** -t["P"])  # noqa: E731
+    assert copy(other, fixed)[0] == 1.0 and copy(other, lambda t: beta(fixed(t)))[0] == 0.0

@@ -28,19 +28,25 @@ def l1_integrity(world_dir: Path, world) -> dict:
     return A.detect(world_dir)
 
 
-@product_validator("gwas.corrected_sumstats")
+@product_validator("gwas.corrected_sumstats", version="2")  # 2: a lone complemented EAF takes BETA either way
 def corrected_sumstats(path: Path, golden: dict, check) -> tuple[float, str]:
     """A corrected summary-statistics table (CHR POS A1 A2 ... AF1 BETA ... P, tab- or comma-separated): for the
     reference's sample of SNPs, the effect expressed for the golden allele (the file's A1, or its A2 with BETA negated
-    and AF1 complemented) matches BETA within 1e-4 + 1%, AF1 within 0.01 and P within 5% (log scale) for >= 90%."""
+    and AF1 complemented) matches BETA within 1e-4 + 1%, AF1 within 0.01 and P within 5% (log scale) for >= 90%.
+
+    Where the only finding is a complemented EAF (A1 = the declared allele, AF1 the other allele's frequency), the
+    table alone cannot tell whether BETA belongs with the labels (only AF1 is wrong) or with AF1 (the counted allele
+    was the other one): three blind analysts of three read it the second way, each asking the provider to confirm.
+    There a copy is right with its BETA either way, one way for >= 90% of the sample, and AF1 corrected."""
     want = golden.get("corrected_rows") or {}
+    either = set(golden.get("findings") or []) == {"complemented_eaf"}
     try:
         t = pd.read_csv(path, sep=None, engine="python")
         t["SNP"] = t["CHR"].astype(str) + ":" + t["POS"].astype(str)
         t = t.drop_duplicates("SNP").set_index("SNP")
     except Exception as exc:  # noqa: BLE001
         return 0.0, f"not a readable summary-statistics table ({exc})"
-    good = 0
+    good = flipped = 0
     for snp, r in want.items():
         if snp not in t.index:
             continue
@@ -52,9 +58,14 @@ def corrected_sumstats(path: Path, golden: dict, check) -> tuple[float, str]:
         else:
             continue
         p = float(row["P"]) if "P" in row else np.nan
-        ok = abs(b - r["BETA"]) <= 1e-4 + 0.01 * abs(r["BETA"]) and abs(f - r["AF1"]) <= 0.01
-        ok = ok and 0 < p <= 1 and abs(np.log10(p) - np.log10(max(r["P"], 1e-300))) <= 0.02 + 0.02 * abs(np.log10(max(r["P"], 1e-300)))
-        good += bool(ok)
+        rest = abs(f - r["AF1"]) <= 0.01 and 0 < p <= 1 and abs(np.log10(p) - np.log10(max(r["P"], 1e-300))) <= (
+            0.02 + 0.02 * abs(np.log10(max(r["P"], 1e-300))))
+        good += bool(rest and abs(b - r["BETA"]) <= 1e-4 + 0.01 * abs(r["BETA"]))
+        flipped += bool(either and rest and abs(b + r["BETA"]) <= 1e-4 + 0.01 * abs(r["BETA"]))
+    if flipped > good:
+        return float(flipped / max(len(want), 1) >= 0.9), (
+            f"{flipped} of {len(want)} reference SNPs right with BETA for the other allele (the counted allele read as "
+            "A2: the table cannot tell; need 90%)")
     share = good / max(len(want), 1)
     return float(share >= 0.9), f"{good} of {len(want)} reference SNPs right (need 90%)"
 
