@@ -59,3 +59,27 @@ def test_a_strict_marker_panel_of_true_markers_earns_the_calibration_credit():
         assert run_check(c, {c.field: true[:4]}, gold).credit < 1.0, name
         assert run_check(c, {c.field: true[:6] + ["NOT_A_GENE1", "NOT_A_GENE2"]}, gold).credit < 1.0, name
     assert strict >= 2
+
+
+def test_genes_between_the_two_marker_bars_named_as_one_vs_rest_only_are_a_truth():
+    """Blind study 24 (scrna markers clean, capped at 20): "a one-vs-rest ranking is misleading here ... CST7
+    (one-vs-rest AUROC 0.94), GZMA (0.93) and HOPX (0.90) separate NK from CD8+ Cytotoxic T with AUROC of only
+    0.67-0.70" is true: they are markers at the golden's bar (min pairwise AUROC 0.6) and not at the stricter 0.75 the
+    analyst used. The shared-programme nuisance counts against an entry only the genes marking at the strict bar
+    (`strict_marker_genes`); naming those as one-vs-rest only is still the trap's claim."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.l2 import invented_claims
+
+    ref = load_suite().worlds["scrna.L2.markers.clean"]
+    golden = read_golden(ref).values
+    between = [g for g in ("CST7", "GZMA", "HOPX") if g in golden["marker_genes"]]
+    assert len(between) == 3 and not set(between) & set(golden["strict_marker_genes"])
+    entry = {"issue": "A one-vs-rest ranking is misleading here because CD8+ Cytotoxic T cells share the cytotoxic "
+                      f"programme: {', '.join(between)} (one-vs-rest AUROC 0.90-0.94) separate NK from CD8+ Cytotoxic T "
+                      "with AUROC of only 0.67-0.70. I scored each gene by its worst pairwise AUROC.",
+             "changes_result": True, "value": 0.92}
+    assert invented_claims(ref.world, ref.family, [entry], golden) == []
+    strict = golden["strict_marker_genes"][:3]
+    wrong = dict(entry, issue=entry["issue"].replace(", ".join(between), ", ".join(strict)))
+    assert invented_claims(ref.world, ref.family, [wrong], golden) == [("nonspecific_vs_rest", True)]
