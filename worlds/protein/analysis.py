@@ -98,11 +98,8 @@ def detect(world: str = ".") -> dict:
         corr[vkey(r["position"] - shift, r["wt_aa"], r["mut_aa"])] = round(ddg, 3)
     v["corrected_rows"] = dict(sorted(corr.items()))
     # what the table leaves out (a nuisance, not a defect: a library is a subset of the scan): the single substitutions
-    # of residues 2..L (19 each) it does not hold, and its highest ddG (a library drawn among mild substitutions stops
-    # at its cut)
+    # of residues 2..L (19 each) it does not hold, the size of the protein L1 absent-substitutions nuisance
     v["n_absent_substitutions"] = int(max((len(seq) - 1) * 19 - v["n_variants"], 0))
-    kcal = ok & ~kj
-    v["ddg_max"] = round(float(t.loc[kcal, "ddG"].max()), 3) if kcal.any() else 0.0
     return {"findings": sorted(set(findings)), **v}
 
 

@@ -3,8 +3,8 @@
 protein.L1.integrity   worlds.protein.analysis.detect: duplicated variants, numbering against construct.fasta (constant
                        offset vs isolated wild-type mismatches), missing values written as 0, plates in kJ/mol (plate
                        wild-type control 4.184x the others), ddG against dG_wt - dG_mut (sign, reference); corrected
-                       reference rows for the product validator; the substitutions the table leaves out and its
-                       highest ddG (the sizes of its nuisance features, v2).
+                       reference rows for the product validator; the count of substitutions the table leaves out
+                       (the size of its absent-substitutions nuisance, v2).
 protein.L2.fitness     log2 enrichment (pseudocount 0.5) relative to the wild type, variants with < 10 input reads
                        not measured; the 20 fittest, the number fitter than the wild type.
 protein.L2.function    binding effect = fitness - log2(f(G - ddG) / f(G)), two-state folding (G = dG_background);
