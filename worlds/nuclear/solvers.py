@@ -52,7 +52,7 @@ def _geometric_half_life(world_dir: Path, tab) -> float | None:
     return round(A.fit_decay(tab["day"].to_numpy(dtype=float), r * live, live)["half_life_days"], 2)
 
 
-@solver("nuclear.L2.decay", version="3")
+@solver("nuclear.L2.decay", version="4")
 def l2_decay(world_dir: Path, world) -> dict:
     tab, fit, info = A.co60_table(world_dir)
     ntab, nfit, _ = A.co60_table(world_dir, naive=True)
@@ -78,7 +78,9 @@ def l2_decay(world_dir: Path, world) -> dict:
             "dead_time_fraction_first": info["dead_time_fraction_first"],
             "geometric_half_life_days": geo if geo is not None else 0.0,
             "pileup_tau_us": info.get("pileup_tau_us", 0.0), "pileup_loss_first": info.get("pileup_loss_first", 0.0),
-            "remount_steps": info.get("remount_steps", []), "remount_first": info.get("remount_first", [])}
+            "remount_steps": info.get("remount_steps", []), "remount_first": info.get("remount_first", []),
+            **({"co60_rate_pulser_each": {k: round(float(v), 4) for k, v in zip(tab["spectrum_id"], info["rate_pulser_each"])}}
+               if "rate_pulser_each" in info else {})}
 
 
 def _hl(t, n, live):
