@@ -69,6 +69,25 @@ def test_l1_solver_sees_exactly_the_defect(ref):
     assert findings == ([ref.world.defect] if ref.world.defect else []), findings
 
 
+def test_sample_sheet_indices_are_designed_apart(built):
+    """Every bulkrna sample sheet's distinct i7 indices differ at >= 3 positions, as index kits are designed (blind
+    study 25: two libraries of degraded_sample shared an index by chance, and an analyst rightly reported it as a
+    sheet error that no defect of the world explains; rows of one library sequenced on several lanes share theirs)."""
+    import pandas as pd
+
+    from worlds.bulkrna.build import MIN_INDEX_DISTANCE
+
+    close = []
+    for ref in REFS:
+        if ref.world.track != "bulkrna" or isinstance(ref.world, L3World):
+            continue
+        sheet = pd.read_csv(ensure_built(ref) / "samples.csv")
+        idx = sorted(set(sheet["index"]))
+        close += [f"{ref.id}: {a} {b}" for i, a in enumerate(idx) for b in idx[i + 1:]
+                  if sum(x != y for x, y in zip(a, b)) < MIN_INDEX_DISTANCE]
+    assert close == []
+
+
 @pytest.mark.parametrize("ref", GRADED, ids=lambda r: r.id)
 def test_hand_written_reports(ref, tmp_path, built):
     path = report_path(ref)
