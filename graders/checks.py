@@ -183,6 +183,16 @@ def _reference_answer(c: Check, golden: dict[str, Any] | None) -> Any:
 STRICT_PRECISION = 0.9  # `strict_subset`: the share of a stricter call that must be true items
 
 
+def _strict_size(c: Check, golden: dict[str, Any] | None) -> int:
+    """How many true items a stricter call must hold: strict_subset, or fewer where the stricter standard rule itself
+    calls fewer (blind study 25: one marker, the best, of a population whose best separates at AUROC 0.72, where the
+    AUROC 0.75 rule calls none), never fewer than one."""
+    strict = get_path(golden, c.strict_golden) if c.strict_golden and golden is not None else None
+    if isinstance(strict, list):
+        return max(1, min(int(c.strict_subset or 1), len(strict)))
+    return int(c.strict_subset or 1)
+
+
 def _f1_credit(c: Check, reported: list[str], target: list[str], golden: dict[str, Any] | None = None) -> tuple[float, str]:
     prec, rec, f1 = f1_score(reported, target)
     ref = _reference_answer(c, golden)
@@ -197,7 +207,7 @@ def _f1_credit(c: Check, reported: list[str], target: list[str], golden: dict[st
     if f1 >= need - 1e-12:
         return 1.0, detail
     n = len(set(map(str, reported)))
-    if c.strict_subset is not None and n >= c.strict_subset and prec >= STRICT_PRECISION - 1e-12:
+    if c.strict_subset is not None and n >= _strict_size(c, golden) and prec >= STRICT_PRECISION - 1e-12:
         return 1.0, detail + f"; a stricter call: {n} items, precision >= {STRICT_PRECISION:g}"
     if part is not None and f1 >= part - 1e-12:
         return 0.5, detail + " (partial)"

@@ -350,6 +350,10 @@ class Check(Strict):
         "overlap: a set of at least this many items with precision >= STRICT_PRECISION also earns full credit: a "
         "stricter calling rule (markers that separate at AUROC 0.75, not 0.6) is neither inflated nor empty, "
         "which is what an F1 bar over a wider golden set cannot tell from a miss"))
+    strict_golden: str | None = Field(None, description=(
+        "overlap with strict_subset: golden key of the items a stricter standard rule calls (markers at AUROC >= "
+        "0.75 against every population). Where it holds fewer than strict_subset, a true set of that many (at least "
+        "one) is the stricter call: a population whose best markers separate weakly has few that pass any stricter rule"))
     top_k: int | None = None
     allowed: str | None = Field(None, description=(
         "overlap: golden key of a list of items that are true but not required (a pair a censoring bound proves): "

@@ -52,10 +52,10 @@ def test_l1_controls_initial_counts_agree_between_lines_as_the_targeting_guides_
     import pandas as pd
     from scipy.stats import spearmanr
 
-    from benchmark.suite.freeze import world_cache
+    from benchmark.suite.freeze import ensure_built
 
     for ref in (r for r in load_suite().worlds.values() if r.family.id == "crispr.L1.integrity"):
-        t = pd.read_csv(world_cache(ref) / "counts.txt", sep="\t")
+        t = pd.read_csv(ensure_built(ref) / "counts.txt", sep="\t")
         ctrl = t["sgRNA"].str.startswith("NT_") | t["sgRNA"].str.contains("_pc")
         if "HL60.initial" not in t or "KBM7.initial" not in t or ctrl.sum() < 20:
             continue  # a truncated table or one whose initial columns are relabelled

@@ -314,6 +314,25 @@ def test_overlap_a_stricter_call_of_true_items_is_neither_inflated_nor_empty():
     assert run_check(without, {"m": gold["markers"][:10]}, gold).credit == 0.5  # partial by F1 alone
 
 
+def test_overlap_a_stricter_call_where_the_strict_rule_itself_calls_few():
+    """`strict_golden`: where the stricter standard rule calls fewer items than strict_subset (blind study 25: a
+    population whose best marker separates at AUROC 0.72, so the AUROC 0.75 rule calls none), a true set that large,
+    at least one item, is the stricter call; a set with a false item, or an empty one, is not. Where the strict rule
+    calls 7, five are still needed."""
+    gold = {"markers": [f"G{i}" for i in range(7)], "strict": []}
+    c = Check(id="calibrated", kind="overlap", field="m", golden="markers", min_f1=0.4, partial_f1=0.25,
+              strict_subset=5, strict_golden="strict")
+    assert run_check(c, {"m": ["G0"]}, gold).credit == 1.0
+    assert run_check(c, {"m": []}, gold).credit == 0.0
+    assert run_check(c, {"m": ["G0", "X1"]}, gold).credit < 1.0  # precision 0.5
+    gold2 = {"markers": [f"G{i}" for i in range(66)], "strict": [f"G{i}" for i in range(3)]}
+    assert run_check(c, {"m": ["G0", "G1", "G2"]}, gold2).credit == 1.0
+    assert run_check(c, {"m": ["G0", "G1"]}, gold2).credit == 0.0
+    gold3 = {"markers": [f"G{i}" for i in range(66)], "strict": [f"G{i}" for i in range(7)]}
+    assert run_check(c, {"m": [f"G{i}" for i in range(4)]}, gold3).credit == 0.0
+    assert run_check(c, {"m": [f"G{i}" for i in range(5)]}, gold3).credit == 1.0
+
+
 def test_value_against_an_interval_golden():
     c = Check(id="n", kind="value", field="n", golden="n_range", abs_tol=1)
     gold = {"n_range": [8, 10]}
@@ -960,14 +979,14 @@ def test_l2_ldscore_hits_at_any_accepted_intercept_score_full_marks():
     accepts: required at its strictest, allowed at its most lenient. Genomic control and the raw statistics still fail."""
     import pandas as pd
 
-    from benchmark.suite.freeze import read_golden, world_cache
+    from benchmark.suite.freeze import ensure_built, read_golden
     from benchmark.suite.loader import load_suite
     from graders.l2 import grade_l2
     from worlds.gwas import analysis as A
 
     ref = load_suite().worlds["gwas.L2.ldscore.confounded"]
     g = read_golden(ref).values
-    t = A.read(world_cache(ref) / "sumstats.tsv")
+    t = A.read(ensure_built(ref) / "sumstats.tsv")
 
     def score(divisor: float | None, tmp: Path, label: str) -> float:
         tab = A.ldsc_table(t, divisor) if divisor else A.gc_table(t)[0]
@@ -997,13 +1016,13 @@ def test_l2_meta_sample_overlap_any_standard_correlation_estimate_scores_full_ma
     standard estimate of the error correlation an analyst takes: the sample sizes meta.json gives (N_shared /
     sqrt(N_A N_B)), the z-score correlation over SNPs with |z| < 2, < 3 or < 4 in both; treating the studies as
     independent is the trap and scores 0."""
-    from benchmark.suite.freeze import read_golden, world_cache
+    from benchmark.suite.freeze import ensure_built, read_golden
     from benchmark.suite.loader import load_suite
     from worlds.gwas import analysis as A
 
     ref = load_suite().worlds["gwas.L2.meta.sample_overlap"]
     g = read_golden(ref).values
-    d = world_cache(ref)
+    d = ensure_built(ref)
     a, b = A.read(d / "study_A.tsv"), A.read(d / "study_B.tsv")
     studies = json.loads((d / "meta.json").read_text())["studies"]
     shared = studies["study_B"]["cohorts"]["Biobank (interim release)"]  # the release study A analyses in full
