@@ -69,6 +69,18 @@ def test_l1_solver_sees_exactly_the_defect(ref):
     assert findings == ([ref.world.defect] if ref.world.defect else []), findings
 
 
+def test_every_nuisance_feature_is_described_by_its_own_patterns():
+    """A nuisance feature's own words, as the verifier reads them and the thorough agent writes them, match its
+    patterns: a careful analyst who reports the feature as declared is recognised as reporting it (four L2 families'
+    features did not: bulkrna lfc_ranking, crispr essential and guide_level, protein fitness)."""
+    import re
+
+    families = {ref.family.id: ref.family for ref in REFS}
+    unmatched = [f"{fid}: {n.feature[:60]}" for fid, fam in sorted(families.items()) for n in fam.nuisance
+                 if not any(re.search(p, n.feature) for p in n.patterns)]
+    assert unmatched == []
+
+
 def test_sample_sheet_indices_are_designed_apart(built):
     """Every bulkrna sample sheet's distinct i7 indices differ at >= 3 positions, as index kits are designed (blind
     study 25: two libraries of degraded_sample shared an index by chance, and an analyst rightly reported it as a
