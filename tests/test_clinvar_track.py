@@ -71,3 +71,35 @@ def test_contamination_is_measured_by_its_fraction_against_the_drawn_alpha():
 
     scores = {v: grade(ref, golden, report(v)).reason for v in (round(alpha * 0.93, 3), alpha / 3, alpha * 2)}
     assert [("no measured value" not in r) for r in scores.values()] == [True, False, False], scores
+
+
+def test_trans_compound_heterozygotes_phased_by_the_trio_are_a_truth(tmp_path):
+    """Blind study 26 (clinvar inheritance, clean world, 75): "Two AR genes carry two heterozygous variants each, and
+    the trio resolves their phase ... Both pairs are in trans, so these are compound heterozygotes" was charged as the
+    cis trap. The family declares the trans compound heterozygotes (`trans_ar_genes`) as a nuisance feature: an entry
+    that phases them in trans, in several wordings, scores 100; the same genes said to be in cis, or a phasing claim
+    naming other genes, still costs recognition."""
+    import yaml
+
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.handwritten import report_path, write_products
+    from graders.grade import grade
+
+    ref = SUITE.worlds["clinvar.L2.inheritance.clean"]
+    doc = yaml.safe_load(report_path(ref).read_text())
+    golden = read_golden(ref).values
+    products = write_products(doc, golden, tmp_path / "products", ensure_built(ref) if doc.get("products_world") else None)
+    a, b = golden["trans_ar_genes"]
+
+    def score(text):
+        entry = {"issue": text, "changes_result": True, "value": 2}
+        return grade(ref, golden, {**doc["correct"], "issues_found": [entry]}, products=products).score
+
+    for text in (f"Two AR genes carry two hets each, and the trio resolves their phase: at {a} and {b} one variant "
+                 "comes from each parent, so both pairs are in trans (compound heterozygotes, copies_hit 2).",
+                 f"Phasing with the parents: {a} and {b} each have one het inherited from each parent, so both are "
+                 "biallelic.",
+                 f"{a} and {b}: the two hets of each were inherited from different parents (compound heterozygous)."):
+        assert score(text) == pytest.approx(100.0), text
+    assert score(f"{a} and {b}: both hets of each come from the same parent (in cis), not a true compound het.") < 100
+    assert score("Phasing two AR genes with the trio puts their hets in trans (CG0001, CG0002).") < 100

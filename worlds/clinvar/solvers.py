@@ -939,7 +939,7 @@ def inheritance_analysis(vcf: dict, table: pd.DataFrame, meta: dict) -> dict:
     ci, pi = S.index(fam["proband"]), [S.index(p) for p in fam["parents"]]
     alleles = split_alleles(vcf)
     hits, explained, naive, origin, de_novo, naive_dn = {}, [], [], {}, [], []
-    single_ar, cis_ar, dropout = [], [], []
+    single_ar, cis_ar, trans_ar, dropout = [], [], [], []
     for gene, grp in table.groupby("gene", sort=True):
         mode = str(grp["inheritance_mode"].iloc[0])
         srcs, hom, carried, dn = set(), False, False, False
@@ -999,15 +999,17 @@ def inheritance_analysis(vcf: dict, table: pd.DataFrame, meta: dict) -> dict:
             single_ar.append(gene)
         if mode == "AR" and n_het >= 2 and n < 2:
             cis_ar.append(gene)
+        if mode == "AR" and n_het >= 2 and not hom and {"p1", "p2"} <= srcs:
+            trans_ar.append(gene)  # two hets, one from each parent: a compound heterozygote the trio phases
     return {"proband": fam["proband"], "explained_genes": sorted(explained), "n_explained": len(explained),
             "haplotypes_hit": hits, "variant_origin": origin, "de_novo": sorted(de_novo), "n_de_novo": len(de_novo),
             "naive_explained": sorted(naive), "trap_explained": sorted(naive) if set(naive) != set(explained) else [],
             "naive_de_novo": sorted(naive_dn), "n_naive_de_novo": len(naive_dn),
-            "single_het_ar_genes": sorted(single_ar), "cis_ar_genes": sorted(cis_ar), "dropout_variants": sorted(dropout),
+            "single_het_ar_genes": sorted(single_ar), "cis_ar_genes": sorted(cis_ar), "trans_ar_genes": sorted(trans_ar), "dropout_variants": sorted(dropout),
             "n_candidate_genes": len(hits)}
 
 
-@solver("clinvar.L2.inheritance", version="1")
+@solver("clinvar.L2.inheritance", version="2")
 def l2_inheritance(world_dir: Path, world) -> dict:
     from worlds.clinvar.build import call_quality
 
