@@ -137,3 +137,18 @@ def test_negative_controls_above_most_weak_elements_are_a_truth_of_the_low_activ
     assert g.state == "CLEAN-CORRECT", g.reason
     clean = suite.worlds["enhancer.L1.integrity.clean"]
     assert grade_l1(clean.world, clean.family, read_golden(clean).values, report).state == "OVER-CAUTIOUS"
+
+
+def test_unmapped_barcodes_carry_counts_of_their_own():
+    """Blind study 26 (16.7): the unmapped barcodes copied the count triple of a random mapped barcode, and an analyst
+    found 221 of 241 exact duplicate rows (a construction artefact, read as duplicated count rows). Each is now drawn
+    Poisson about a mapped barcode's counts: no more of them repeat a mapped barcode's triple than chance gives."""
+    from benchmark.suite.freeze import read_golden
+
+    ref = load_suite().worlds["enhancer.L1.integrity.unmapped_barcodes"]
+    t = pd.read_csv(ensure_built(ref) / "counts.csv")
+    unm = set(read_golden(ref).values["truth"]["unmapped"])
+    cols = ["dna_count", "rna_rep1", "rna_rep2"]
+    mapped = set(map(tuple, t.loc[~t["barcode"].isin(unm), cols].to_numpy().tolist()))
+    copies = sum(tuple(r) in mapped for r in t.loc[t["barcode"].isin(unm), cols].to_numpy().tolist())
+    assert len(unm) >= 150 and copies <= 0.05 * len(unm), (copies, len(unm))
