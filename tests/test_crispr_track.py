@@ -62,3 +62,35 @@ def test_l1_controls_initial_counts_agree_between_lines_as_the_targeting_guides_
         rho_c = spearmanr(t.loc[ctrl, "HL60.initial"], t.loc[ctrl, "KBM7.initial"]).statistic
         rho_t = spearmanr(t.loc[~ctrl, "HL60.initial"], t.loc[~ctrl, "KBM7.initial"]).statistic
         assert rho_c > 0.4 and rho_c > rho_t - 0.3, (ref.id, rho_c, rho_t)
+
+
+def test_low_depth_measured_as_mean_reads_per_guide_is_the_size(tmp_path):
+    """Blind study 26 (crispr low_depth_sample, 83.3): "23,386 reads in total, about 21.9 per sgRNA (median 18)" with
+    value 21.9 was graded as unmeasured. The mean reads per sgRNA (the sample's total over the library's guides, which
+    MAGeCK's count summary gives beside the median) is the third accepted figure of the depth, computed here from the
+    table itself; twice it is not."""
+    import json
+
+    import pandas as pd
+    import yaml
+
+    from benchmark.suite.freeze import ensure_built
+    from benchmark.suite.handwritten import report_path, write_products
+    from graders.grade import grade
+
+    ref = SUITE.worlds["crispr.L1.integrity.low_depth_sample"]
+    golden = read_golden(ref).values
+    t = pd.read_csv(ensure_built(ref) / "counts.txt", sep="\t")
+    cols = list(t.select_dtypes("number").columns)
+    shallow = min(cols, key=lambda c: t[c].sum())
+    mean = float(t[shallow].sum()) / len(t)
+    doc = yaml.safe_load(report_path(ref).read_text())
+    products = write_products(doc, golden, tmp_path / "products", None)
+
+    def score(value):
+        rep = json.loads(json.dumps(doc["correct"]))
+        rep["issues"][0]["value"] = value
+        return grade(ref, golden, rep, products=products).score
+
+    assert score(round(mean, 1)) == pytest.approx(100.0)
+    assert score(round(2 * mean, 1)) < 100.0
