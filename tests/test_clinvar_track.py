@@ -103,3 +103,31 @@ def test_trans_compound_heterozygotes_phased_by_the_trio_are_a_truth(tmp_path):
         assert score(text) == pytest.approx(100.0), text
     assert score(f"{a} and {b}: both hets of each come from the same parent (in cis), not a true compound het.") < 100
     assert score("Phasing two AR genes with the trio puts their hets in trans (CG0001, CG0002).") < 100
+
+
+def test_a_recount_that_also_trims_uncarried_alleles_is_a_corrected_copy(tmp_path):
+    """Blind study 26 (clinvar stale_info_counts, 66.7): the analyst recounted AC/AN/AF and, as the standard route for
+    a call set subset from a larger one does, trimmed the ALT alleles no delivered sample carries and dropped the 36
+    records left with none (`bcftools view --trim-alt-alleles -c 1`); the recount check wanted every record kept. Both
+    forms are corrected copies, run here with bcftools itself; trimming without recounting, or dropping records that
+    are carried, is not."""
+    import subprocess
+
+    from benchmark.suite.freeze import read_golden
+    from worlds.clinvar.solvers import recounted
+
+    ref = SUITE.worlds["clinvar.L1.integrity.stale_info_counts"]
+    golden = read_golden(ref).values
+    src = ensure_built(ref) / "calls.vcf.gz"
+
+    def sh(cmd: str, name: str):
+        out = tmp_path / name
+        subprocess.run(f"{cmd} -Oz -o {out}", shell=True, check=True, capture_output=True)
+        return recounted(out, golden, None)[0]
+
+    fill = f"bcftools +fill-tags {src} -- -t AC,AN,AF"
+    assert sh(f"{fill} | bcftools view", "kept.vcf.gz") == 1.0
+    assert sh(f"{fill} | bcftools view --trim-alt-alleles -c1 | bcftools +fill-tags", "trimmed.vcf.gz") == 1.0
+    assert sh(f"bcftools view --trim-alt-alleles {src} | bcftools view", "stale.vcf.gz") == 0.0
+    assert sh(f"{fill} | bcftools view -c2 | bcftools +fill-tags", "dropped.vcf.gz") == 0.0
+    assert len(golden["uncarried_trim"]) >= 30  # the trimmed form is recorded in the golden

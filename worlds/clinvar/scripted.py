@@ -24,7 +24,7 @@ def _helpers() -> str:
     from worlds.clinvar import solvers as s
 
     fns = [s.read_text, s.read_vcf, s.info_dict, s.gt_alleles, s.sample_fields, s.norm_chrom, s.vkey, s.header_ids,
-           s.genotype_counts, s.lis_length, s.dosage, s.mendel_errors, s.trim_alleles, s.read_balance, s.contig_lengths, s.pairwise_relatedness, s.detect, s.kg_prefix, s.filtering_af,
+           s.genotype_counts, s.lis_length, s.dosage, s.mendel_errors, s.trim_alleles, s.read_balance, s.contig_lengths, s.pairwise_relatedness, s.uncarried_trim, s.detect, s.kg_prefix, s.filtering_af,
            s.frequency_analysis, s.split_alleles, s.carrier_analysis, s.findings_analysis, s._reliable,
            s.inheritance_analysis]
     head = ["import json", "import zlib", "from pathlib import Path", "import numpy as np", "import pandas as pd", ""]
