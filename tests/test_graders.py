@@ -1575,7 +1575,9 @@ def test_l1_a_fraction_stated_as_a_fold_is_measured_as_its_inverse():
     from graders.grade import grade
 
     ref = load_suite().worlds["crispr.L1.integrity.low_depth_sample"]
-    golden = read_golden(ref).values
+    # the mean reads per sgRNA (21.9, a third accepted size since blind study 26) sits inside the fold reading's band,
+    # so it is set out of reach here: only the ratio, read through the fold words, is under test
+    golden = {**read_golden(ref).values, "low_depth_mean": 1e9}
     sample = golden["low_depth_samples"][0]
     # 15% off the ratio (the analyst's "median of the others"), and more than 20% from the median-reads measure (18),
     # so only the fold reading can pass it
@@ -1616,3 +1618,31 @@ def test_l2_a_pooled_effect_by_either_standard_fixed_effect_definition_passes(tm
 
     assert credit(ivw) == 1.0 and credit(gls) == 1.0
     assert credit({k: 2 * gls[k] - ivw[k] + 0.01 for k in ivw}) < 1.0
+
+
+def test_l1_a_technical_replicate_named_beside_a_duplicate_is_the_diagnosis(tmp_path):
+    """Blind study 26 (bulkrna technical_replicates, 83.3): category "duplicate_sample_technical_replicate" with the
+    measured pair and a corrected copy was read as the exact-duplicate defect (misnamed, partial): "technical
+    replicate" alone did not name the resequenced-specimen defect without further context words. Named in a category
+    or lead, in several wordings, it is the diagnosis; "exact duplicate" alone is still the sibling defect."""
+    import yaml
+
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.handwritten import report_path, write_products
+    from benchmark.suite.loader import load_suite
+    from graders.grade import grade
+
+    ref = load_suite().worlds["bulkrna.L1.integrity.technical_replicates"]
+    doc = yaml.safe_load(report_path(ref).read_text())
+    golden = read_golden(ref).values
+    products = write_products(doc, golden, tmp_path / "products", None)
+
+    def status(category, lead):
+        issue = {**doc["correct"]["issues"][0], "category": category,
+                 "description": f"{lead} The two columns differ only by counting noise (dispersion index 0.96)."}
+        return grade(ref, golden, {**doc["correct"], "issues": [issue]}, products=products).status
+
+    assert status("duplicate_sample_technical_replicate", "S06 is the same library as S02 counted again.") == "DIAGNOSE-AND-ACT"
+    assert status("technical replicate", "S06 and S02 are one library.") == "DIAGNOSE-AND-ACT"
+    assert status("sample QC", "S06 is a technical replicate of S02, not a biological one.") == "DIAGNOSE-AND-ACT"
+    assert status("exact duplicate sample", "S06 is an identical copy of S02.") != "DIAGNOSE-AND-ACT"
