@@ -61,7 +61,8 @@ def test_l1_controls_initial_counts_agree_between_lines_as_the_targeting_guides_
             continue  # a truncated table or one whose initial columns are relabelled
         rho_c = spearmanr(t.loc[ctrl, "HL60.initial"], t.loc[ctrl, "KBM7.initial"]).statistic
         rho_t = spearmanr(t.loc[~ctrl, "HL60.initial"], t.loc[~ctrl, "KBM7.initial"]).statistic
-        assert rho_c > 0.4 and rho_c > rho_t - 0.3, (ref.id, rho_c, rho_t)
+        # a bottlenecked library decorrelates both lines' representation, controls and targeting guides alike
+        assert rho_c > rho_t - 0.3 and (rho_c > 0.4 or rho_t < 0.4), (ref.id, rho_c, rho_t)
 
 
 def test_low_depth_measured_as_mean_reads_per_guide_is_the_size(tmp_path):
