@@ -95,3 +95,39 @@ def test_low_depth_measured_as_mean_reads_per_guide_is_the_size(tmp_path):
 
     assert score(round(mean, 1)) == pytest.approx(100.0)
     assert score(round(2 * mean, 1)) < 100.0
+
+
+def test_a_bottleneck_reported_as_absent_sgrnas_with_its_share_is_the_diagnosis(tmp_path):
+    """Blind study 27 (bottlenecked_library, 16.7): "cell-line-specific absent sgRNAs: about 16% of guides have 0 reads
+    in one line", value 0.163 and that line's list, was graded as another problem. The family names the defect's
+    subject in an analyst's words (`defect_subjects`: absent or unrepresented sgRNAs); with the measured share and one
+    line's own list (F1 ~0.75 against the union over lines) it is the diagnosis. The same words with a share the world
+    does not have are not."""
+    import json
+
+    import pandas as pd
+    import yaml
+
+    from benchmark.suite.freeze import ensure_built
+    from benchmark.suite.handwritten import report_path, write_products
+    from graders.grade import grade
+
+    ref = SUITE.worlds["crispr.L1.integrity.bottlenecked_library"]
+    golden = read_golden(ref).values
+    t = pd.read_csv(ensure_built(ref) / "counts.txt", sep="\t")
+    line = min((c for c in t.columns if c.endswith(".initial")), key=lambda c: -(t[c] == 0).sum())
+    lost = t.loc[t[line] == 0, "sgRNA"].tolist()
+    doc = yaml.safe_load(report_path(ref).read_text())
+    products = write_products(doc, golden, tmp_path / "products", None)
+    (products / "absent.txt").write_text("\n".join(lost) + "\n")
+
+    def status(value):
+        rep = json.loads(json.dumps(doc["correct"]))
+        rep["issues"] = [{"category": "cell-line-specific absent sgRNAs", "severity": "warning", "where": "counts.txt",
+                          "description": f"About {value:.0%} of guides have 0 reads in {line} and its final sample; "
+                                         "they were never present in that line's cells.",
+                          "value": value, "action": "listed and excluded from that line", "output": "absent.txt"}]
+        return grade(ref, golden, rep, products=products).status
+
+    assert status(round(len(lost) / len(t), 3)) == "DIAGNOSE-AND-ACT"
+    assert status(0.5) != "DIAGNOSE-AND-ACT"
