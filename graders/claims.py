@@ -89,27 +89,43 @@ CHECKED_AFTER = re.compile(r"(?i)\w*(?:\s+[\w-]+){0,2}?\W{0,3}(?:(?:was|were|is|
                            r"(?:also\s+|independently\s+)?(?:re-?|cross-?)?(?:checked|verified|validated|confirmed)\b")
 
 
-def _first_match(patterns: Iterable[str], text: str, checks_named: bool = True) -> int | None:
+# an L2 observation that names a trap only to set it aside: contrasted away right before it ("the inflation is polygenic
+# signal, not confounding", "rather than a batch effect") or left open right after it ("modest confounding cannot be
+# ruled out"): the entry does not assert the trap (blind study 28, gwas ldscore clean, capped at 20)
+SET_ASIDE_BEFORE = re.compile(r"(?i)(?:\b(?:not|no|nor|without|rather\s+than|instead\s+of)"
+                              r"(?:\s+(?:due\s+to|caused\s+by|driven\s+by|from))?)\s+(?:an?\s+|the\s+|any\s+)?$")
+LEFT_OPEN_AFTER = re.compile(r"(?i)\W{0,3}(?:[\w-]+\s+){0,3}?(?:cannot|can't|could\s+not|can\s+not)\s+(?:yet\s+)?(?:be\s+)?"
+                             r"(?:fully\s+|entirely\s+|completely\s+)?(?:ruled\s+out|excluded)\b")
+
+
+def _set_aside(text: str, m: re.Match) -> bool:
+    return bool(SET_ASIDE_BEFORE.search(text[max(0, m.start() - 40):m.start()])
+                or LEFT_OPEN_AFTER.match(text, m.end()))
+
+
+def _first_match(patterns: Iterable[str], text: str, checks_named: bool = True, asides: bool = False) -> int | None:
     """Where the earliest pattern matches; with `checks_named` false, a match that is the object of a check
-    (CHECKED_AFTER) is passed over."""
+    (CHECKED_AFTER) is passed over; with `asides`, so is one the text sets aside (`_set_aside`)."""
     best = None
     for p in patterns:
         for m in re.finditer(p, text, flags=re.IGNORECASE):
-            if checks_named or CHECKED_AFTER.match(text, m.end()) is None:
+            if (checks_named or CHECKED_AFTER.match(text, m.end()) is None) and not (asides and _set_aside(text, m)):
                 if best is None or m.start() < best:
                     best = m.start()
                 break
     return best
 
 
-def named_codes(catalog: dict[str, list[str]], text: str, checks_named: bool | None = None) -> list[str]:
+def named_codes(catalog: dict[str, list[str]], text: str, checks_named: bool | None = None,
+                asides: bool = False) -> list[str]:
     """Every catalogued code the text names, in the order they are first named (ties in catalogue order). A code
     named only as what was checked ("energy scale checked against the Cu standard") is not named, unless the text
-    says something changes the result (ASSERTS_EFFECT, or `checks_named`: a structured entry flagged so)."""
+    says something changes the result (ASSERTS_EFFECT, or `checks_named`: a structured entry flagged so). With
+    `asides` (an L2 entry; an L1 warning is a claim whatever its words), nor is one the text sets aside."""
     hits = []
     checks_named = checks_named or bool(ASSERTS_EFFECT.search(text))
     for i, (code, pats) in enumerate(catalog.items()):
-        pos = _first_match([*pats, code_pattern(code)], text, checks_named)
+        pos = _first_match([*pats, code_pattern(code)], text, checks_named, asides)
         if pos is not None:
             hits.append((pos, i, code))
     return [c for _, _, c in sorted(hits)]
@@ -200,9 +216,9 @@ def claimed_traps(catalog: dict[str, list[str]], item: Any) -> list[str]:
     text = _category_and_text(item)[1]
     head = _HEADING.match(text)
     if not codes and head:
-        codes = named_codes(catalog, head.group(1), flagged)
+        codes = named_codes(catalog, head.group(1), flagged, asides=True)
     if not codes:
-        codes = named_codes(catalog, lead(text), flagged)
+        codes = named_codes(catalog, lead(text), flagged, asides=True)
     return codes
 
 
@@ -223,13 +239,13 @@ def _category_and_text(item: Any) -> tuple[str, str]:
 
 
 def claim_is_nuisance(nuisance: Iterable[Any], world_id: str, item: Any, effect: bool = False,
-                      golden: dict | None = None) -> bool:
+                      golden: dict | None = None, text_sizes: bool = False) -> bool:
     """Whether the part of an entry that claims (`claiming_text`) describes one of the world's declared nuisance
     features (one the text may say changes the result only where the feature can, at a size it has in the world's
     `golden`): the entry reports that feature, whichever catalogued trap its other words also name ("Jackpot/bottleneck
     in final replicate R3" reports the declared jackpots, not the plasmid-reference trap that "bottleneck" names)."""
     return any(not effect or getattr(n, "can_move_result", False)
-               for n in _described(nuisance, world_id, claiming_text(item), entry_value(item), golden))
+               for n in _described(nuisance, world_id, claiming_text(item), entry_value(item), golden, text_sizes))
 
 
 def entry_value(item: Any) -> float | None:
@@ -307,24 +323,25 @@ _NUMBER = re.compile(r"(?<![A-Za-z0-9-])-?\d+(?:[.,]\d+)?(?![A-Za-z0-9]*-\d)(?!\
 
 
 def nuisance_codes(nuisance: Iterable[Any], world_id: str, text: str, effect: bool = False,
-                   value: float | None = None, golden: dict | None = None) -> set[str]:
+                   value: float | None = None, golden: dict | None = None, text_sizes: bool = False) -> set[str]:
     """The catalogued codes that the nuisance features this text describes resemble (those claims are true of the
     world): a feature counts where it applies (`Nuisance.applies_to`) and one of its patterns matches. With `effect`
     (the text says it changes the result) only the features that can move a result (`can_move_result`) count. A
     reported `value` must fit the feature's measured size in the world's `golden` (`Nuisance.fits_size`), and the items it names
     the items that show the feature there (`Nuisance.fits_items`)."""
-    return {n.resembles for n in _described(nuisance, world_id, text, value, golden)
+    return {n.resembles for n in _described(nuisance, world_id, text, value, golden, text_sizes)
             if n.resembles and (not effect or getattr(n, "can_move_result", False))}
 
 
-def excused_by_nuisance(nuisance: Iterable[Any], world_id: str, item: Any, golden: dict | None = None) -> bool:
+def excused_by_nuisance(nuisance: Iterable[Any], world_id: str, item: Any, golden: dict | None = None,
+                        text_sizes: bool = False) -> bool:
     """Whether a claimed entry is a true report of one of the world's nuisance features: it describes one and
     measures it (`measured`) at a size the feature has in the world's `golden` (`Nuisance.fits_size`, read on a
     structured entry's `value`), and says it changes the result only where the feature can (`can_move_result`)."""
     text = item_text(item)
     effect = asserts_effect(item)
     return measured(text) and any(not effect or getattr(n, "can_move_result", False)
-                                  for n in _described(nuisance, world_id, text, entry_value(item), golden))
+                                  for n in _described(nuisance, world_id, text, entry_value(item), golden, text_sizes))
 
 
 def describes_nuisance(nuisance: Iterable[Any], world_id: str, text: str, value: float | None = None,
@@ -335,8 +352,28 @@ def describes_nuisance(nuisance: Iterable[Any], world_id: str, text: str, value:
 
 
 def _described(nuisance: Iterable[Any], world_id: str, text: str, value: float | None = None,
-               golden: dict | None = None) -> list[Any]:
+               golden: dict | None = None, text_sizes: bool = False) -> list[Any]:
+    """The nuisance features a text describes at a size they have in the world. With `text_sizes` (an L2 entry,
+    whose `value` may measure the feature's effect on the result, not the feature: "the live-time correction moves
+    the half-life by 5.8 d" beside "dead time 0.07 %", blind study 28) a number the text states may give the size,
+    where the text also states the value (it then says what the value measures); a value the text does not explain
+    is the entry's size, and one the feature does not have claims the trap."""
+    # the entry's own words: item_text appends the value in parentheses, which explains nothing
+    stated = _stated_numbers(re.sub(r"\s\(-?[\d.eE+-]+\)\s*$", "", text)) if text_sizes and value is not None else []
+    explained = any(abs(x - value) <= 1e-9 + 1e-6 * abs(value) for x in stated)
     return [n for n in nuisance
             if n.applies_to(world_id) and any(re.search(p, text, flags=re.IGNORECASE) for p in n.patterns)
-            and (not hasattr(n, "fits_size") or n.fits_size(value, golden))
+            and (not hasattr(n, "fits_size") or n.fits_size(value, golden)
+                 or (explained and any(n.fits_size(x, golden) for x in stated)))
             and (not hasattr(n, "fits_items") or n.fits_items(text, golden))]
+
+
+def _stated_numbers(text: str) -> list[float]:
+    """The numbers a text states (`_NUMBER`), a decimal comma read as a point."""
+    out = []
+    for m in _NUMBER.finditer(str(text or "")):
+        try:
+            out.append(float(m.group(0).replace(",", ".")))
+        except ValueError:
+            continue
+    return out

@@ -40,7 +40,7 @@ from graders.checks import PRODUCT_KINDS, CheckResult, get_path, product_path, r
 from graders.report import parse_report
 
 GRADER_ID = "graders.l2"
-GRADER_VERSION = "14"  # 14: overlap strict_golden: where the stricter standard rule calls fewer items than strict_subset, a true set that large (at least one) is the stricter call; 13: a nuisance feature may declare the golden lists of the items that show it (Nuisance.items less not_items): a description of it must name at least two of them and no more items that do not show it (the genes one-vs-rest calls without their being markers against every population); 12: the zero_if is not applied where an unsolvable world is declared unusable (the list given anyway is qualified by that claim; its checks score it); 11: a value check may name the generative truth's answer (truth_end, a list read as its length): any value from the reference solver's to the truth's is right (8 true genes and one more, against a reference calling 5 of them; H3K27me3 domains merged to the simulated total); 10: a structured entry reporting a declared nuisance must give a size the feature has in the world (Nuisance.size, as in L1); 9: an entry whose claiming part describes a declared nuisance is no invented trap; overlap strict_subset (a stricter call of true items earns full credit); a zero_if value check the truth itself passes is moot; 8: a trap handled in every value and named in the summary by its own patterns is recognised; an entry naming the world's trap beside one other is no invention; 7: a measured uncatalogued claim with the trap handled in the values is recognition
+GRADER_VERSION = "15"  # 15: an issues_found entry that sets a trap aside ("polygenic signal, not confounding"; "confounding cannot be ruled out") does not claim it; a declared nuisance's size may be a number the entry's text states (its value may measure the effect on the result); 14: overlap strict_golden: where the stricter standard rule calls fewer items than strict_subset, a true set that large (at least one) is the stricter call; 13: a nuisance feature may declare the golden lists of the items that show it (Nuisance.items less not_items): a description of it must name at least two of them and no more items that do not show it (the genes one-vs-rest calls without their being markers against every population); 12: the zero_if is not applied where an unsolvable world is declared unusable (the list given anyway is qualified by that claim; its checks score it); 11: a value check may name the generative truth's answer (truth_end, a list read as its length): any value from the reference solver's to the truth's is right (8 true genes and one more, against a reference calling 5 of them; H3K27me3 domains merged to the simulated total); 10: a structured entry reporting a declared nuisance must give a size the feature has in the world (Nuisance.size, as in L1); 9: an entry whose claiming part describes a declared nuisance is no invented trap; overlap strict_subset (a stricter call of true items earns full credit); a zero_if value check the truth itself passes is moot; 8: a trap handled in every value and named in the summary by its own patterns is recognised; an entry naming the world's trap beside one other is no invention; 7: a measured uncatalogued claim with the trap handled in the values is recognition
 ISSUES_FIELD = "issues_found"
 COMPONENTS = ("A", "I", "M", "C")
 # a trap the world does not have, asserted as changing the result: the report's conclusion rests on a fabrication,
@@ -99,8 +99,10 @@ def invented_claims(world: L2World, family: FamilyManifest, claimed: list[Any],
         if world.defect in codes and len(codes) <= 2:  # the trap named with its neighbour, not a list of every trap
             continue
         effect, text, value = claims.asserts_effect(it), claims.item_text(it), claims.entry_value(it)
-        if claims.measured(text) and (code in claims.nuisance_codes(family.nuisance, world.id, text, effect, value, golden)
-                                      or claims.claim_is_nuisance(family.nuisance, world.id, it, effect, golden)):
+        if claims.measured(text) and (code in claims.nuisance_codes(family.nuisance, world.id, text, effect, value, golden,
+                                                                    text_sizes=True)
+                                      or claims.claim_is_nuisance(family.nuisance, world.id, it, effect, golden,
+                                                                  text_sizes=True)):
             continue
         out[code] = out.get(code, False) or effect
     return sorted(out.items())
@@ -122,7 +124,8 @@ def _claims_only(report: dict[str, Any], world: L2World, family: FamilyManifest,
         world.defect and not (isinstance(it, dict) and it.get("changes_result") is False)
         and claims.claimed_trap(family.defect_catalog, it) == world.defect
         and claims.lead_claims(claims.item_text(it)))]
-    texts = [claims.item_text(it) for it in keep if not claims.excused_by_nuisance(family.nuisance, world.id, it, golden)]
+    texts = [claims.item_text(it) for it in keep
+             if not claims.excused_by_nuisance(family.nuisance, world.id, it, golden, text_sizes=True)]
     return {**report, ISSUES_FIELD: [claims.lead(t) if leads else t for t in texts]}
 
 

@@ -1646,3 +1646,49 @@ def test_l1_a_technical_replicate_named_beside_a_duplicate_is_the_diagnosis(tmp_
     assert status("technical replicate", "S06 and S02 are one library.") == "DIAGNOSE-AND-ACT"
     assert status("sample QC", "S06 is a technical replicate of S02, not a biological one.") == "DIAGNOSE-AND-ACT"
     assert status("exact duplicate sample", "S06 is an identical copy of S02.") != "DIAGNOSE-AND-ACT"
+
+
+def test_l2_a_trap_set_aside_by_contrast_or_left_open_is_not_claimed():
+    """Blind study 28 (gwas ldscore clean, capped at 20): "LD-score regression shows the inflation is polygenic
+    signal, not confounding" and "... so modest confounding cannot be ruled out" were read as claims of confounding.
+    A trap contrasted away right before it, or left open right after it, is not asserted; the same trap asserted
+    (or "confounding is present and cannot be ignored") still is."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.l2 import invented_claims
+
+    ref = load_suite().worlds["gwas.L2.ldscore.clean"]
+    g = read_golden(ref).values
+
+    def inv(text):
+        return invented_claims(ref.world, ref.family, [{"issue": text, "changes_result": True, "value": 0.99}], g)
+
+    assert inv("LD-score regression shows the inflation is polygenic signal, not confounding. Intercept 0.994.") == []
+    assert inv("The excess is polygenicity rather than confounding (intercept 0.99, SE 0.06).") == []
+    assert inv("With one chromosome the intercept is imprecise (upper limit 1.12), so modest confounding cannot be "
+               "ruled out.") == []
+    assert inv("The inflation is confounding: lambda 1.62 is population stratification (intercept 1.4).") == [
+        ("confounding", True)]
+    assert inv("Confounding is present and cannot be ignored (lambda 1.62).") == [("confounding", True)]
+
+
+def test_l2_a_nuisance_sized_in_the_text_beside_its_effect_on_the_result_is_a_truth():
+    """Blind study 28 (nuclear summing_close, capped at 20): "Counting losses were corrected with the MCA live time.
+    The dead-time fraction is 0.07 % ... real time instead of live time would give +5.8 d", value 5.8 (the effect on
+    the half-life), was charged as the dead-time trap: the declared dead-time nuisance's size (0.07%) was read on the
+    value only. A number the text states may give the size; a dead time the world does not have stays the trap's."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.l2 import invented_claims
+
+    ref = load_suite().worlds["nuclear.L2.decay.summing_close"]
+    g = read_golden(ref).values
+    pct = round(100 * g["dead_time_fraction_first"], 2)
+
+    def inv(fraction_pct):
+        text = (f"Counting losses were corrected with the MCA live time. The dead-time fraction is {fraction_pct} % at "
+                "10 cm. Using real time instead of live time would give 1955.0 d (+5.8 d).")
+        return invented_claims(ref.world, ref.family, [{"issue": text, "changes_result": True, "value": 5.8}], g)
+
+    assert inv(pct) == []
+    assert inv(25) == [("dead_time", True)]
