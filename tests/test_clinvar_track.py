@@ -131,3 +131,29 @@ def test_a_recount_that_also_trims_uncarried_alleles_is_a_corrected_copy(tmp_pat
     assert sh(f"bcftools view --trim-alt-alleles {src} | bcftools view", "stale.vcf.gz") == 0.0
     assert sh(f"{fill} | bcftools view -c2 | bcftools +fill-tags", "dropped.vcf.gz") == 0.0
     assert len(golden["uncarried_trim"]) >= 30  # the trimmed form is recorded in the golden
+
+
+def test_carrier_total_allows_an_allele_balance_filter_and_single_hits_are_named_with_their_adjectives():
+    """Blind study 28: (carrier_screen multiallelic_unsplit, 87.5) an allele-balance filter on het calls dropped one
+    borderline carrier call (11 of 59 reads ALT) and the exact total check failed: within 2 it passes, the unsplit
+    trap's total (16 of 43) does not. (inheritance single_het_recessive, 87.5) "CG3954 (AR) has only one paternally
+    inherited hit" named the trap with two words between "one" and "hit": the patterns allow two; "none of the hets"
+    is not "one ... het"."""
+    from benchmark.suite.freeze import read_golden
+    from graders.checks import run_check
+
+    ref = SUITE.worlds["clinvar.L2.carrier_screen.multiallelic_unsplit"]
+    g = read_golden(ref).values
+    total = next(c for c in ref.world.rubric.checks if c.id == "total")
+    n = g["n_carrier_genotypes"]
+    assert [run_check(total, {total.field: x}, g).credit for x in (n - 1, n - 2, n - 3)] == [1.0, 1.0, 0.0]
+    assert run_check(total, {total.field: g["n_naive_carrier_genotypes"]}, g).credit == 0.0
+
+    ref = SUITE.worlds["clinvar.L2.inheritance.single_het_recessive"]
+    g = read_golden(ref).values
+    named = next(c for c in ref.world.rubric.checks if c.id == "named")
+    for text in ("CG3954, CG0596 and CG4326 (AR) have only one paternally inherited hit each.",
+                 "Recessive genes with a single maternal variant do not fit their mode.",
+                 "AR gene CG4326: one het only, so not explained."):
+        assert run_check(named, {"issues_found": [text]}, g).credit == 1.0, text
+    assert run_check(named, {"issues_found": ["AR genes: none of the hets is de novo."]}, g).credit == 0.0
