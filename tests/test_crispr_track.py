@@ -131,3 +131,24 @@ def test_a_bottleneck_reported_as_absent_sgrnas_with_its_share_is_the_diagnosis(
 
     assert status(round(len(lost) / len(t), 3)) == "DIAGNOSE-AND-ACT"
     assert status(0.5) != "DIAGNOSE-AND-ACT"
+
+
+def test_a_shallow_initial_sample_reported_at_its_depth_is_a_truth():
+    """Blind study 29 (boundary_shallow, 16.7): "low read coverage in the initial samples: HL60.initial has 73,898
+    reads (mean 70 per guide), 59 guides under 10 reads" was charged as the low-depth defect on sound data. The
+    boundary's shallow-sample feature resembles that defect at the depth the world has (`size`): reported at it, it is
+    a truth; a sample at a few per cent of the others' depth is still the defect's claim."""
+    from graders.grade import grade
+
+    ref = SUITE.worlds["crispr.L1.integrity.boundary_shallow"]
+    golden = read_golden(ref).values
+
+    def status(value):
+        issue = {"category": "low read coverage in the initial samples", "severity": "warning",
+                 "where": "HL60.initial", "description": "HL60.initial has about 70 reads per guide; 59 guides have "
+                 "under 10 reads in an initial sample, so their fold changes are noisy.", "value": value,
+                 "action": "listed the low-count guides for filtering", "output": None}
+        return grade(ref, golden, {"assessment": "usable_with_caveats", "issues": [issue], "summary": "usable"}).status
+
+    assert status(round(golden["low_depth_mean"])) == "CLEAN-CORRECT"
+    assert status(0.04) == "FABRICATED"
