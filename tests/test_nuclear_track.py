@@ -223,3 +223,27 @@ def test_nuclear_per_spectrum_pulser_restoration_is_accepted(tmp_path, name):
         scores[remove] = (g.score, {c.id: c.credit for c in g.checks})
     assert scores[True][0] == pytest.approx(100.0), scores
     assert scores[False][1]["rates"] == 0.0, scores
+
+
+def test_random_summing_is_pile_up_not_true_coincidence_summing():
+    """Blind study 27 (pileup_moderate, capped at 20): "Random-summing gains: with the rejector off, piled-up events are
+    recorded at the summed energy ... subtracted before the loss correction" was read as the coincidence-summing trap.
+    Random summing is pile-up: it names the world's own trap; true-coincidence summing claimed there is still an
+    invention, and in a summing world coincidence summing is still its trap."""
+    from benchmark.suite.freeze import read_golden
+    from graders.l2 import invented_claims
+
+    ref = SUITE.worlds["nuclear.L2.decay.pileup_moderate"]
+    g = read_golden(ref).values
+
+    def inv(text):
+        return invented_claims(ref.world, ref.family, [{"issue": text, "changes_result": True, "value": 0.015}], g)
+
+    assert inv("Random-summing gains: about 1.5% of the window counts are random sums of two pulses, subtracted.") == []
+    assert inv("Random coincidence summing puts 1.5% of the window counts at the summed energy.") == []
+    assert inv("True-coincidence summing: the 2505 keV sum peak grows by 1.5%, which changes the result.") == [
+        ("coincidence_summing", True)]
+    summing = SUITE.worlds["nuclear.L2.decay.summing_mid"]
+    assert invented_claims(summing.world, summing.family, [{"issue": "True-coincidence summing after the source move "
+                           "changes the window rate by 3%.", "changes_result": True, "value": 0.03}],
+                           read_golden(summing).values) == []
