@@ -176,6 +176,9 @@ def detect(d: dict) -> dict:
     v["max_initial_gini"] = max(gi.values()) if gi else 0.0
     v["max_initial_gini_log"] = max(v["initial_gini_log"].values()) if gi else 0.0
     v["max_initial_zero_fraction"] = max(zf.values()) if zf else 0.0
+    # sgRNAs under 10 reads in an initial sample: the shallow-but-adequate boundary's own measured feature
+    v["n_low_initial_guides"] = int(np.sum(np.any(np.nan_to_num(counts[:, [samples.index(s) for s in ini]], nan=0.0) < 10,
+                                                 axis=1))) if ini else 0
     if bad:
         findings.append("bottlenecked_library")
 
@@ -211,7 +214,7 @@ def detect(d: dict) -> dict:
     return {"findings": sorted(findings), **v}
 
 
-@solver("crispr.L1.integrity", version="3")
+@solver("crispr.L1.integrity", version="4")
 def l1_integrity(world_dir: Path, world) -> dict:
     return detect(read_raw(world_dir))
 
