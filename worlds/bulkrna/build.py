@@ -140,6 +140,14 @@ def too_close(idx: str, used) -> bool:
     return any(sum(x != y for x, y in zip(idx, u)) < MIN_INDEX_DISTANCE for u in used)
 
 
+def fresh_index(rng, used) -> str:
+    """An i7 index for a library added to a sheet (a re-made or merged-in library): drawn until it stands
+    MIN_INDEX_DISTANCE apart from every index in `used`."""
+    while too_close(idx := "".join(rng.choice(list("ACGT"), 8)), used):
+        pass
+    return idx
+
+
 def distinct_indices(drawn: list[str]) -> list[str]:
     """A sample sheet's indices, any two differing at MIN_INDEX_DISTANCE positions or more: a chance collision of
     the random draw (blind study 25: two libraries of degraded_sample shared GACATCCG, which an analyst rightly
@@ -375,8 +383,7 @@ def sequence_lanes(data: BulkData, rng, lanes: int = 1, rerun: int = 0, lane_sd:
     used = set(s["index"])
     for r, (j, k) in enumerate(runs):
         if k >= int(lanes):  # a re-made library: its own index
-            while too_close(idx := "".join(rng.choice(list("ACGT"), 8)), used):
-                pass
+            idx = fresh_index(rng, used)
             used.add(idx)
             rows.loc[r, "index"] = idx
     spec = [f"P{i + 1:02d}" for i in rng.permutation(ns)]
@@ -449,9 +456,7 @@ def duplicate_sample(data: BulkData, rng, n: int = 1) -> BulkData:
         row["sample"] = tag
         if "index" in row:  # the copy got its own sheet row when the sheets were merged: its own index sequence
             used = set(s["index"]) | {r["index"].iloc[0] for r in rows}
-            while too_close(idx := "".join(rng.choice(list("ACGT"), 8)), used):
-                pass
-            row["index"] = idx
+            row["index"] = fresh_index(rng, used)
         rows.append(row)
         pairs.append((src, tag))
     s = pd.concat([s, *rows]).reset_index(drop=True)

@@ -151,8 +151,8 @@ def detect(d: dict) -> dict:
     v["low_depth_median"] = float(min(med)) if len(med) else 0.0
     # the mean reads per sgRNA of the shallowest sample: the other standard depth figure (MAGeCK's count summary gives
     # both; blind study 26 reported 21.9 per sgRNA, "median 18")
-    shallow = int(np.argmin(ratio)) if len(ratio) else 0
-    v["low_depth_mean"] = round(float(tot[shallow] / max(1, int(np.sum(~np.isnan(counts[:, shallow]))))), 2) if len(ratio) else 0.0
+    shallow = int(np.argmin(ratio))
+    v["low_depth_mean"] = round(float(tot[shallow] / max(1, int(np.sum(~np.isnan(counts[:, shallow]))))), 2)
     if low:
         findings.append("low_depth_sample")
 
@@ -177,8 +177,7 @@ def detect(d: dict) -> dict:
     v["max_initial_gini_log"] = max(v["initial_gini_log"].values()) if gi else 0.0
     v["max_initial_zero_fraction"] = max(zf.values()) if zf else 0.0
     # sgRNAs under 10 reads in an initial sample: the shallow-but-adequate boundary's own measured feature
-    v["n_low_initial_guides"] = int(np.sum(np.any(np.nan_to_num(counts[:, [samples.index(s) for s in ini]], nan=0.0) < 10,
-                                                 axis=1))) if ini else 0
+    v["n_low_initial_guides"] = int(np.sum(np.any([np.nan_to_num(col[s]) < 10 for s in ini], axis=0))) if ini else 0
     if bad:
         findings.append("bottlenecked_library")
 
