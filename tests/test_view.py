@@ -438,6 +438,13 @@ def disputed_run(tmp_path_factory) -> Path:
     return out
 
 
+def _follow(page, selector: str) -> None:
+    """Click a link and wait until the page it leads to has loaded: a click returns once navigation starts, so a count
+    read straight after it can see the old page or a half-parsed new one (CI failed on that race under load)."""
+    with page.expect_navigation(wait_until="load"):
+        page.click(selector)
+
+
 def _submit_ruling(page, component: str, choice: str, reason: str, ledger: str, value: str | None = None) -> str:
     """Fill the world page's ruling form for one component (uphold the grader, side with the verifier, or type a
     value), sign it and submit; the page's confirmation."""
@@ -447,7 +454,8 @@ def _submit_ruling(page, component: str, choice: str, reason: str, ledger: str, 
     page.fill("#reason", reason)
     page.fill("#adjudicator", "Browser Test")
     page.fill("#ledger", ledger)
-    page.click("button[type=submit]")
+    with page.expect_navigation(wait_until="load"):
+        page.click("button[type=submit]")
     return page.locator("#recorded").inner_text()
 
 
@@ -500,16 +508,16 @@ def test_browser_walks_runs_world_ruling_and_sees_the_leaderboard_change(dispute
             assert page.locator("#pending-count").inner_text().startswith("2 open discrepancies"), "both L1 states disputed"
             page.screenshot(path=str(shots / "runs.png"), full_page=True)
 
-            page.click("#tracks >> text=scrna")
+            _follow(page, "#tracks >> text=scrna")
             assert page.locator("h1").inner_text() == "Track scrna"
             page.screenshot(path=str(shots / "track.png"), full_page=True)
-            page.click("#families >> text=scrna.L1.integrity")
-            page.click(f"#worlds >> text=naive r0 >> nth=1")  # the doublets world (rows are sorted by world)
+            _follow(page, "#families >> text=scrna.L1.integrity")
+            _follow(page, f"#worlds >> text=naive r0 >> nth=1")  # the doublets world (rows are sorted by world)
             assert DOUBLETS in page.locator("h1").inner_text()
 
             page.goto(base + "/pending")
             page.screenshot(path=str(shots / "pending.png"), full_page=True)
-            page.click(f"text={DOUBLETS} r0")
+            _follow(page, f"text={DOUBLETS} r0")
             assert page.locator("tr#comp-state.focus.pending").count() == 1, "the disagreement is highlighted"
             report = page.locator("#report-text").inner_text()
             assert PAYLOAD in report, "the agent's script is shown as text"
@@ -569,7 +577,7 @@ def test_browser_rules_on_an_l2_and_an_l3_item_through_the_world_page(disputed_l
             assert page.locator("#pending-count").inner_text().startswith("2 open discrepancies")
 
             page.goto(base + "/pending")
-            page.click(f"text={LANE} r0")
+            _follow(page, f"text={LANE} r0")
             assert LANE in page.locator("h1").inner_text()
             assert page.locator("tr#comp-M.focus.pending").count() == 1, "the L2 disagreement is highlighted"
             recorded = _submit_ruling(page, "M", "verifier",
@@ -579,7 +587,7 @@ def test_browser_rules_on_an_l2_and_an_l3_item_through_the_world_page(disputed_l
 
             page.goto(base + "/pending")
             assert page.locator(f"text={LANE} r0").count() == 0, "the ruled L2 item left the queue"
-            page.click(f"text={DOSSIER} r0")
+            _follow(page, f"text={DOSSIER} r0")
             assert page.locator("tr#comp-eligible.focus.pending").count() == 1, "the L3 gate disagreement is highlighted"
             assert "allows: eligible, ineligible" in page.locator("#ruling-form").inner_text(), "the gate's states are offered"
             recorded = _submit_ruling(page, "eligible", "value",
