@@ -319,7 +319,7 @@ def measured(text: str) -> bool:
 
 
 # a number standing on its own ("0.5%", "274 spectra", "r = -0.99"), not a digit inside a name (Mn-54, chr19, H3K27me3)
-_NUMBER = re.compile(r"(?<![A-Za-z0-9-])-?\d+(?:[.,]\d+)?(?![A-Za-z0-9]*-\d)(?!\d)")
+_NUMBER = re.compile(r"(?<![A-Za-z0-9.-])-?\d+(?:[.,]\d+)?(?![.,]?\d)(?![A-Za-z0-9]*-\d)")
 
 
 def nuisance_codes(nuisance: Iterable[Any], world_id: str, text: str, effect: bool = False,
@@ -333,14 +333,26 @@ def nuisance_codes(nuisance: Iterable[Any], world_id: str, text: str, effect: bo
             if n.resembles and (not effect or getattr(n, "can_move_result", False))}
 
 
+def measures_nuisance(nuisance: Iterable[Any], world_id: str, text: str, golden: dict | None = None) -> bool:
+    """Whether a text measures a nuisance feature: it states a number (`measured`), or it names the items that show
+    a feature that declares them (`Nuisance.fits_items`: "LST1, AIF1, TYROBP, FCER1G and SPI1 are up against the
+    pooled rest but lower than in CD14+ monocytes" measures the shared programme by its genes, blind study 31; a bare
+    claim names none, or names genes that do not show it)."""
+    if measured(text):
+        return True
+    return golden is not None and any(
+        getattr(n, "items", None) and n.applies_to(world_id) and n.fits_items(text, golden)
+        and any(re.search(p, text, flags=re.IGNORECASE) for p in n.patterns) for n in nuisance)
+
+
 def excused_by_nuisance(nuisance: Iterable[Any], world_id: str, item: Any, golden: dict | None = None,
                         text_sizes: bool = False) -> bool:
     """Whether a claimed entry is a true report of one of the world's nuisance features: it describes one and
-    measures it (`measured`) at a size the feature has in the world's `golden` (`Nuisance.fits_size`, read on a
+    measures it (`measures_nuisance`) at a size the feature has in the world's `golden` (`Nuisance.fits_size`, read on a
     structured entry's `value`), and says it changes the result only where the feature can (`can_move_result`)."""
     text = item_text(item)
     effect = asserts_effect(item)
-    return measured(text) and any(not effect or getattr(n, "can_move_result", False)
+    return measures_nuisance(nuisance, world_id, text, golden) and any(not effect or getattr(n, "can_move_result", False)
                                   for n in _described(nuisance, world_id, text, entry_value(item), golden, text_sizes))
 
 
@@ -368,12 +380,23 @@ def _described(nuisance: Iterable[Any], world_id: str, text: str, value: float |
             and (not hasattr(n, "fits_items") or n.fits_items(text, golden))]
 
 
+# a range of decimals ("0.31-0.33%", "1.5–3"): both ends are stated (dates and IDs have no decimal point); `_NUMBER`
+# skips a number joined to another by a hyphen, so an ID like D001-D104 or a date is no size
+_DECIMAL_RANGE = re.compile(r"(?<![A-Za-z0-9.])(\d+\.\d+)\s*[-\u2013]\s*(\d+\.\d+)(?![\d.])(\s*%)?")
+
+
 def _stated_numbers(text: str) -> list[float]:
-    """The numbers a text states (`_NUMBER`), a decimal comma read as a point."""
+    """The numbers a text states (`_NUMBER`, and both ends of a range of decimals), a decimal comma read as a point;
+    a percentage is also stated as its fraction ("0.33%" states 0.0033, the form a `value` gives it)."""
+    text = str(text or "")
     out = []
-    for m in _NUMBER.finditer(str(text or "")):
+    for m in _NUMBER.finditer(text):
         try:
-            out.append(float(m.group(0).replace(",", ".")))
+            x = float(m.group(0).replace(",", "."))
         except ValueError:
             continue
+        out += [x, x / 100] if text[m.end():m.end() + 2].lstrip().startswith("%") else [x]
+    for m in _DECIMAL_RANGE.finditer(text):
+        ends = [float(m.group(1)), float(m.group(2))]
+        out += ends + ([x / 100 for x in ends] if m.group(3) else [])
     return out

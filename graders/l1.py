@@ -44,7 +44,7 @@ from graders.checks import CheckResult, as_number, flatten_text, get_path, run_c
 from graders.report import parse_report
 
 GRADER_ID = "graders.l1"
-GRADER_VERSION = "13"  # 13: a fraction measured as its inverse where the issue states its value as a fold ("21.7x shallower": a depth ratio of 1/21.7); 12: a family may name a defect's subject in its own words (defect_subjects: AF1 for complemented_eaf) where the code's words are state words or an acronym; 11: a corrected copy is read by the columns it changes where the golden items are the original's columns (two technical replicates summed into one; a sample dropped from, or relabelled in, a VCF), in the original's own compression (a bgzipped VCF); an alarm in its own words (no catalogued claim) about the defect's subject whose specific measured value passes a measure check is the diagnosis (replicates that "agree less well", r = 0.895); 10: a count equal to the items the golden lists passes where the issue's own list passes (1 failed sample, listed; 2 swapped files, their corrected copies side by side); 9: a count of affected items over a total the rubric measures passes the fraction it reproduces; another alarm naming the same defect may carry its measured value; 8: a corrected copy's rows are compared by value (integers exactly, other numbers to 9 significant digits: a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
+GRADER_VERSION = "14"  # 14: an info note in its own words about the defect's subject whose specific value passes is noticed, as such an alarm is; 13: a fraction measured as its inverse where the issue states its value as a fold ("21.7x shallower": a depth ratio of 1/21.7); 12: a family may name a defect's subject in its own words (defect_subjects: AF1 for complemented_eaf) where the code's words are state words or an acronym; 11: a corrected copy is read by the columns it changes where the golden items are the original's columns (two technical replicates summed into one; a sample dropped from, or relabelled in, a VCF), in the original's own compression (a bgzipped VCF); an alarm in its own words (no catalogued claim) about the defect's subject whose specific measured value passes a measure check is the diagnosis (replicates that "agree less well", r = 0.895); 10: a count equal to the items the golden lists passes where the issue's own list passes (1 failed sample, listed; 2 swapped files, their corrected copies side by side); 9: a count of affected items over a total the rubric measures passes the fraction it reproduces; another alarm naming the same defect may carry its measured value; 8: a corrected copy's rows are compared by value (integers exactly, other numbers to 9 significant digits: a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
 INVENTED_COST = 1.5  # native points per invented catalogued defect on a challenge world
 
 STATE_SCORES: dict[str, float] = {
@@ -151,7 +151,8 @@ def _alarms(report: dict[str, Any]) -> list[dict[str, Any]]:
 def _measured_note(family: FamilyManifest, world: L1World, report: dict[str, Any], golden: dict[str, Any],
                    products: Path | None, inputs: Path | None = None) -> dict[str, Any] | None:
     """An `info` note that names the world's defect and measures it within tolerance: an expert who found the
-    defect, sized it exactly and judged it harmless to the analysis (an ID suffix stripped in the join) noticed it,
+    defect, sized it exactly and judged it harmless to the analysis (an ID suffix stripped in the join, or named in its
+    own words about the defect's subject as `_recognised_by_subject` reads an alarm) noticed it,
     whatever severity they gave it (issue 38: such a report graded MISS, 0). Words alone in a note earn nothing, so a
     report listing every defect as a note gains nothing: the measured value is what a shortcut cannot give."""
     rub = world.rubric
@@ -163,7 +164,11 @@ def _measured_note(family: FamilyManifest, world: L1World, report: dict[str, Any
             continue
         if any(r.credit >= 1.0 for r in _measure(rub, {**report, **note}, golden, products, inputs)):
             return note
-    return None
+    # a note in its own words about the defect's subject, measured, is the same finding as such an alarm ("replicate 2
+    # has more element-level variability", 0.8 against the log2-difference sd 0.77: blind study 31), under the
+    # alarm's guard: a sweep of values over the subject recognises nothing
+    own_words = _recognised_by_subject(family, world, report, notes, golden, products, inputs)
+    return notes[own_words] if own_words is not None else None
 
 
 def _measure(rub, scope: dict[str, Any], golden: dict[str, Any], products: Path | None,

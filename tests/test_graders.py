@@ -1694,3 +1694,86 @@ def test_l2_a_nuisance_sized_in_the_text_beside_its_effect_on_the_result_is_a_tr
 
     assert inv(pct) == []
     assert inv(25) == [("dead_time", True)]
+
+
+def test_l2_a_dead_time_valued_as_the_fraction_its_text_states_in_percent_is_a_truth():
+    """Blind study 31 (nuclear summing_close, capped at 20): "The dead-time fraction is 0.07% at 10 cm and 0.31-0.33%
+    at 2.5 cm ... live time ... would bias T1/2 by +6 d", value 0.0033, was charged as the dead-time trap: the value is
+    the text's 0.33% as a fraction, which the text was not read as stating (a range split into '0' and '33', a percent
+    never read as its fraction). A range's ends and a percentage's fraction are stated numbers; a dead time the world
+    does not have is still the trap's."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.claims import _stated_numbers
+    from graders.l2 import invented_claims
+
+    assert {0.31, 0.33, 0.0033, 0.07, 0.0007} <= {round(x, 6) for x in _stated_numbers(
+        "The dead-time fraction is 0.07% at 10 cm and 0.31-0.33% at 2.5 cm")}
+    assert not {0.0, 33.0} & set(_stated_numbers("0.31-0.33%")), "no fragments of a range"
+    assert not {1.0, 104.0, 2018.0} & set(_stated_numbers("segments D001-D104 from 2018-06-10")), "IDs and dates state no size"
+    ref = load_suite().worlds["nuclear.L2.decay.summing_close"]
+    g = read_golden(ref).values
+    pct = round(100 * g["dead_time_fraction_first"], 2)
+
+    def inv(first_pct, close_pct, value):
+        text = (f"Counting losses. The dead-time fraction is {first_pct}% at 10 cm and {close_pct}% at 2.5 cm; rates "
+                "were corrected with the MCA live time. Using real time instead would bias T1/2 by +6 d.")
+        return invented_claims(ref.world, ref.family, [{"issue": text, "changes_result": True, "value": value}], g)
+
+    assert inv(pct, "0.31-0.33", 0.0033) == []
+    assert inv(pct, "0.33", 0.0033) == []
+    assert inv(25, "30-33", 0.33) == [("dead_time", True)], "a quarter of the time dead is the trap's size"
+
+
+def test_l2_a_shared_programme_named_by_its_genes_below_scanpys_fold_change_is_a_truth():
+    """Blind study 31 (scrna markers confound_lane, capped at 20): "Myeloid genes such as LST1, AIF1, TYROBP, FCER1G
+    and SPI1 are strongly up against the pooled rest but lower in Dendritic cells than in CD14+ monocytes", with no
+    number, was charged as the one-vs-rest trap: those genes are significant against the rest below scanpy's log2 fold
+    change of 1 (not in naive_significant_markers), and a text without a number was read as measuring nothing. The
+    genes that show the feature (shared_vs_rest_genes: significant against the rest, not markers against every
+    population) measure it; true markers, or no genes, still claim the trap."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.l2 import invented_claims
+
+    ref = load_suite().worlds["scrna.L2.markers.confound_lane"]
+    g = read_golden(ref).values
+    shared = sorted(set(g["shared_vs_rest_genes"]) - set(g["naive_significant_markers"]))
+    assert {"LST1", "AIF1", "TYROBP"} <= set(shared)
+
+    def inv(genes):
+        text = (f"A pooled one-vs-rest comparison does not meet the goal: myeloid genes such as {', '.join(genes)} are "
+                "strongly up against the pooled rest but lower in the target than in CD14+ monocytes. I scored each "
+                "gene by its worst pairwise contrast.")
+        return invented_claims(ref.world, ref.family, [{"issue": text, "changes_result": True, "value": None}], g)
+
+    assert inv(shared[:5]) == []
+    assert inv(sorted(g["strict_marker_genes"])[:5]) == [("nonspecific_vs_rest", True)]
+    assert invented_claims(ref.world, ref.family, [{"issue": "One-vs-rest markers are not specific here.",
+                                                    "changes_result": True}], g) == [("nonspecific_vs_rest", True)]
+
+
+def test_l1_a_note_in_its_own_words_that_measures_the_defect_is_noticed():
+    """Blind study 31 (enhancer low_replicate_correlation_mild, NOTICE-WRONG 16.7): an `info` note "replicate 2 has
+    more element-level variability", value 0.8 against the log2-difference sd 0.77, judged harmless: a note that names
+    the defect in the catalogue's words and measures it was already its diagnosis; one in its own words about the
+    defect's subject is read as such an alarm is (a specific value that passes, no sweep of values)."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.grade import grade
+
+    ref = load_suite().worlds["enhancer.L1.integrity.low_replicate_correlation_mild"]
+    gold = read_golden(ref).values
+
+    def report(values, category="replicate 2 has more element-level variability",
+               lead="Element log2(RNA/DNA) of the two replicates; rep2's element-level spread is wider."):
+        return json.dumps({"assessment": "usable_with_caveats", "summary": "rep2 noisier", "issues": [
+            {"category": category, "severity": "info", "where": "counts.csv rna_rep2", "description": lead,
+             "value": v, "action": "no correction; model the replicate", "output": None} for v in values]})
+
+    sd = gold["replicate_diff_sd"]
+    assert grade(ref, gold, report([round(sd + 0.02, 2)])).status == "DIAGNOSE-AND-ACT"
+    assert grade(ref, gold, report([0.55])).status == "NOTICE-WRONG", "a value the defect does not have measures nothing"
+    assert grade(ref, gold, report([round(sd + 0.02, 2)], "barcode representation",
+                                   "Barcodes per element vary more than Poisson.")).status == "NOTICE-WRONG"
+    assert grade(ref, gold, report([0.2, 0.4, 0.6, 0.8, 1.0])).status == "NOTICE-WRONG", "a sweep recognises nothing"
