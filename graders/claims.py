@@ -91,9 +91,12 @@ CHECKED_AFTER = re.compile(r"(?i)\w*(?:\s+[\w-]+){0,2}?\W{0,3}(?:(?:was|were|is|
 
 # an L2 observation that names a trap only to set it aside: contrasted away right before it ("the inflation is polygenic
 # signal, not confounding", "rather than a batch effect") or left open right after it ("modest confounding cannot be
-# ruled out"): the entry does not assert the trap (blind study 28, gwas ldscore clean, capped at 20)
-SET_ASIDE_BEFORE = re.compile(r"(?i)(?:\b(?:not|no|nor|without|rather\s+than|instead\s+of)"
-                              r"(?:\s+(?:due\s+to|caused\s+by|driven\s+by|from))?)\s+(?:an?\s+|the\s+|any\s+)?$")
+# ruled out"): the entry does not assert the trap (blind study 28, gwas ldscore clean, capped at 20), nor does one that
+# calls it nil ("redistribution hides under the null global change": blind study 33, histone differential clean)
+SET_ASIDE_BEFORE = re.compile(r"(?i)(?:(?:\b(?:not|no|nor|without|rather\s+than|instead\s+of)"
+                              r"(?:\s+(?:due\s+to|caused\s+by|driven\s+by|from))?)\s+(?:an?\s+|the\s+|any\s+)?"
+                              # a quantity said to be nil ("hides under the null global change", "a negligible shift")
+                              r"|\b(?:null|nil|zero|negligible)\s+)$")
 LEFT_OPEN_AFTER = re.compile(r"(?i)\W{0,3}(?:[\w-]+\s+){0,3}?(?:cannot|can't|could\s+not|can\s+not)\s+(?:yet\s+)?(?:be\s+)?"
                              r"(?:fully\s+|entirely\s+|completely\s+)?(?:ruled\s+out|excluded)\b")
 

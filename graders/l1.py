@@ -44,7 +44,7 @@ from graders.checks import CheckResult, as_number, flatten_text, get_path, run_c
 from graders.report import parse_report
 
 GRADER_ID = "graders.l1"
-GRADER_VERSION = "14"  # 14: an info note in its own words about the defect's subject whose specific value passes is noticed, as such an alarm is; 13: a fraction measured as its inverse where the issue states its value as a fold ("21.7x shallower": a depth ratio of 1/21.7); 12: a family may name a defect's subject in its own words (defect_subjects: AF1 for complemented_eaf) where the code's words are state words or an acronym; 11: a corrected copy is read by the columns it changes where the golden items are the original's columns (two technical replicates summed into one; a sample dropped from, or relabelled in, a VCF), in the original's own compression (a bgzipped VCF); an alarm in its own words (no catalogued claim) about the defect's subject whose specific measured value passes a measure check is the diagnosis (replicates that "agree less well", r = 0.895); 10: a count equal to the items the golden lists passes where the issue's own list passes (1 failed sample, listed; 2 swapped files, their corrected copies side by side); 9: a count of affected items over a total the rubric measures passes the fraction it reproduces; another alarm naming the same defect may carry its measured value; 8: a corrected copy's rows are compared by value (integers exactly, other numbers to 9 significant digits: a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
+GRADER_VERSION = "15"  # 15: a product action may read a file the diagnosing issue's action names beside its output; 14: an info note in its own words about the defect's subject whose specific value passes is noticed, as such an alarm is; 13: a fraction measured as its inverse where the issue states its value as a fold ("21.7x shallower": a depth ratio of 1/21.7); 12: a family may name a defect's subject in its own words (defect_subjects: AF1 for complemented_eaf) where the code's words are state words or an acronym; 11: a corrected copy is read by the columns it changes where the golden items are the original's columns (two technical replicates summed into one; a sample dropped from, or relabelled in, a VCF), in the original's own compression (a bgzipped VCF); an alarm in its own words (no catalogued claim) about the defect's subject whose specific measured value passes a measure check is the diagnosis (replicates that "agree less well", r = 0.895); 10: a count equal to the items the golden lists passes where the issue's own list passes (1 failed sample, listed; 2 swapped files, their corrected copies side by side); 9: a count of affected items over a total the rubric measures passes the fraction it reproduces; another alarm naming the same defect may carry its measured value; 8: a corrected copy's rows are compared by value (integers exactly, other numbers to 9 significant digits: a pandas reprint changes no row); 7: an alarm that measures the world's defect exactly under another name is a partial diagnosis, not an invention; a category naming the world's defect among others is its diagnosis where its value is the world's; a corrected copy that merges rows is read as the rows it removed; 6: topic words of the prompt alone claim no defect (claims.claim_catalog); 5: a corrected copy is read by the key form the golden items name (CHR:POS rows)
 INVENTED_COST = 1.5  # native points per invented catalogued defect on a challenge world
 
 STATE_SCORES: dict[str, float] = {
@@ -471,13 +471,22 @@ def grade_l1(world: L1World, family: FamilyManifest, golden: dict[str, Any], raw
 MAX_OTHER_PRODUCTS = 20  # other issues' products read for a product action the diagnosing issue's output fails
 
 
+# a file name as an action states it ("samples_corrected.csv", "fixed/calls.vcf.gz"): a name with an extension
+_FILE_NAME = re.compile(r"(?<![\w/.-])[\w-][\w./-]{0,200}\.[A-Za-z][A-Za-z0-9]{0,9}(?:\.gz)?(?![\w/-])")
+
+
 def _best_product(rub, results: list[CheckResult], report: dict[str, Any], issue: dict[str, Any],
                   golden: dict[str, Any], products: Path | None, inputs: Path | None) -> list[CheckResult]:
     """A product action that the diagnosing issue's own output fails, read on the outputs other issues of the report
     name: an expert lists the regions in the alarm and the filtered copy in a note below it ("filtered_alignments"),
-    and the copy is the action whichever issue names it. Only a product that passes the check earns."""
+    and the copy is the action whichever issue names it, or the file its action names beside its output. Only a
+    product that passes the check earns."""
     others = [i.get("output") for i in report.get("issues", []) if isinstance(i, dict) and i is not issue
               and isinstance(i.get("output"), str) and i.get("output") != issue.get("output")][:MAX_OTHER_PRODUCTS]
+    # a file the diagnosing issue's action names beside its output ("listed the affected samples; wrote a corrected
+    # sample sheet (samples_corrected.csv)": blind study 33, bulkrna swapped_samples, whose output was the list)
+    named = [m.group(0) for m in _FILE_NAME.finditer(str(issue.get("action") or ""))]
+    others += [p for p in dict.fromkeys(named) if p != issue.get("output") and p not in others][:MAX_OTHER_PRODUCTS]
     out = list(results)
     for k, c in enumerate(rub.actions):
         if not c.kind.startswith("product") or c.field != "output" or out[k].credit >= 1.0:
@@ -485,7 +494,7 @@ def _best_product(rub, results: list[CheckResult], report: dict[str, Any], issue
         for path in others:
             r = run_check(c, {**report, **issue, "output": path}, golden, products, inputs)
             if r.credit > out[k].credit:
-                out[k] = CheckResult(r.id, r.credit, f"{r.detail} (the product another issue names)", r.component)
+                out[k] = CheckResult(r.id, r.credit, f"{r.detail} (a product the report names elsewhere)", r.component)
             if out[k].credit >= 1.0:
                 break
     return out

@@ -16,12 +16,13 @@ World score = mean(A, I, M, C), then in order:
   invented effect  a claim that a trap the world does not have changes the result  -> min(score, 0.2)
   zero_if       every zero_if value/product check passes (the trap's own result) -> 0, and so does a report whose
                 zero_if products are missing where its other zero_if checks pass (a missing product is worth no
-                more than the trap's); not applied when a zero_if
+                more than the trap's); a zero_if check is left out (moot) when a zero_if
                 overlap check is tripped by the reference's own answer (the `reference` of a scored overlap check
                 on the same field), or a zero_if value check by the true value of a scored value check on the same
                 field: the trap's result is then not distinguishable from the sound answer (e.g. an empty trap list
                 where the reference calls nothing too: nothing to match is not a match; a trap that moved a
-                statistic by less than the zero_if's tolerance at this draw); nor where the world is not solvable
+                statistic by less than the zero_if's tolerance at this draw), and the zero is not applied when every
+                zero_if check is moot; nor where the world is not solvable
                 and the report declares its analysis unusable (its own claim qualifies the list it gives, which its
                 checks still score)
   unusable cap  a solvable world declared unusable                                -> min(score, unusable_cap)
@@ -40,7 +41,7 @@ from graders.checks import PRODUCT_KINDS, CheckResult, get_path, product_path, r
 from graders.report import parse_report
 
 GRADER_ID = "graders.l2"
-GRADER_VERSION = "16"  # 16: a range's ends and a percentage's fraction are numbers a text states; an entry naming the items that show a nuisance feature measures it; 15: an issues_found entry that sets a trap aside ("polygenic signal, not confounding"; "confounding cannot be ruled out") does not claim it; a declared nuisance's size may be a number the entry's text states (its value may measure the effect on the result); 14: overlap strict_golden: where the stricter standard rule calls fewer items than strict_subset, a true set that large (at least one) is the stricter call; 13: a nuisance feature may declare the golden lists of the items that show it (Nuisance.items less not_items): a description of it must name at least two of them and no more items that do not show it (the genes one-vs-rest calls without their being markers against every population); 12: the zero_if is not applied where an unsolvable world is declared unusable (the list given anyway is qualified by that claim; its checks score it); 11: a value check may name the generative truth's answer (truth_end, a list read as its length): any value from the reference solver's to the truth's is right (8 true genes and one more, against a reference calling 5 of them; H3K27me3 domains merged to the simulated total); 10: a structured entry reporting a declared nuisance must give a size the feature has in the world (Nuisance.size, as in L1); 9: an entry whose claiming part describes a declared nuisance is no invented trap; overlap strict_subset (a stricter call of true items earns full credit); a zero_if value check the truth itself passes is moot; 8: a trap handled in every value and named in the summary by its own patterns is recognised; an entry naming the world's trap beside one other is no invention; 7: a measured uncatalogued claim with the trap handled in the values is recognition
+GRADER_VERSION = "17"  # 17: a moot zero_if check leaves the conjunction and the rest still zero the trap's result (it disabled the whole zero_if); 16: a range's ends and a percentage's fraction are numbers a text states; an entry naming the items that show a nuisance feature measures it; 15: an issues_found entry that sets a trap aside ("polygenic signal, not confounding"; "confounding cannot be ruled out") does not claim it; a declared nuisance's size may be a number the entry's text states (its value may measure the effect on the result); 14: overlap strict_golden: where the stricter standard rule calls fewer items than strict_subset, a true set that large (at least one) is the stricter call; 13: a nuisance feature may declare the golden lists of the items that show it (Nuisance.items less not_items): a description of it must name at least two of them and no more items that do not show it (the genes one-vs-rest calls without their being markers against every population); 12: the zero_if is not applied where an unsolvable world is declared unusable (the list given anyway is qualified by that claim; its checks score it); 11: a value check may name the generative truth's answer (truth_end, a list read as its length): any value from the reference solver's to the truth's is right (8 true genes and one more, against a reference calling 5 of them; H3K27me3 domains merged to the simulated total); 10: a structured entry reporting a declared nuisance must give a size the feature has in the world (Nuisance.size, as in L1); 9: an entry whose claiming part describes a declared nuisance is no invented trap; overlap strict_subset (a stricter call of true items earns full credit); a zero_if value check the truth itself passes is moot; 8: a trap handled in every value and named in the summary by its own patterns is recognised; an entry naming the world's trap beside one other is no invention; 7: a measured uncatalogued claim with the trap handled in the values is recognition
 ISSUES_FIELD = "issues_found"
 COMPONENTS = ("A", "I", "M", "C")
 # a trap the world does not have, asserted as changing the result: the report's conclusion rests on a fabrication,
@@ -245,19 +246,26 @@ def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw
         score = INVENTED_EFFECT_CAP
     if rub.zero_if:
         moot = _trap_is_the_reference(world, golden)
+        # a moot check leaves the conjunction; the others still tell the trap's result from the sound one (campaign
+        # seed 7011, scrna lane_batch: the truth's 8 genes were 8 of the trap's 12, so the list overlap was moot,
+        # while the table still called the trap's 4 lane genes significant; the naive agent scored 41.7)
+        live = [(c, r) for c, r in zip(rub.zero_if, zr) if c.id not in moot]
         if moot:
-            caps.append(f"zero_if not applied: the sound answer itself matches the trap's result ({', '.join(moot)})")
+            caps.append(f"zero_if {'not applied' if not live else 'judged on the rest'}: the sound answer itself "
+                        f"matches the trap's result ({', '.join(moot)})")
+        if not live:
+            pass
         elif not rub.solvable and get_path(report, rub.usable_field) is False and all(
-                r.credit >= 1.0 or _unread(c, report, products) for c, r in zip(rub.zero_if, zr)):
+                r.credit >= 1.0 or _unread(c, report, products) for c, r in live):
             # the report says what this world's rubric holds, that no sound result can come from these data: a
             # list it gives anyway is qualified by its own claim, not the trap's result reported as the result. Its
             # value and overlap checks still score the list (no credit for calls the world says cannot be made)
             caps.append("zero_if not applied: the report declares the analysis unusable, as this world is; the list it "
                         "gives is qualified, and its checks score it")
-        elif all(r.credit >= 1.0 for r in zr):
+        elif all(r.credit >= 1.0 for _, r in live):
             caps.append("zero_if: trap followed without qualification")
             score = 0.0
-        elif all(r.credit >= 1.0 or _unread(c, report, products) for c, r in zip(rub.zero_if, zr)):
+        elif all(r.credit >= 1.0 or _unread(c, report, products) for c, r in live):
             caps.append("zero_if: the product that tells the trap's result from the sound one was not written; a missing "
                         "product is worth no more than the trap's own")
             score = 0.0

@@ -1777,3 +1777,110 @@ def test_l1_a_note_in_its_own_words_that_measures_the_defect_is_noticed():
     assert grade(ref, gold, report([round(sd + 0.02, 2)], "barcode representation",
                                    "Barcodes per element vary more than Poisson.")).status == "NOTICE-WRONG"
     assert grade(ref, gold, report([0.2, 0.4, 0.6, 0.8, 1.0])).status == "NOTICE-WRONG", "a sweep recognises nothing"
+
+
+def test_l2_a_moot_zero_if_check_leaves_the_rest_to_zero_the_trap(tmp_path):
+    """Campaign seed 7011 (scrna condition_de lane_batch, naive 41.7 against a bound of 20): the truth's 8 genes were 8
+    of the trap's 12, so the reference's own list tripped the trap-list overlap (moot) and the whole zero_if was set
+    aside, although the table still called the trap's 4 lane genes significant. A moot check leaves the conjunction;
+    the table check still zeroes the trap's answer, and a sound table with the same 8 genes is not zeroed."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.grade import grade
+
+    ref = load_suite().worlds["scrna.L2.condition_de.lane_batch"]
+    g = read_golden(ref).values
+    truth = sorted(g["truth"]["de_genes"])
+    lane = ["FOS", "HSP90AB1", "HSPB1", "JUNB"]
+    g = {**g, "de_genes": truth, "trap_de_genes": sorted(truth + lane), "naive_de_genes": sorted(truth + lane),
+         "n_de_genes": len(truth), "de_log2fc": {x: 2.0 for x in truth},
+         "null_padj": {x: 1.0 for x in lane}}
+
+    def report(calls, sig):
+        (tmp_path / "de.csv").write_text("gene,log2fc,padj\n" + "".join(
+            f"{x},{2.0 if x in truth else 1.0},{0.001 if x in sig else 0.8}\n" for x in truth + lane))
+        return json.dumps({"test_condition": "stim", "reference_condition": "ctrl", "de_genes": calls,
+                           "n_de_genes": len(calls), "up_genes": [x for x in calls if x in g["truth"]["up_genes"]],
+                           "down_genes": [x for x in calls if x in g["truth"]["down_genes"]], "de_table": "de.csv",
+                           "method": {"unit_of_replication": "donor", "test": "DESeq2"}, "issues_found": [],
+                           "analysis_usable": True, "summary": "pseudobulk"})
+
+    trap = grade(ref, g, report(truth + lane, truth + lane), products=tmp_path)
+    assert trap.score == 0.0 and any("judged on the rest" in c for c in trap.caps), (trap.score, trap.caps)
+    sound = grade(ref, g, report(truth, truth), products=tmp_path)
+    assert sound.score > 50 and not any(c.startswith("zero_if:") for c in sound.caps), (sound.score, sound.caps)
+
+
+def test_l2_a_trap_called_nil_and_a_balanced_redistribution_are_not_claims_of_it():
+    """Blind study 33 (histone differential clean, capped at 20): "Strong domain-level redistribution hides under the
+    null global change: some domains lose about 70% of signal ... while others roughly double ... gains and losses
+    cancel" was charged as the global-change trap, and "the spike-in fraction is identical in all four libraries" too.
+    A trap called null (or nil, zero, negligible) is set aside, and the family declares both true features of its
+    worlds without a global change; a global loss asserted there is still the trap."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.l2 import invented_claims
+
+    ref = load_suite().worlds["histone.L2.differential.clean"]
+    g = read_golden(ref).values
+
+    def inv(text, effect=True, value=None):
+        return invented_claims(ref.world, ref.family, [{"issue": text, "changes_result": effect, "value": value}], g)
+
+    assert inv("Strong domain-level redistribution hides under the null global change: some domains lose about 70% of "
+               "signal (log2 -1.93) while others roughly double (+1.06); gains and losses cancel.", value=-1.93) == []
+    assert inv("The spike-in fraction is identical in all four libraries (4.76%), so spike-in and read-depth "
+               "normalisation agree.", effect=False, value=0.024) == []
+    assert inv("Library-size normalisation masks a global loss of H3K27me3 of about 40% in treated cells "
+               "(log2 -0.7).", value=-0.7) == [("global_change", True)]
+
+
+def test_l1_a_product_the_action_names_beside_its_output_is_read(tmp_path):
+    """Blind study 33 (bulkrna swapped_samples, 66.7): the alarm's output was the list of sex-discordant samples, and
+    its action said "wrote a corrected sample sheet (samples_corrected.csv)", which was right; only the list was read.
+    A file the diagnosing issue's action names is read for a product action its output fails; a wrong sheet there
+    earns nothing."""
+    import csv
+
+    from benchmark.suite.freeze import ensure_built, read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.grade import grade
+
+    ref = load_suite().worlds["bulkrna.L1.integrity.swapped_samples"]
+    gold = read_golden(ref).values
+    world = ensure_built(ref)
+    rows = list(csv.DictReader((world / "samples.csv").open()))
+    sheet_rows = [dict(r) for r in rows]
+    swapped = gold["swapped_samples"]
+    # the true sheet: each swapped sample's sex from its expression, and its condition one rotation of the swapped
+    # rows' labels (tried below: the corrected-sheet validator says which)
+    truth = {r["sample"]: r for r in sheet_rows}
+    labels = [truth[s]["condition"] for s in swapped]
+    for s in swapped:
+        truth[s]["sex"] = gold["corrected_sex"][s]
+    (tmp_path / "affected.txt").write_text("\n".join(gold["sex_discordant_samples"]) + "\n")
+
+    def report(action):
+        return json.dumps({"assessment": "usable_with_caveats", "summary": "labels swapped", "issues": [
+            {"category": "sample swap", "severity": "blocking", "where": "samples.csv",
+             "description": "sex and condition labels disagree with expression", "value": len(swapped),
+             "action": action, "output": "affected.txt"}]})
+
+    ok = None
+    for rot in range(len(swapped)):  # the rotation of condition labels the expression shows
+        for s, lab in zip(swapped, labels[rot:] + labels[:rot]):
+            truth[s]["condition"] = lab
+        with (tmp_path / "sheet.csv").open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(truth.values())
+        g = grade(ref, gold, report("listed them; wrote a corrected sample sheet (sheet.csv)"), products=tmp_path,
+                  inputs=world)
+        if g.status == "DIAGNOSE-AND-ACT":
+            ok = g
+            break
+    assert ok is not None, "one rotation of the labels is the corrected sheet"
+    assert grade(ref, gold, report("listed them"), products=tmp_path, inputs=world).status != "DIAGNOSE-AND-ACT"
+    (tmp_path / "sheet.csv").write_text((world / "samples.csv").read_text())  # the sheet as delivered
+    assert grade(ref, gold, report("listed them; wrote a corrected sample sheet (sheet.csv)"), products=tmp_path,
+                 inputs=world).status != "DIAGNOSE-AND-ACT"
