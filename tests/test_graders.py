@@ -1884,3 +1884,27 @@ def test_l1_a_product_the_action_names_beside_its_output_is_read(tmp_path):
     (tmp_path / "sheet.csv").write_text((world / "samples.csv").read_text())  # the sheet as delivered
     assert grade(ref, gold, report("listed them; wrote a corrected sample sheet (sheet.csv)"), products=tmp_path,
                  inputs=world).status != "DIAGNOSE-AND-ACT"
+
+
+def test_l2_the_clumping_rules_sensitivity_on_an_ld_pruned_set_is_a_truth_not_the_correlated_hits_trap():
+    """Blind study 34 (gwas loci clean, capped at 20): "three pairs of significant SNPs sit just below the r^2 = 0.1
+    clumping threshold (0.099)" and "clumping by physical distance alone instead of the specified LD rule would give 11
+    loci" were charged as the correlated-hits trap: 'clump' names the task's own procedure. The clean world's SNP set is
+    LD-pruned and its signals lie close without LD, both declared; correlated SNPs counted as separate loci is still
+    the trap there."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.l2 import invented_claims
+
+    ref = load_suite().worlds["gwas.L2.loci.clean"]
+    g = read_golden(ref).values
+
+    def inv(text, effect, value):
+        return invented_claims(ref.world, ref.family, [{"issue": text, "changes_result": effect, "value": value}], g)
+
+    assert inv("Three pairs of significant SNPs sit just below the r^2 = 0.1 clumping threshold (0.099, 0.099, 0.091), "
+               "so the count depends on the threshold: 24 at 0.1, 21 at 0.09.", False, 3) == []
+    assert inv("Locus definition matters: clumping by physical distance alone instead of the specified LD rule would "
+               "give 11 loci (500 kb window), undercounting LD-independent signals.", True, 11) == []
+    assert inv("Clumping shows 6 significant SNPs in strong LD (r^2 > 0.5) with a lead were counted as separate loci.",
+               True, 6) == [("correlated_hits", True)]
