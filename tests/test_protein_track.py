@@ -230,16 +230,17 @@ def test_structure_naive_join_loses_the_signal_and_the_renumbered_join_recovers_
 
 def test_structure_edits_keep_the_real_accessibility_and_move_every_coordinate():
     """The drawn rigid-body move changes every coordinate but no DSSP ACC (so no RSA), the DSSP CA columns follow the
-    moved PDB's CA atoms, and the renumbering moves residue numbers by exactly 17 and nothing else."""
+    moved PDB's CA atoms, and the renumbering moves residue numbers by exactly 17 and nothing else (in dssp_mature,
+    the DSSP's alone: a numbering check on the PDB passes there)."""
     from benchmark.suite.package_data import package_file
     from worlds.protein import analysis as A
 
     real = A.read_dssp(package_file("dms_tools2", "1RVX_trimer_sequentialnumbering.dssp"))
     suite = load_suite()
-    for w, k in (("clean", 0), ("mature_numbering", 17)):
+    for w, k, k_dssp in (("clean", 0, 0), ("mature_numbering", 17, 17), ("dssp_mature", 0, 17)):
         d = ensure_built(suite.worlds[f"protein.L2.structure.{w}"])
         got = A.read_dssp(d / "1RVX_trimer.dssp")
-        assert (got["resnum"] + k).tolist() == real["resnum"].tolist()
+        assert (got["resnum"] + k_dssp).tolist() == real["resnum"].tolist()
         assert got[["chain", "aa", "acc"]].equals(real[["chain", "aa", "acc"]])
         pdb = [x for x in (d / "1RVX_trimer.pdb").read_text().splitlines() if x[12:16] == " CA "]
         orig = [x for x in package_file("dms_tools2", "1RVX_trimer_sequentialnumbering.pdb").read_text().splitlines()

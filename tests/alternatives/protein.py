@@ -129,7 +129,7 @@ def _global_alignment(a: str, b: str, gap: int = -2) -> dict[int, int]:
              "effective number), and each chain's numbering matched by a global alignment of its sequence to WSN HA (not "
              "an offset search)",
              ["protein.L2.structure.clean", "protein.L2.structure.mature_numbering",
-              "protein.L2.structure.ha1_ha2_chains"])
+              "protein.L2.structure.ha1_ha2_chains", "protein.L2.structure.dssp_mature"])
 def structure_first_protomer_alignment(world_dir: Path, out: Path) -> dict:
     max_asa = dict(A=129, R=274, N=195, D=193, C=167, Q=225, E=223, G=104, H=224, I=197, L=201, K=236, M=224, F=240,
                    P=159, S=155, T=172, W=285, Y=263, V=174)

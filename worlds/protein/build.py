@@ -46,7 +46,7 @@ Met1), the WSN HA coding sequence, and the real 1RVX H1 HA trimer (chains A-C, r
 numbering, HA1 and HA2 in one chain) with its DSSP computed on the trimer. Edits, drawn per world: 3-6% of the sites
 withheld, a rigid-body rotation and translation of the coordinates (DSSP's CA columns follow; ACC is untouched, so
 accessibility is unchanged), a plasmid lot in the FASTA header. Traps: `mature_numbering` (the PDB's and DSSP's
-residue numbers lowered by 17, the signal peptide) and `ha1_ha2_chains` (HA1 and HA2 as separate chains, numbered from
+residue numbers, or the DSSP's alone, lowered by 17, the signal peptide) and `ha1_ha2_chains` (HA1 and HA2 as separate chains, numbered from
 the mature HA1 and from HA2's first residue). Truth: the per-site join in the real files' own numbering.
 L3 `dossier`: per-position and per-substitution summaries of the real ddG table.
 """
@@ -442,14 +442,20 @@ def _renumbered(lines: list[str], cols: slice, by: int, skip=lambda x: False) ->
 
 
 @recipe(TRACK, "mature_numbering")
-def mature_numbering(p: Prot, rng, offset: int = HA_SIGNAL) -> Prot:
-    """The structure delivered in the numbering of the mature protein: the PDB's and the DSSP's residue numbers
-    lowered by the signal peptide's length (residue 18, the first of mature HA1, becomes 1); nothing else changes."""
+def mature_numbering(p: Prot, rng, offset: int = HA_SIGNAL, files: tuple = STRUCTURE_FILES) -> Prot:
+    """The structure delivered in the numbering of the mature protein: the residue numbers of `files` (the PDB's
+    ATOM records, the DSSP's residue table, or one of them) lowered by the signal peptide's length (residue 18, the
+    first of mature HA1, becomes 1); nothing else changes."""
     pdb, dssp = STRUCTURE_FILES
-    p.texts[pdb] = _renumbered(p.texts[pdb], slice(22, 26), offset)
-    lines = p.texts[dssp]
-    start = _dssp_start(lines)
-    p.texts[dssp] = lines[:start] + _renumbered(lines[start:], slice(5, 10), offset, skip=lambda x: x[13] == "!")
+    unknown = sorted(set(files) - {pdb, dssp})
+    if unknown:
+        raise ValueError(f"mature_numbering: files {unknown} are not the structure's ({pdb}, {dssp})")
+    if pdb in files:
+        p.texts[pdb] = _renumbered(p.texts[pdb], slice(22, 26), offset)
+    if dssp in files:
+        lines = p.texts[dssp]
+        start = _dssp_start(lines)
+        p.texts[dssp] = lines[:start] + _renumbered(lines[start:], slice(5, 10), offset, skip=lambda x: x[13] == "!")
     p.truth["offsets"] = [int(offset)]
     return p
 

@@ -76,7 +76,7 @@ rho = spearman(t['tolerance'], t['rsa'])
 bt = buried_tolerant(t)
 moved = {c: k for c, k in info['chain_offsets'].items() if k}
 by = '; '.join(f"chain{'s' if len(cs) > 1 else ''} {', '.join(cs)} by +{k}" for k, cs in sorted({k: sorted(c for c in moved if moved[c] == k) for k in set(moved.values())}.items()))
-found(not NAIVE and moved, f"residue numbering offset: the structure is numbered from the mature protein; at its stated numbers only {info['identity_stated']:.0%} of its residues carry the scan's WSN residue, {info['identity']:.0%} after renumbering ({by}) before the join")
+found(not NAIVE and moved, f"residue numbering offset: the structure's DSSP residue table is numbered from the mature protein; at its stated numbers only {info['identity_stated']:.0%} of its residues carry the scan's WSN residue, {info['identity']:.0%} after renumbering ({by}) before the join")
 print(json.dumps({'spearman': round(rho, 4), 'n_sites': int(len(t)), 'buried_tolerant': bt, 'n_buried_tolerant': len(bt),
                   'table': 'structure_sites.csv', 'issues_found': issues, 'analysis_usable': True,
                   'summary': f'{len(t)} sites joined; Spearman of tolerance with RSA {rho:.2f}; {len(bt)} buried tolerant sites'}))
