@@ -597,7 +597,7 @@ def _write_structure(p: Prot, w: CanonicalWriter, files: dict) -> None:
     files["1RVX_trimer.pdb"] = p.meta["pdb"]
     w.json("meta.json", {"protein": "hemagglutinin (HA) of influenza A/WSN/1933 (H1N1), 565 residues with its signal "
                                     "peptide", "data": PROVENANCE["structure"],
-                         "structure": "PDB 1RVX, an H1 hemagglutinin (A/Puerto Rico/8/1934) trimer, a strain "
+                         "structure": "PDB 1RVX (Gamblin et al. 2004), the hemagglutinin trimer of an H1 strain "
                                       "related to WSN", "files": dict(sorted(files.items()))})
 
 
