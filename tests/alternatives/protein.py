@@ -92,3 +92,69 @@ def epistasis_tolerant(world_dir: Path, out: Path) -> dict:
     return {"epistatic_pairs": pairs, "n_epistatic": len(pairs), "table": "epistasis_tol.csv",
             "issues_found": [f"{n_cens} pairs with a value near the assay floor or ceiling: censored, left out"]
             if n_cens else [], "analysis_usable": True, "summary": f"{len(pairs)} pairs"}
+
+
+def _translate(fasta: Path) -> str:
+    dna = "".join(x.strip() for x in fasta.read_text().splitlines() if not x.startswith(">")).upper()
+    nt, aas = "TCAG", "FFLLSSSSYY**CC*WLLLLPPPPHHQQRRRRIIIMTTTTNNKKSSRRVVVVAAAADDEEGGGG"
+    return "".join(aas[16 * nt.index(dna[i]) + 4 * nt.index(dna[i + 1]) + nt.index(dna[i + 2])]
+                   for i in range(0, len(dna) - 2, 3)).split("*")[0]
+
+
+def _global_alignment(a: str, b: str, gap: int = -2) -> dict[int, int]:
+    """Needleman-Wunsch (match +1, mismatch -1, linear gap): index in b -> index in a of each aligned pair."""
+    n, m = len(a), len(b)
+    s = np.zeros((n + 1, m + 1), dtype=int)
+    s[:, 0], s[0, :] = np.arange(n + 1) * gap, np.arange(m + 1) * gap
+    bb = np.array(list(b))
+    for i in range(1, n + 1):
+        sub = np.where(bb == a[i - 1], 1, -1)
+        row = np.maximum(s[i - 1, :-1] + sub, s[i - 1, 1:] + gap)
+        for j in range(1, m + 1):  # the horizontal gap depends on the cell to the left
+            s[i, j] = max(row[j - 1], s[i, j - 1] + gap)
+    pairs, i, j = {}, n, m
+    while i > 0 and j > 0:
+        if s[i, j] == s[i - 1, j - 1] + (1 if a[i - 1] == b[j - 1] else -1):
+            pairs[j - 1] = i - 1
+            i, j = i - 1, j - 1
+        elif s[i, j] == s[i - 1, j] + gap:
+            i -= 1
+        else:
+            j -= 1
+    return pairs
+
+
+@alternative("protein.L2.structure", "first protomer only: RSA from the first chain in the file that holds each site (not "
+             "the mean over the three protomers), tolerance as the Shannon entropy in bits (a monotone function of the "
+             "effective number), and each chain's numbering matched by a global alignment of its sequence to WSN HA (not "
+             "an offset search)",
+             ["protein.L2.structure.clean", "protein.L2.structure.mature_numbering",
+              "protein.L2.structure.ha1_ha2_chains", "protein.L2.structure.dssp_mature"])
+def structure_first_protomer_alignment(world_dir: Path, out: Path) -> dict:
+    max_asa = dict(A=129, R=274, N=195, D=193, C=167, Q=225, E=223, G=104, H=224, I=197, L=201, K=236, M=224, F=240,
+                   P=159, S=155, T=172, W=285, Y=263, V=174)
+    lines = (world_dir / "1RVX_trimer.dssp").read_text().splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("  #  RESIDUE")) + 1
+    res = [(x[11], int(x[5:10]), x[13], int(x[34:38])) for x in lines[start:] if x[13] != "!"]
+    wt = _translate(world_dir / "WSN-HA.fasta")
+    rsa, shifted = {}, 0
+    for chain in dict.fromkeys(r[0] for r in res):
+        a = [r for r in res if r[0] == chain]
+        for j, i in _global_alignment(wt, "".join(r[2] for r in a)).items():
+            shifted += a[j][1] != i + 1
+            rsa.setdefault(i + 1, a[j][3] / max_asa[a[j][2]])
+    prefs = pd.read_csv(world_dir / "prefs.csv")
+    p = prefs[list("ACDEFGHIKLMNPQRSTVWY")].to_numpy()
+    t = pd.DataFrame({"site": prefs["site"], "tolerance": -(p * np.log2(p)).sum(axis=1)})
+    t = t[t["site"].isin(rsa)].copy()
+    t["rsa"] = t["site"].map(rsa)
+    t["wt_aa"] = [wt[s - 1] for s in t["site"]]
+    t[["site", "wt_aa", "rsa", "tolerance"]].to_csv(out / "first_protomer.csv", index=False)
+    rho = float(t["tolerance"].rank().corr(t["rsa"].rank()))
+    m = (t["rsa"] < 0.2) & (t["tolerance"] >= np.log2(15.0))
+    bt = sorted(f"{w}{s}" for w, s in zip(t.loc[m, "wt_aa"], t.loc[m, "site"]))
+    issues = [f"residue numbering of the structure differs from the scan's for {shifted} of {len(res)} residues (global "
+              "alignment): renumbered to the scan's"] if shifted > len(res) // 2 else []
+    return {"spearman": round(rho, 4), "n_sites": int(len(t)), "buried_tolerant": bt, "n_buried_tolerant": len(bt),
+            "table": "first_protomer.csv", "issues_found": issues, "analysis_usable": True,
+            "summary": f"{len(t)} sites, Spearman {rho:.2f}"}

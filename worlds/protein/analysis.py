@@ -193,3 +193,110 @@ def limits_of(world: str = ".") -> tuple:
     m = json.loads((Path(world) / "meta.json").read_text())
     lo, hi = m["dynamic_range_kcal_per_mol"]
     return float(lo), float(hi)
+
+
+# ---------------------------------------------------------------- L2 structure
+
+AA = "ACDEFGHIKLMNPQRSTVWY"
+# theoretical maximum accessible surface area (A^2) per residue, Tien et al. 2013 PLoS ONE 8:e80635
+MAX_ASA = dict(zip(AA, (129, 167, 193, 223, 240, 104, 224, 197, 236, 201, 224, 195, 159, 225, 274, 155, 172, 174, 285,
+                        263)))
+BURIED_RSA = 0.2        # relative solvent accessibility below this: buried
+TOLERANT_NEFF = 15.0    # effective number of amino acids (exp of the entropy, natural log) at or above this: tolerant
+MIN_IDENTITY = 0.8      # a numbering under which this share of scan sites match the structure's residue is the same
+
+
+def protein_of(fasta) -> str:
+    """The protein the coding sequence in a FASTA file encodes (standard code, up to the first stop)."""
+    dna = read_fasta(fasta).upper()
+    nt = "TCAG"
+    table = "FFLLSSSSYY**CC*WLLLLPPPPHHQQRRRRIIIMTTTTNNKKSSRRVVVVAAAADDEEGGGG"
+    idx = [16 * nt.index(dna[i]) + 4 * nt.index(dna[i + 1]) + nt.index(dna[i + 2]) for i in range(0, len(dna) - 2, 3)]
+    return "".join(table[i] for i in idx).split("*")[0]
+
+
+def read_dssp(path) -> pd.DataFrame:
+    """chain, resnum, aa, acc of each residue line of a DSSP file (chain-break lines '!' skipped)."""
+    lines = Path(path).read_text().splitlines()
+    start = next((i + 1 for i, x in enumerate(lines) if x.startswith("  #  RESIDUE")), None)
+    if start is None:
+        raise ValueError(f"{path}: no '  #  RESIDUE' line opening the residue table")
+    rows = [(x[11], int(x[5:10]), x[13], int(x[34:38])) for x in lines[start:] if x[13] != "!"]
+    return pd.DataFrame(rows, columns=["chain", "resnum", "aa", "acc"])
+
+
+def site_tolerance(prefs: pd.DataFrame) -> pd.DataFrame:
+    """site and tolerance = exp(-sum p ln p) over the 20 amino-acid preferences (the effective number of amino acids)."""
+    p = prefs[list(AA)].to_numpy(dtype=float)
+    p = p / p.sum(axis=1, keepdims=True)
+    h = -np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0).sum(axis=1)
+    return pd.DataFrame({"site": prefs["site"].astype(int).to_numpy(), "tolerance": np.exp(h)})
+
+
+def identity_by_offset(wt: str, chain: pd.DataFrame, sites) -> dict:
+    """For each offset k (scan site = the chain's residue number + k), the share of the chain's residues at a scan
+    site whose WSN residue is the chain's residue there, and how many residues that compares (>= 20 kept). Every
+    offset that places the chain inside the protein is tried: a chain may be numbered from anywhere (HA2 from 1)."""
+    num, aa = chain["resnum"].to_numpy(), chain["aa"].to_numpy()
+    scan = np.zeros(len(wt) + 2, dtype=bool)
+    scan[[s for s in sites if 1 <= s <= len(wt)]] = True
+    seq = np.array(list(" " + wt + " "))
+    out = {}
+    for k in range(-int(num.max()), len(wt) - int(num.min()) + 1):
+        site = num + k
+        ok = (site >= 1) & (site <= len(wt))
+        ok[ok] = scan[site[ok]]
+        if ok.sum() >= 20:
+            out[k] = (float((seq[site[ok]] == aa[ok]).mean()), int(ok.sum()))
+    return out
+
+
+def chain_offsets(wt: str, dssp: pd.DataFrame, sites, renumber: bool = True) -> dict:
+    """Per chain, the offset to add to its residue numbers: 0 where the stated numbers match the scan's wild type
+    (identity >= MIN_IDENTITY), else (renumber) the offset of highest identity when that one matches."""
+    out = {}
+    for c, ch in dssp.groupby("chain", sort=True):
+        ident = identity_by_offset(wt, ch, sites)
+        best = max(sorted(ident), key=lambda k: (round(ident[k][0], 6), -abs(k)))
+        stated = ident.get(0, (0.0, 0))[0]
+        out[c] = int(best) if renumber and stated < MIN_IDENTITY and ident[best][0] >= MIN_IDENTITY else 0
+    return out
+
+
+def _identity(wt: str, d: pd.DataFrame, sites) -> float:
+    """The share of structure residues at a scan site (column `site`) that carry the WSN residue there."""
+    m = d["site"].isin(set(sites)) & (d["site"] >= 1) & (d["site"] <= len(wt))
+    return round(float((d.loc[m, "aa"] == [wt[s - 1] for s in d.loc[m, "site"]]).mean()), 4) if m.any() else 0.0
+
+
+def structure_sites(world=".", renumber: bool = True) -> tuple[pd.DataFrame, dict]:
+    """Per scan site (site, wt_aa, rsa, tolerance, structure_aa) joined to the structure: RSA = ACC / max ASA, the
+    mean over the chains that hold the site after each chain's numbering is matched to the scan's (renumber), or
+    by the stated residue numbers (renumber False, the join that trusts them); and what the join found."""
+    d = Path(world)
+    wt = protein_of(d / "WSN-HA.fasta")
+    dssp = read_dssp(d / "1RVX_trimer.dssp")
+    tol = site_tolerance(pd.read_csv(d / "prefs.csv"))
+    sites = tol["site"].tolist()
+    offs = chain_offsets(wt, dssp, sites, renumber)
+    r = dssp.assign(rsa=dssp["acc"] / dssp["aa"].map(MAX_ASA), site=dssp["resnum"] + dssp["chain"].map(offs))
+    info = {"chain_offsets": offs, "offsets": sorted(set(offs.values())),
+            "identity_stated": _identity(wt, r.assign(site=r["resnum"]), sites), "identity": _identity(wt, r, sites),
+            "n_scan_sites": int(len(tol)), "wt_length": len(wt)}
+    per = r.sort_values(["site", "chain"]).groupby("site").agg(structure_aa=("aa", "first"), rsa=("rsa", "mean"))
+    t = tol.merge(per.reset_index(), on="site", how="inner")
+    t = t[(t["site"] >= 1) & (t["site"] <= len(wt))]
+    t.insert(1, "wt_aa", [wt[s - 1] for s in t["site"]])
+    return t.sort_values("site").reset_index(drop=True), info
+
+
+def spearman(a, b) -> float:
+    """Spearman's rank correlation (average ranks for ties)."""
+    return float(pd.Series(np.asarray(a, dtype=float)).rank().corr(pd.Series(np.asarray(b, dtype=float)).rank()))
+
+
+def buried_tolerant(t: pd.DataFrame) -> list:
+    """Sites (wild-type residue and number, e.g. V45) buried (RSA < BURIED_RSA) yet tolerant (tolerance >=
+    TOLERANT_NEFF)."""
+    m = (t["rsa"].round(6) < BURIED_RSA) & (t["tolerance"].round(6) >= TOLERANT_NEFF)
+    return sorted(f"{a}{s}" for a, s in zip(t.loc[m, "wt_aa"], t.loc[m, "site"]))
