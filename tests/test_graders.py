@@ -1928,3 +1928,57 @@ def test_l2_a_numbering_checked_and_found_matching_is_no_claim_of_the_offset():
     assert inv("No numbering offset: identity 0.91 at offset 0, against under 0.1 at every other shift.", False) == []
     assert inv("The PDB is numbered from the mature protein: a numbering offset of 17 residues (identity 0.06 as "
                "stated).", True) == [("numbering_offset", True)]
+
+
+def test_l2_spike_ins_that_agree_and_a_few_dominant_genes_are_truths_of_the_normalisation_control():
+    """Blind study 34 (bulkrna normalisation clean, 75): "spike-in vs gene-based normalisation shifts all log2FC by
+    about +0.08" (the world's own 0.08 log2 size-factor difference) and "a few very highly expressed induced genes ...
+    total-count (CPM) normalisation would be badly biased" tripped the control's negated word check (no trap asserted:
+    'spike-in', 'global'). Both are declared features of the control, sized where they have a size; a spike-in shift
+    the world does not have, or a global shift of most genes, still trips it."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.grade import grade
+
+    ref = load_suite().worlds["bulkrna.L2.normalisation.clean"]
+    g = read_golden(ref).values
+    d = g["log2_sf_ratio_diff"]
+
+    def no_trap(text, value):
+        report = {"test_condition": "treated", "reference_condition": "control", "n_de_genes": g["n_de_genes"],
+                  "n_up": g["n_up"], "n_down": g["n_down"], "de_table": "de.csv", "median_log2fc": 0.0,
+                  "method": {"design": "~condition", "normalization": "ERCC size factors"},
+                  "issues_found": [{"issue": text, "changes_result": True, "value": value}], "analysis_usable": True,
+                  "summary": "DESeq2"}
+        checks = grade(ref, g, json.dumps(report)).checks
+        return next(c.credit for c in checks if c.id == "no_invented_trap") == 1.0
+
+    assert no_trap(f"Spike-in vs median-of-ratios normalisation shifts all log2FC by about {d:+.2f} and changes the DE "
+                   "set by 3 genes in and 4 out.", round(d, 2))
+    assert not no_trap("Spike-in vs median-of-ratios normalisation shifts all log2FC by about 1.1.", 1.1), \
+        "a shift the world does not have is the trap's"
+    assert no_trap("A few very highly expressed, strongly induced genes take a larger share of treated reads, so "
+                   "total-count (CPM) normalisation would be badly biased; median-of-ratios and spike-ins agree.", 1.39)
+    assert not no_trap("Most genes shift up together in treated cells: a global transcriptional amplification "
+                       "(median log2FC 0.9).", 0.9)
+
+
+def test_l1_a_truncated_tables_count_with_or_without_its_cut_row_is_measured():
+    """Blind study 34 (enhancer truncated_table, 83.3): 1,722 barcodes absent after the cut, with the cut row's barcode
+    reported apart as the partial row, against the golden 1,723 with no complete row (abs_tol 0). Either count is
+    the measurement; two off is not."""
+    from benchmark.suite.freeze import read_golden
+    from benchmark.suite.loader import load_suite
+    from graders.grade import grade
+
+    ref = load_suite().worlds["enhancer.L1.integrity.truncated_table"]
+    gold = read_golden(ref).values
+    n = gold["n_missing"]
+
+    def state(v):
+        return grade(ref, gold, json.dumps({"assessment": "usable_with_caveats", "summary": "cut", "issues": [
+            {"category": "truncated file", "severity": "warning", "where": "counts.csv",
+             "description": "counts.csv ends inside a row", "value": v, "action": "listed", "output": None}]})).status
+
+    assert state(n) == state(n - 1) == "DIAGNOSE-NOT-ACT"
+    assert state(n - 2) == state(n + 2) == "DIAGNOSE-NOT-ACT-PARTIAL"
