@@ -1908,28 +1908,6 @@ def test_l2_the_clumping_rules_sensitivity_on_an_ld_pruned_set_is_a_truth_not_th
                "give 11 loci (500 kb window), undercounting LD-independent signals.", True, 11) == []
     assert inv("Clumping shows 6 significant SNPs in strong LD (r^2 > 0.5) with a lead were counted as separate loci.",
                True, 6) == [("correlated_hits", True)]
-
-
-def test_l2_a_numbering_checked_and_found_matching_is_no_claim_of_the_offset():
-    """protein structure clean (review of the new family): an expert who checks the structure's numbering against the
-    scan and finds it matching ("numbering agrees: 91% identity at offset 0") reports a truth of the clean world, not
-    the numbering-offset trap; an offset asserted there is still the trap."""
-    from benchmark.suite.freeze import read_golden
-    from benchmark.suite.loader import load_suite
-    from graders.l2 import invented_claims
-
-    ref = load_suite().worlds["protein.L2.structure.clean"]
-    g = read_golden(ref).values
-
-    def inv(text, effect):
-        return invented_claims(ref.world, ref.family, [{"issue": text, "changes_result": effect, "value": 0.91}], g)
-
-    assert inv("Structure and scan numbering agree: 91% of the structure's residues match WSN at offset 0.", False) == []
-    assert inv("No numbering offset: identity 0.91 at offset 0, against under 0.1 at every other shift.", False) == []
-    assert inv("The PDB is numbered from the mature protein: a numbering offset of 17 residues (identity 0.06 as "
-               "stated).", True) == [("numbering_offset", True)]
-
-
 def test_l2_spike_ins_that_agree_and_a_few_dominant_genes_are_truths_of_the_normalisation_control():
     """Blind study 34 (bulkrna normalisation clean, 75): "spike-in vs gene-based normalisation shifts all log2FC by
     about +0.08" (the world's own 0.08 log2 size-factor difference) and "a few very highly expressed induced genes ...
