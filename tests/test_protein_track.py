@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 
 from benchmark.suite.freeze import ensure_built
 from benchmark.suite.loader import load_suite
@@ -202,71 +201,3 @@ def test_a_library_that_stops_at_mild_substitutions_reported_as_censored_is_a_tr
     assert _l1_grade("clean", [dressed]).invented == ["missing_zero"]
     # the clean world's ddG runs to 3.7 kcal/mol: a censoring caveat there is a caution the data do not call for
     assert _l1_grade("clean", [censored[1]]).state == "OVER-CAUTIOUS"
-
-
-def test_structure_naive_join_loses_the_signal_and_the_renumbered_join_recovers_it():
-    """The mature-numbering world: joined by the structure's stated numbers, almost no scan site carries the
-    structure's residue and tolerance looks unrelated to RSA; the offset of highest identity (the 17-residue signal
-    peptide) restores WSN/1RVX identity above 0.9 (a related strain, not 1.0) and the clean control's correlation."""
-    from benchmark.suite.freeze import read_golden
-    from worlds.protein import analysis as A
-
-    suite = load_suite()
-    d = ensure_built(suite.worlds["protein.L2.structure.mature_numbering"])
-    naive, stated = A.structure_sites(d, renumber=False)
-    fixed, info = A.structure_sites(d)
-    assert stated["identity_stated"] < 0.1 and info["offsets"] == [17] and 0.9 < info["identity"] < 0.95
-    assert (fixed["wt_aa"] == fixed["structure_aa"]).mean() > 0.9
-    rho_naive, rho = A.spearman(naive["tolerance"], naive["rsa"]), A.spearman(fixed["tolerance"], fixed["rsa"])
-    assert abs(rho_naive) < 0.15 and rho > 0.5
-    g = read_golden(suite.worlds["protein.L2.structure.mature_numbering"]).values
-    assert g["truth"]["spearman"] == pytest.approx(rho, abs=1e-4)
-    assert g["truth"]["buried_tolerant"] == A.buried_tolerant(fixed) == g["buried_tolerant"]
-    clean = read_golden(suite.worlds["protein.L2.structure.clean"]).values
-    assert clean["offsets"] == [0] and clean["identity_stated"] > 0.9 and abs(clean["spearman"] - rho) < 0.05
-    trap = set(A.buried_tolerant(naive))
-    assert len(trap & set(g["buried_tolerant"])) < 0.35 * len(trap)  # most of the naive list is other sites
-
-
-def test_structure_edits_keep_the_real_accessibility_and_move_every_coordinate():
-    """The drawn rigid-body move changes every coordinate but no DSSP ACC (so no RSA), the DSSP CA columns follow the
-    moved PDB's CA atoms, and the renumbering moves residue numbers by exactly 17 and nothing else (in dssp_mature,
-    the DSSP's alone: a numbering check on the PDB passes there)."""
-    from benchmark.suite.package_data import package_file
-    from worlds.protein import analysis as A
-
-    real = A.read_dssp(package_file("dms_tools2", "1RVX_trimer_sequentialnumbering.dssp"))
-    suite = load_suite()
-    for w, k, k_dssp in (("clean", 0, 0), ("mature_numbering", 17, 17), ("dssp_mature", 0, 17)):
-        d = ensure_built(suite.worlds[f"protein.L2.structure.{w}"])
-        got = A.read_dssp(d / "1RVX_trimer.dssp")
-        assert (got["resnum"] + k_dssp).tolist() == real["resnum"].tolist()
-        assert got[["chain", "aa", "acc"]].equals(real[["chain", "aa", "acc"]])
-        pdb = [x for x in (d / "1RVX_trimer.pdb").read_text().splitlines() if x[12:16] == " CA "]
-        orig = [x for x in package_file("dms_tools2", "1RVX_trimer_sequentialnumbering.pdb").read_text().splitlines()
-                if x[12:16] == " CA "]
-        assert len(pdb) == len(orig) and all(a[30:54] != b[30:54] for a, b in zip(pdb, orig))
-        assert [int(a[22:26]) + k for a in pdb] == [int(b[22:26]) for b in orig]
-        lines = (d / "1RVX_trimer.dssp").read_text().splitlines()
-        start = next(i for i, x in enumerate(lines) if x.startswith("  #  RESIDUE")) + 1
-        dssp_ca = [float(x[115:122]) for x in lines[start:] if x[13] != "!"]
-        assert max(abs(a - float(b[30:38])) for a, b in zip(dssp_ca, pdb)) <= 0.051
-
-
-def test_structure_trap_report_scores_at_most_20(tmp_path):
-    """A report with the naive join's answer (its correlation and buried tolerant sites) is the trap followed: <= 20,
-    while the reference answer with the offset named earns 100."""
-    import yaml
-
-    from benchmark.suite.freeze import read_golden
-    from benchmark.suite.handwritten import report_path, write_products
-    from graders.grade import grade
-
-    ref = load_suite().worlds["protein.L2.structure.mature_numbering"]
-    g = read_golden(ref).values
-    doc = yaml.safe_load(report_path(ref).read_text())
-    products = write_products(doc, g, tmp_path)
-    assert grade(ref, g, doc["correct"], products=products).score == 100.0
-    trap = dict(doc["correct"], spearman=g["trap_spearman"], buried_tolerant=g["trap_buried_tolerant"],
-                n_buried_tolerant=g["n_trap_buried_tolerant"])
-    assert grade(ref, g, trap, products=products).score <= 20.0

@@ -40,20 +40,11 @@ them are binding hot spots (per-variant penalty drawn in [b_low, b_high]), the o
 L2 epistasis (`double_scan`): stabilities (dG, kcal/mol) of drawn singles and double mutants, dG_ab = G - ddG_a -
 ddG_b - c_ab + noise with drawn couplings c_ab at drawn pairs; every value is clipped to the assay's dynamic range
 [floor, ceiling] (values beyond it are reported at the limit).
-L2 structure (`ha_structure`): dms_tools2 2.6.12 sdist, examples/Doud2016 (`package_file("dms_tools2", ...)`): the
-real averaged site preferences of Doud & Bloom 2016's scan of A/WSN/1933 HA (565 sites, sequential numbering from
-Met1), the WSN HA coding sequence, and the real 1RVX H1 HA trimer (chains A-C, residues 18-503 in WSN sequential
-numbering, HA1 and HA2 in one chain) with its DSSP computed on the trimer. Edits, drawn per world: 3-6% of the sites
-withheld, a rigid-body rotation and translation of the coordinates (DSSP's CA columns follow; ACC is untouched, so
-accessibility is unchanged), a plasmid lot in the FASTA header. Traps: `mature_numbering` (the PDB's and DSSP's
-residue numbers, or the DSSP's alone, lowered by 17, the signal peptide) and `ha1_ha2_chains` (HA1 and HA2 as separate chains, numbered from
-the mature HA1 and from HA2's first residue). Truth: the per-site join in the real files' own numbering.
 L3 `dossier`: per-position and per-substitution summaries of the real ddG table.
 """
 from __future__ import annotations
 
 import functools
-import io
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -84,7 +75,6 @@ class Prot:
     dossier: dict | None = None
     offset: int = 0
     true_fitness: pd.DataFrame | None = None  # fitness worlds: each variant's fitness from the substrate's own counts
-    texts: dict = field(default_factory=dict)  # structure worlds: text files as lists of lines (PDB, DSSP, FASTA)
 
 
 def _parse(seq: str, start: int = 2, background: str = GB1) -> list[tuple[int, str, str]]:
@@ -315,190 +305,6 @@ def double_scan(sub: pd.DataFrame, rng, dg_wt: float, n_singles: int, n_doubles:
     return p
 
 
-# ---------------------------------------------------------------- L2 structure: Doud 2016 HA scan on the 1RVX trimer
-
-HA_SIGNAL = 17          # WSN HA signal peptide MKAKLLVLLYAFVATDA: residue 18 (D) is the first of mature HA1
-DOUD = {"prefs": "summary_avgprefs.csv", "pdb": "1RVX_trimer_sequentialnumbering.pdb",
-        "dssp": "1RVX_trimer_sequentialnumbering.dssp", "fasta": "WSN-HA.fasta"}
-# Tien et al. 2013 PLoS ONE 8:e80635, theoretical maximum accessible surface area (A^2) of each residue
-MAX_ASA = {"A": 129, "R": 274, "N": 195, "D": 193, "C": 167, "Q": 225, "E": 223, "G": 104, "H": 224, "I": 197,
-           "L": 201, "K": 236, "M": 224, "F": 240, "P": 159, "S": 155, "T": 172, "W": 285, "Y": 263, "V": 174}
-BURIED_RSA = 0.2        # RSA below this: a buried residue
-TOLERANT_NEFF = 15.0    # effective number of amino acids at or above this: a mutationally tolerant site
-STRUCTURE_FILES = ("1RVX_trimer.pdb", "1RVX_trimer.dssp")
-
-
-@functools.lru_cache(maxsize=1)
-def _doud() -> dict[str, str]:
-    """The four real files of dms_tools2's Doud2016 example, as text."""
-    from benchmark.suite.package_data import package_file
-
-    return {k: package_file("dms_tools2", name).read_text() for k, name in DOUD.items()}
-
-
-def _dssp_start(lines: list[str]) -> int:
-    """Index of the first residue line (after the header line that starts '  #  RESIDUE')."""
-    for i, line in enumerate(lines):
-        if line.startswith("  #  RESIDUE"):
-            return i + 1
-    raise ValueError(f"{DOUD['dssp']}: no '  #  RESIDUE' header line")
-
-
-def _true_sites(dssp: list[str], prefs: pd.DataFrame, wt: str) -> pd.DataFrame:
-    """The generative truth, from the real files in their own (sequential) numbering: per scan site its wild-type
-    residue, RSA (DSSP ACC / Tien max ASA, mean over the trimer's chains) and tolerance (exp of the Shannon entropy of
-    its preferences)."""
-    rows = [(int(x[5:10]), x[13], int(x[34:38])) for x in dssp[_dssp_start(dssp):] if x[13] != "!"]
-    s = pd.DataFrame(rows, columns=["site", "aa", "acc"])
-    s["rsa"] = s["acc"] / s["aa"].map(MAX_ASA)
-    rsa = s.groupby("site")["rsa"].mean()
-    pr = prefs[list(AA)].to_numpy()
-    neff = np.exp(-(pr * np.log(pr)).sum(axis=1))
-    t = pd.DataFrame({"site": prefs["site"].astype(int), "tolerance": neff})
-    t["wt_aa"] = [wt[k - 1] for k in t["site"]]
-    t = t[t["site"].isin(rsa.index)].copy()
-    t["rsa"] = t["site"].map(rsa)
-    return t.reset_index(drop=True)
-
-
-def translate(dna: str) -> str:
-    """The protein of a coding sequence (standard code), up to its stop codon."""
-    bases = "TCAG"
-    aas = "FFLLSSSSYY**CC*WLLLLPPPPHHQQRRRRIIIMTTTTNNKKSSRRVVVVAAAADDEEGGGG"
-    code = {a + b + c: aas[16 * i + 4 * j + k] for i, a in enumerate(bases) for j, b in enumerate(bases)
-            for k, c in enumerate(bases)}
-    dna = dna.upper()
-    return "".join(code[dna[i:i + 3]] for i in range(0, len(dna) - 2, 3)).split("*")[0]
-
-
-def _rotation(rng) -> np.ndarray:
-    """A drawn proper rotation (QR of a Gaussian matrix, signs fixed, determinant +1)."""
-    q, r = np.linalg.qr(rng.normal(size=(3, 3)))
-    q = q * np.sign(np.diag(r))
-    return q if np.linalg.det(q) > 0 else -q
-
-
-def _moved_pdb(lines: list[str], rot: np.ndarray, shift: np.ndarray) -> tuple[list[str], dict]:
-    """ATOM records moved rigidly (x' = R (x - c) + c + shift, c = the centroid), and each residue's new CA position
-    keyed by (chain, residue number) for the DSSP file's X-CA/Y-CA/Z-CA columns."""
-    xyz = np.array([[float(x[30:38]), float(x[38:46]), float(x[46:54])] for x in lines])
-    c = xyz.mean(axis=0)
-    new = np.round((xyz - c) @ rot.T + c + shift, 3)
-    out, ca = [], {}
-    for x, (a, b, z) in zip(lines, new):
-        out.append(f"{x[:30]}{a:8.3f}{b:8.3f}{z:8.3f}{x[54:]}")
-        if x[12:16] == " CA ":
-            ca[(x[21], int(x[22:26]))] = (a, b, z)
-    return out, ca
-
-
-def _moved_dssp(lines: list[str], ca: dict) -> list[str]:
-    """DSSP residue lines with the CA coordinates of the moved structure (DSSP writes them to 0.1 A)."""
-    start = _dssp_start(lines)
-    out = lines[:start]
-    for x in lines[start:]:
-        if x[13] != "!":
-            a, b, z = ca[(x[11], int(x[5:10]))]
-            x = f"{x[:115]}{a:7.1f}{b:7.1f}{z:7.1f}"
-        out.append(x)
-    return out
-
-
-@recipe(TRACK, "ha_structure")
-def ha_structure(sub: pd.DataFrame, rng, withhold_low: float, withhold_high: float, shift_max: float = 25.0) -> Prot:
-    """Doud & Bloom 2016's real WSN HA site preferences with the real 1RVX trimer and its DSSP. Drawn per world: the
-    scan sites withheld (a drawn fraction in [withhold_low, withhold_high]), a
-    rigid-body rotation and translation of the coordinates (accessibility is unchanged) and the plasmid lot in the
-    FASTA header."""
-    d = _doud()
-    prefs = pd.read_csv(io.StringIO(d["prefs"]))
-    n = len(prefs)
-    k = int(rng.integers(round(withhold_low * n), round(withhold_high * n) + 1))
-    held = np.sort(rng.choice(prefs["site"].to_numpy(), k, replace=False))
-    prefs = prefs[~prefs["site"].isin(held)].reset_index(drop=True)
-    pdb, ca = _moved_pdb([x for x in d["pdb"].splitlines() if x.startswith("ATOM")], _rotation(rng),
-                         rng.uniform(-shift_max, shift_max, 3))
-    dssp = d["dssp"].splitlines()
-    dna = "".join(x.strip() for x in d["fasta"].splitlines() if not x.startswith(">"))
-    wt = translate(dna)
-    p = Prot(kind="structure")
-    p.tables["prefs.csv"] = prefs
-    p.texts = {"1RVX_trimer.pdb": pdb, "1RVX_trimer.dssp": _moved_dssp(dssp, ca),
-               "WSN-HA.fasta": [f">WSN-HA coding sequence, A/WSN/1933 (H1N1), Bloom lab reverse-genetics plasmid, lot "
-                                f"{int(rng.integers(1000, 10000))}"] + [dna[i:i + 60] for i in range(0, len(dna), 60)]}
-    t = _true_sites(dssp, prefs, wt)
-    bt = t[(t["rsa"].round(6) < BURIED_RSA) & (t["tolerance"].round(6) >= TOLERANT_NEFF)]
-    p.meta["pdb"] = "crystal structure of the HA trimer (PDB 1RVX), chains A, B and C, HA1 and HA2 in one chain"
-    p.truth.update({"withheld_sites": [int(x) for x in held], "offsets": [0], "n_sites": int(len(t)),
-                    "spearman": round(float(t["tolerance"].rank().corr(t["rsa"].rank())), 4),
-                    "buried_tolerant": sorted(f"{a}{s}" for a, s in zip(bt["wt_aa"], bt["site"]))})
-    return p
-
-
-def _renumbered(lines: list[str], cols: slice, by: int, skip=lambda x: False) -> list[str]:
-    """Lines whose residue-number field (`cols`, right-aligned) is lowered by `by`."""
-    w = cols.stop - cols.start
-    return [x if skip(x) else f"{x[:cols.start]}{int(x[cols]) - by:>{w}d}{x[cols.stop:]}" for x in lines]
-
-
-@recipe(TRACK, "mature_numbering")
-def mature_numbering(p: Prot, rng, offset: int = HA_SIGNAL, files: tuple = STRUCTURE_FILES) -> Prot:
-    """The structure delivered in the numbering of the mature protein: the residue numbers of `files` (the PDB's
-    ATOM records, the DSSP's residue table, or one of them) lowered by the signal peptide's length (residue 18, the
-    first of mature HA1, becomes 1); nothing else changes."""
-    pdb, dssp = STRUCTURE_FILES
-    unknown = sorted(set(files) - {pdb, dssp})
-    if unknown:
-        raise ValueError(f"mature_numbering: files {unknown} are not the structure's ({pdb}, {dssp})")
-    if pdb in files:
-        p.texts[pdb] = _renumbered(p.texts[pdb], slice(22, 26), offset)
-    if dssp in files:
-        lines = p.texts[dssp]
-        start = _dssp_start(lines)
-        p.texts[dssp] = lines[:start] + _renumbered(lines[start:], slice(5, 10), offset, skip=lambda x: x[13] == "!")
-    p.truth["offsets"] = [int(offset)]
-    return p
-
-
-HA2_START = 344   # WSN HA2 begins at G344 (GLFGAIAGFIEGG...), after the cleavage site's R343
-
-
-@recipe(TRACK, "ha1_ha2_chains")
-def ha1_ha2_chains(p: Prot, rng, signal: int = HA_SIGNAL, ha2_start: int = HA2_START) -> Prot:
-    """The structure delivered as deposited HA structures commonly are: each protomer's HA1 and HA2 as two chains
-    (A/B, C/D, E/F), HA1 numbered from the mature protein (residue 18 becomes 1) and HA2 from its own first residue
-    (G344 becomes 1). The DSSP's break at the cleavage site becomes a chain break ('!*'); nothing else changes."""
-    pdb, dssp = STRUCTURE_FILES
-    split = {c: (h1, h2) for c, h1, h2 in zip("ABC", "ACE", "BDF")}
-
-    def moved(chain: str, num: int) -> tuple[str, int]:
-        h1, h2 = split[chain]
-        return (h2, num - ha2_start + 1) if num >= ha2_start else (h1, num - signal)
-
-    out = []
-    for x in p.texts[pdb]:
-        c, n = moved(x[21], int(x[22:26]))
-        out.append(f"{x[:21]}{c}{n:>4d}{x[26:]}")
-    p.texts[pdb] = out
-    lines = p.texts[dssp]
-    start = _dssp_start(lines)
-    body, prev = [], None
-    for x in lines[start:]:
-        if x[13] == "!":
-            body.append(x)
-            continue
-        c, n = moved(x[11], int(x[5:10]))
-        if prev is not None and body and body[-1][13] == "!" and prev != c:
-            body[-1] = body[-1][:13] + "!*" + body[-1][15:]
-        body.append(f"{x[:5]}{n:>5d}{x[10]}{c}{x[12:]}")
-        prev = c
-    p.texts[dssp] = lines[:start] + body
-    p.meta["pdb"] = ("crystal structure of the HA trimer (PDB 1RVX), six chains: HA1 (A, C, E) and HA2 (B, D, F) of the "
-                     "three protomers")
-    p.truth["offsets"] = [int(signal), int(ha2_start - 1)]
-    return p
-
-
 # ---------------------------------------------------------------- L3 dossier (real ddG)
 
 @recipe(TRACK, "dossier")
@@ -562,10 +368,6 @@ PROVENANCE = {
                 "silico (simulated subsampling of reads)"),
     "function": ("ddG: measured (Nisthal et al. 2019); fitness: simulated binding selection of these variants on a "
                  "background of folding free energy dG_background"),
-    "structure": ("site preferences: the real deep mutational scan of A/WSN/1933 (H1N1) hemagglutinin (Doud & Bloom "
-                  "2016, as distributed with dms_tools2), a few per cent of sites withheld; structure: the real crystal "
-                  "structure of an H1 hemagglutinin trimer (PDB 1RVX) with its DSSP, as distributed with dms_tools2, "
-                  "placed in a new coordinate frame (rigid-body rotation and translation)"),
     "epistasis": ("simulated stabilities: single-mutant ddG measured (Nisthal et al. 2019), the wild type's dG, the "
                   "double mutants, the measurement noise and the assay's dynamic range simulated"),
 }
@@ -576,29 +378,6 @@ L1_FILES = {
                       "the wild-type control measured on the same plate, ddG = dG_wt - dG_mut (positive = destabilising)"),
     "construct.fasta": "the GB1 sequence (residues 1-56, Met1 = 1); positions in stability.csv use this numbering",
 }
-
-
-STRUCTURE_META = {
-    "prefs.csv": ("amino-acid preferences of each site of the HA deep mutational scan (CSV: site, then one column per "
-                  "amino acid A..Y, each row sums to 1); site = WSN HA residue number counted from the initiator "
-                  "Met (site 1) of WSN-HA.fasta's protein; a few per cent of the sites are withheld (absent)"),
-    "1RVX_trimer.dssp": ("DSSP output for the whole trimer (Kabsch & Sander 1983; ACC = the residue's solvent-accessible "
-                         "surface in A^2 in the trimer; residue table after the line starting '  #  RESIDUE')"),
-    "WSN-HA.fasta": "coding sequence (DNA) of the A/WSN/1933 HA used in the scan, from the initiator ATG",
-}
-
-
-def _write_structure(p: Prot, w: CanonicalWriter, files: dict) -> None:
-    """meta.json, prefs.csv and the structure's text files of a structure world."""
-    w.table("prefs.csv", p.tables["prefs.csv"], float_format="%.6g")
-    for name, lines in p.texts.items():
-        w.text(name, "\n".join(lines) + "\n")
-    files.update(STRUCTURE_META)
-    files["1RVX_trimer.pdb"] = p.meta["pdb"]
-    w.json("meta.json", {"protein": "hemagglutinin (HA) of influenza A/WSN/1933 (H1N1), 565 residues with its signal "
-                                    "peptide", "data": PROVENANCE["structure"],
-                         "structure": "PDB 1RVX (Gamblin et al. 2004), the hemagglutinin trimer of an H1 strain "
-                                      "related to WSN", "files": dict(sorted(files.items()))})
 
 
 @writer(TRACK)
@@ -614,9 +393,6 @@ def write(p: Prot, w: CanonicalWriter) -> None:
     if p.truth:
         w.truth(**p.truth)
     files = {"meta.json": "this description"}
-    if p.kind == "structure":
-        _write_structure(p, w, files)
-        return
     meta: dict = {"protein": "GB1, the B1 immunoglobulin-binding domain of streptococcal protein G (56 residues)"}
     meta["data"] = PROVENANCE[p.kind]
     if p.kind == "integrity":

@@ -1,7 +1,7 @@
 """Scripted agents of the protein track (gold side). The oracle inlines worlds/protein/analysis.py as source text and
 does what each world's careful_scientist says; the naive agent trusts the table and the defaults (L1: accepts the
 file; fitness: raw log2(selected / input) of every variant; function: fitness read as binding; epistasis: every
-double mutant's deviation from additivity as measured; structure: the structure joined by its stated residue numbers). The L1 oracle's issue per defect is data, in scripted.yaml;
+double mutant's deviation from additivity as measured). The L1 oracle's issue per defect is data, in scripted.yaml;
 worlds/scaffold.py registers the agents and writes that cell."""
 from __future__ import annotations
 
@@ -69,20 +69,6 @@ print(json.dumps({'epistatic_pairs': pairs, 'n_epistatic': len(pairs), 'table': 
                   'analysis_usable': True, 'summary': f'{len(pairs)} interacting pairs'}))
 """
 
-_STR = L2_KIT + r"""
-t, info = structure_sites('.', renumber=not NAIVE)
-t[['site', 'wt_aa', 'rsa', 'tolerance']].to_csv('structure_sites.csv', index=False)
-rho = spearman(t['tolerance'], t['rsa'])
-bt = buried_tolerant(t)
-moved = {c: k for c, k in info['chain_offsets'].items() if k}
-by = '; '.join(f"chain{'s' if len(cs) > 1 else ''} {', '.join(cs)} by +{k}" for k, cs in sorted({k: sorted(c for c in moved if moved[c] == k) for k in set(moved.values())}.items()))
-found(not NAIVE and moved, f"residue numbering offset: the structure's DSSP residue table is numbered from the mature protein; at its stated numbers only {info['identity_stated']:.0%} of its residues carry the scan's WSN residue, {info['identity']:.0%} after renumbering ({by}) before the join")
-print(json.dumps({'spearman': round(rho, 4), 'n_sites': int(len(t)), 'buried_tolerant': bt, 'n_buried_tolerant': len(bt),
-                  'table': 'structure_sites.csv', 'issues_found': issues, 'analysis_usable': True,
-                  'summary': f'{len(t)} sites joined; Spearman of tolerance with RSA {rho:.2f}; {len(bt)} buried tolerant sites'}))
-"""
-
-_L2 = {"protein.L2.fitness": _FIT, "protein.L2.function": _FUN, "protein.L2.epistasis": _EPI,
-       "protein.L2.structure": _STR}
+_L2 = {"protein.L2.fitness": _FIT, "protein.L2.function": _FUN, "protein.L2.epistasis": _EPI}
 
 switched(_L2, _cell)

@@ -12,11 +12,6 @@ protein.L2.function    binding effect = fitness - log2(f(G - ddG) / f(G)), two-s
 protein.L2.epistasis   eps = ddG_ab - ddG_a - ddG_b on dG values inside the assay's dynamic range; |eps| >= 1 kcal/mol;
                        censored pairs whose one-sided bound still proves |eps| >= 1 (bounded_pairs) may be reported too
                        (n_epistatic_range: the count without and with them).
-protein.L2.structure   tolerance = exp(Shannon entropy) of each site's preferences, RSA = DSSP ACC / Tien 2013
-                       theoretical max ASA (mean over the trimer's chains), joined per site after the structure's
-                       numbering is matched to the scan's (per chain, the offset of highest wild-type identity); Spearman of
-                       tolerance with RSA and the buried (RSA < 0.2) tolerant (>= 15 effective amino acids) sites;
-                       trap_*: the same from a join by the structure's stated residue numbers.
 """
 from __future__ import annotations
 
@@ -135,25 +130,6 @@ def l2_epistasis(world_dir: Path, world) -> dict:
             "bounded_pairs": bound, "n_bounded": len(bound), "n_epistatic_range": [len(pairs), len(pairs) + len(bound)],
             "n_pairs": int(len(db)), "n_censored": int(len(db) - len(e)), "censored_fraction": round(1 - len(e) / len(db), 4),
             "epistasis": {k: round(float(em[k]), 4) for k in keys}}
-
-
-@solver("protein.L2.structure", version="1")
-def l2_structure(world_dir: Path, world) -> dict:
-    t, info = A.structure_sites(world_dir)
-    naive, _ = A.structure_sites(world_dir, renumber=False)
-    bt, trap = A.buried_tolerant(t), A.buried_tolerant(naive)
-    differ = t[t["wt_aa"] != t["structure_aa"]]
-    return {"spearman": round(A.spearman(t["tolerance"], t["rsa"]), 4), "n_sites": int(len(t)),
-            "buried_tolerant": bt, "n_buried_tolerant": len(bt), "offsets": info["offsets"],
-            "chain_offsets": info["chain_offsets"],
-            "identity_stated": info["identity_stated"], "identity": info["identity"],
-            "n_scan_sites": info["n_scan_sites"], "n_unmapped_sites": info["n_scan_sites"] - int(len(t)),
-            "strain_differences": [f"{a}{s}" for a, s in zip(differ["wt_aa"], differ["site"])],
-            "n_strain_differences": int(len(differ)),
-            "rsa": {str(s): round(float(x), 4) for s, x in zip(t["site"], t["rsa"])},
-            "tolerance": {str(s): round(float(x), 4) for s, x in zip(t["site"], t["tolerance"])},
-            "trap_spearman": round(A.spearman(naive["tolerance"], naive["rsa"]), 4), "trap_buried_tolerant": trap,
-            "n_trap_buried_tolerant": len(trap), "n_trap_sites": int(len(naive))}
 
 
 @solver("protein.L3.dossier", version="1")
