@@ -1908,6 +1908,8 @@ def test_l2_the_clumping_rules_sensitivity_on_an_ld_pruned_set_is_a_truth_not_th
                "give 11 loci (500 kb window), undercounting LD-independent signals.", True, 11) == []
     assert inv("Clumping shows 6 significant SNPs in strong LD (r^2 > 0.5) with a lead were counted as separate loci.",
                True, 6) == [("correlated_hits", True)]
+
+
 def test_l2_spike_ins_that_agree_and_a_few_dominant_genes_are_truths_of_the_normalisation_control():
     """Blind study 34 (bulkrna normalisation clean, 75): "spike-in vs gene-based normalisation shifts all log2FC by
     about +0.08" (the world's own 0.08 log2 size-factor difference) and "a few very highly expressed induced genes ...
