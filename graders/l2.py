@@ -100,10 +100,9 @@ def invented_claims(world: L2World, family: FamilyManifest, claimed: list[Any],
         if world.defect in codes and len(codes) <= 2:  # the trap named with its neighbour, not a list of every trap
             continue
         effect, text, value = claims.asserts_effect(it), claims.item_text(it), claims.entry_value(it)
-        if claims.measures_nuisance(family.nuisance, world.id, text, golden) and (code in claims.nuisance_codes(family.nuisance, world.id, text, effect, value, golden,
-                                                                    text_sizes=True)
-                                      or claims.claim_is_nuisance(family.nuisance, world.id, it, effect, golden,
-                                                                  text_sizes=True)):
+        if claims.measures_nuisance(family.nuisance, world.id, text, golden) and (
+                code in claims.nuisance_codes(family.nuisance, world.id, text, effect, value, golden, text_sizes=True)
+                or claims.claim_is_nuisance(family.nuisance, world.id, it, effect, golden, text_sizes=True)):
             continue
         out[code] = out.get(code, False) or effect
     return sorted(out.items())
@@ -254,7 +253,7 @@ def grade_l2(world: L2World, family: FamilyManifest, golden: dict[str, Any], raw
             caps.append(f"zero_if {'not applied' if not live else 'judged on the rest'}: the sound answer itself "
                         f"matches the trap's result ({', '.join(moot)})")
         if not live:
-            pass
+            pass  # every zero_if check is moot: nothing tells the trap's result from the sound answer at this draw
         elif not rub.solvable and get_path(report, rub.usable_field) is False and all(
                 r.credit >= 1.0 or _unread(c, report, products) for c, r in live):
             # the report says what this world's rubric holds, that no sound result can come from these data: a
