@@ -526,35 +526,19 @@ def one_vs_rest_top(X: np.ndarray, genes: list[str], labels: np.ndarray, target:
     return [genes[i] for i in order[:k]]
 
 
-def naive_significant(X: np.ndarray, genes: list[str], labels: np.ndarray, target: str) -> list[str]:
-    """scanpy defaults: normalize_total + log1p, rank_genes_groups(wilcoxon, vs rest), BH padj < 0.05, log2FC > 1."""
-    from scipy.stats import norm, rankdata
-
-    ln = lognorm(X)
-    t = labels == target
-    r = rankdata(ln, axis=0)
-    n1, n2 = t.sum(), (~t).sum()
-    z = (r[t].sum(0) - n1 * (n1 + n2 + 1) / 2) / np.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
-    p = 2 * norm.sf(np.abs(z))
-    padj = _bh(p)
-    lfc = np.log2(np.expm1(ln[t]).mean(0) + 1e-9) - np.log2(np.expm1(ln[~t]).mean(0) + 1e-9)
-    return sorted(genes[i] for i in np.flatnonzero((padj < 0.05) & (lfc > 1) & (z > 0)))
+def naive_significant(vs_rest: pd.DataFrame) -> list[str]:
+    """scanpy defaults on the target's Wilcoxon table against the pooled rest (`cell_level_wilcoxon`: normalize_total
+    + log1p, rank_genes_groups(wilcoxon, vs rest)): BH padj < 0.05, log2FC > 1."""
+    hit = vs_rest[(vs_rest["padj"] < 0.05) & (vs_rest["log2fc"] > 1) & (vs_rest["z"] > 0)]
+    return sorted(hit["gene"])
 
 
-def shared_vs_rest(X: np.ndarray, genes: list[str], labels: np.ndarray, target: str, markers: list[str]) -> list[str]:
-    """Genes significant against the pooled rest (Wilcoxon on log-normalised counts, BH padj < 0.05, higher in the
-    target) that are not markers against every population: the shared programme a one-vs-rest test calls at any fold
-    change (LST1, AIF1, TYROBP in dendritic cells, higher still in CD14+ monocytes; blind study 31)."""
-    from scipy.stats import norm, rankdata
-
-    ln = lognorm(X)
-    t = labels == target
-    r = rankdata(ln, axis=0)
-    n1, n2 = t.sum(), (~t).sum()
-    z = (r[t].sum(0) - n1 * (n1 + n2 + 1) / 2) / np.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
-    padj = _bh(2 * norm.sf(np.abs(z)))
-    keep = set(markers)
-    return sorted(genes[i] for i in np.flatnonzero((padj < 0.05) & (z > 0)) if genes[i] not in keep)
+def shared_vs_rest(vs_rest: pd.DataFrame, markers: list[str]) -> list[str]:
+    """Genes significant against the pooled rest (the same table: BH padj < 0.05, higher in the target) that are not
+    markers against every population: the shared programme a one-vs-rest test calls at any fold change (LST1, AIF1,
+    TYROBP in dendritic cells, higher still in CD14+ monocytes; blind study 31)."""
+    hit = vs_rest[(vs_rest["padj"] < 0.05) & (vs_rest["z"] > 0) & ~vs_rest["gene"].isin(set(markers))]
+    return sorted(hit["gene"])
 
 
 def _bh(p: np.ndarray) -> np.ndarray:
@@ -623,6 +607,7 @@ def l2_markers(world_dir: Path, world) -> dict:
     score = dict(zip(tab["gene"], tab["min_auroc"]))
     zpos = dict(zip(genes, trap_z))
     trap = trap_order[:10] if defect else []
+    vs_rest = cell_level_wilcoxon(X, genes, labels, target)  # the target against the pooled rest, as scanpy tests it
     return {
         "target_population": target,
         "marker_genes": marker_genes,
@@ -640,8 +625,8 @@ def l2_markers(world_dir: Path, world) -> dict:
         "unblocked_top_markers": unblocked[unblocked["mean_target"] > unblocked["max_mean_other"]]["gene"].head(10).tolist(),
         "target_fraction_by_lane": lanes,
         "lane_associated_genes": lane_genes,
-        "naive_significant_markers": naive_significant(X, genes, labels, target),
-        "shared_vs_rest_genes": shared_vs_rest(X, genes, labels, target, marker_genes),
+        "naive_significant_markers": naive_significant(vs_rest),
+        "shared_vs_rest_genes": shared_vs_rest(vs_rest, marker_genes),
         "median_umis_target": float(np.median(tot[t])),
         "median_umis_other": float(np.median(tot[~t])),
         "depth_ratio_target_vs_other": round(float(np.median(tot[t]) / np.median(tot[~t])), 3),
